@@ -1,0 +1,290 @@
+"""Messages and their content blocks.
+
+A :class:`Msg` is one turn of a conversation: a role, a list of content blocks, an optional
+name, free-form metadata, a stable id and a UTC timestamp. Messages are immutable; use
+:meth:`Msg.replace` to derive a changed copy. ``Msg.to_dict`` / ``Msg.from_dict`` (and the JSON
+variants) round-trip exactly.
+
+Tool results are carried by messages with role ``"tool"``, one :class:`ToolResultBlock` each,
+placed after the assistant message that holds the matching :class:`ToolUseBlock`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias, get_args
+
+__all__ = [
+    "INVALID_ARGUMENTS_KEY",
+    "ContentBlock",
+    "ImageBlock",
+    "Msg",
+    "Role",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "new_id",
+]
+
+INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
+"""Key under which a model adapter stores tool-call arguments that were not a JSON object.
+
+``ToolUseBlock.input == {INVALID_ARGUMENTS_KEY: raw_text}`` marks such a call; the toolkit turns
+it into an error tool result that quotes the raw text, so the model can correct itself.
+"""
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+_ROLES: frozenset[str] = frozenset(get_args(Role))
+
+
+def new_id(prefix: str = "") -> str:
+    """Return a fresh random identifier (32 hex characters, optionally prefixed)."""
+    return f"{prefix}{uuid.uuid4().hex}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Plain text."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """Model reasoning. ``signature`` is the provider's opaque proof, echoed back verbatim."""
+
+    thinking: str
+    signature: str | None = None
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A tool call requested by the model. ``input`` holds the decoded arguments."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """The outcome of one tool call, matched to it by ``tool_use_id``."""
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    name: str | None = None
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image given either by ``url`` or by base64 ``data`` with its ``media_type``."""
+
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    type: Literal["image"] = "image"
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (self.data is None):
+            raise ValueError("ImageBlock needs exactly one of 'url' or 'data'")
+        if self.data is not None and not self.media_type:
+            raise ValueError("ImageBlock with 'data' needs a 'media_type' (e.g. 'image/png')")
+
+
+ContentBlock: TypeAlias = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock
+
+_BLOCK_TYPES: dict[str, type[Any]] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "tool_use": ToolUseBlock,
+    "tool_result": ToolResultBlock,
+    "image": ImageBlock,
+}
+
+
+def block_to_dict(block: ContentBlock) -> dict[str, Any]:
+    """Serialize one content block to plain JSON-compatible data."""
+    data: dict[str, Any] = {}
+    for f in dataclasses.fields(block):
+        value = getattr(block, f.name)
+        if f.name == "input":
+            value = dict(value)
+        data[f.name] = value
+    return data
+
+
+def block_from_dict(data: Mapping[str, Any]) -> ContentBlock:
+    """Rebuild a content block from :func:`block_to_dict` output."""
+    kind = data.get("type")
+    cls = _BLOCK_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown content block type {kind!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"unknown field(s) {sorted(unknown)} in {kind!r} block")
+    block: ContentBlock = cls(**data)
+    return block
+
+
+@dataclass(frozen=True, slots=True)
+class Msg:
+    """One message of a conversation.
+
+    ``content`` may be given as a string (one text block) or as a sequence of blocks; it is
+    always stored as a tuple of blocks.
+    """
+
+    role: Role
+    content: tuple[ContentBlock, ...]
+    name: str | None = None
+    id: str = field(default_factory=lambda: new_id("msg_"))
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    timestamp: str = field(default_factory=_now)
+
+    def __init__(
+        self,
+        role: Role,
+        content: str | Iterable[ContentBlock] = (),
+        name: str | None = None,
+        *,
+        id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        timestamp: str | None = None,
+    ) -> None:
+        if role not in _ROLES:
+            raise ValueError(f"Msg role must be one of {sorted(_ROLES)}, got {role!r}")
+        blocks: tuple[ContentBlock, ...]
+        if isinstance(content, str):
+            blocks = (TextBlock(content),) if content else ()
+        else:
+            blocks = tuple(content)
+            for block in blocks:
+                if not isinstance(block, tuple(_BLOCK_TYPES.values())):
+                    raise TypeError(f"Msg content must hold content blocks, got {block!r}")
+        object.__setattr__(self, "role", role)
+        object.__setattr__(self, "content", blocks)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "id", id or new_id("msg_"))
+        object.__setattr__(self, "metadata", dict(metadata or {}))
+        object.__setattr__(self, "timestamp", timestamp or _now())
+
+    # ----------------------------------------------------------------- views
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks (tool results included for ``tool`` messages)."""
+        parts: list[str] = []
+        for block in self.content:
+            if isinstance(block, TextBlock):
+                parts.append(block.text)
+            elif isinstance(block, ToolResultBlock):
+                parts.append(block.content)
+        return "".join(parts)
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+    @property
+    def thinking(self) -> str:
+        return "".join(b.thinking for b in self.content if isinstance(b, ThinkingBlock))
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def replace(self, **changes: Any) -> Msg:
+        """Return a copy with the given fields changed (the id is kept unless given)."""
+        values: dict[str, Any] = {
+            "role": self.role,
+            "content": self.content,
+            "name": self.name,
+            "id": self.id,
+            "metadata": self.metadata,
+            "timestamp": self.timestamp,
+        }
+        unknown = set(changes) - set(values)
+        if unknown:
+            raise TypeError(f"Msg has no field(s) {sorted(unknown)}")
+        values.update(changes)
+        return Msg(**values)
+
+    # ------------------------------------------------------------ factories
+    @classmethod
+    def user(cls, content: str | Iterable[ContentBlock], **kw: Any) -> Msg:
+        return cls("user", content, **kw)
+
+    @classmethod
+    def assistant(cls, content: str | Iterable[ContentBlock], **kw: Any) -> Msg:
+        return cls("assistant", content, **kw)
+
+    @classmethod
+    def system(cls, content: str | Iterable[ContentBlock], **kw: Any) -> Msg:
+        return cls("system", content, **kw)
+
+    @classmethod
+    def tool_result(
+        cls,
+        tool_use_id: str,
+        content: str,
+        *,
+        is_error: bool = False,
+        name: str | None = None,
+        **kw: Any,
+    ) -> Msg:
+        block = ToolResultBlock(tool_use_id, content, is_error=is_error, name=name)
+        return cls("tool", (block,), name=name, **kw)
+
+    # -------------------------------------------------------- serialization
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "role": self.role,
+            "name": self.name,
+            "content": [block_to_dict(b) for b in self.content],
+            "metadata": dict(self.metadata),
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Msg:
+        try:
+            content = data["content"]
+            role = data["role"]
+        except KeyError as exc:
+            raise ValueError(f"message data is missing field {exc.args[0]!r}") from None
+        if not isinstance(content, Sequence) or isinstance(content, str):
+            raise ValueError("message 'content' must be a list of blocks")
+        return cls(
+            role,
+            [block_from_dict(b) for b in content],
+            data.get("name"),
+            id=data.get("id"),
+            metadata=data.get("metadata") or {},
+            timestamp=data.get("timestamp"),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Msg:
+        return cls.from_dict(json.loads(text))

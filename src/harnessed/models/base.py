@@ -1,0 +1,156 @@
+"""The model protocol: what harnessed asks of an LLM provider.
+
+A model receives a :class:`ModelRequest` (messages, tool schemas, output limit, purpose) and
+streams :class:`ModelEvent`\\ s: text and thinking deltas, finished tool calls, and exactly one
+final :class:`ModelResponse` holding the assembled assistant :class:`~harnessed.messages.Msg`
+and the provider-reported :class:`Usage`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from harnessed.messages import Msg, ToolUseBlock
+
+__all__ = [
+    "Model",
+    "ModelEvent",
+    "ModelRequest",
+    "ModelResponse",
+    "Purpose",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallReady",
+    "ToolSchema",
+    "Usage",
+    "collect",
+]
+
+Purpose: TypeAlias = Literal["reasoning", "summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """A tool as the model sees it: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything sent to the model for one request.
+
+    ``messages`` may start with one ``system`` message; providers that take the system prompt
+    separately (Anthropic) lift it out.
+    """
+
+    messages: tuple[Msg, ...]
+    tools: tuple[ToolSchema, ...] = ()
+    max_output_tokens: int | None = None
+    purpose: Purpose = "reasoning"
+    call_id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_output_tokens is not None and self.max_output_tokens <= 0:
+            raise ValueError("ModelRequest.max_output_tokens must be positive")
+        names = [t.name for t in self.tools]
+        if len(names) != len(set(names)):
+            raise ValueError(f"ModelRequest.tools has duplicate names: {names}")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage reported by the provider for one request."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    thinking: str
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallReady:
+    """A tool call whose arguments have been received completely."""
+
+    call: ToolUseBlock
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """The final event of a stream: the whole assistant message and its usage."""
+
+    message: Msg
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    model: str | None = None
+    type: Literal["response"] = "response"
+
+
+ModelEvent: TypeAlias = TextDelta | ThinkingDelta | ToolCallReady | ModelResponse
+
+
+@runtime_checkable
+class Model(Protocol):
+    """An LLM that streams a response to a :class:`ModelRequest`.
+
+    Implementations raise :class:`~harnessed.models.errors.ModelError` subclasses
+    (``ContextOverflowError``, ``RateLimitError``) for provider failures, and end every
+    successful stream with exactly one :class:`ModelResponse`.
+    """
+
+    @property
+    def name(self) -> str:
+        """The model identifier sent to the provider."""
+        ...
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, or ``None`` when unknown."""
+        ...
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The default limit on generated tokens, or ``None`` for the provider default."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream the response to ``request``."""
+        ...
+
+
+async def collect(model: Model, request: ModelRequest) -> ModelResponse:
+    """Run ``request`` to completion and return the final response (deltas are dropped)."""
+    final: ModelResponse | None = None
+    async for event in model.stream(request):
+        if isinstance(event, ModelResponse):
+            final = event
+    if final is None:
+        from harnessed.models.errors import ModelError
+
+        raise ModelError(f"model {model.name!r} ended its stream without a response")
+    return final

@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.http_server import LocalServer, serve
+
+
+@pytest.fixture
+def http_server() -> Iterator[LocalServer]:
+    """A real HTTP server on 127.0.0.1 that answers with queued replies."""
+    yield from serve()

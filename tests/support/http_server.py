@@ -1,0 +1,125 @@
+"""A real local HTTP server for provider tests.
+
+The server answers each POST with the next queued :class:`Reply` (status, headers, body or a
+list of server-sent-event chunks written one at a time) and records every request it received.
+It listens on 127.0.0.1 on a free port and runs in a background thread.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One canned HTTP response."""
+
+    status: int = 200
+    body: bytes | str | dict[str, Any] = b""
+    sse: list[str] | None = None
+    """When set, the body is sent as ``text/event-stream``, one chunk per write."""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class LocalServer:
+    """A queue of replies served over real HTTP on loopback."""
+
+    def __init__(self) -> None:
+        self.replies: list[Reply] = []
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                self._serve()
+
+            def do_GET(self) -> None:
+                self._serve()
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                with server._lock:
+                    server.requests.append(
+                        Recorded(self.command, self.path, dict(self.headers.items()), body)
+                    )
+                    reply = server.replies.pop(0) if server.replies else Reply(
+                        500, {"error": {"message": "no reply queued in test server"}}
+                    )
+                if reply.sse is not None:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.send_header("Connection", "close")
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    for chunk in reply.sse:
+                        self.wfile.write(chunk.encode())
+                        self.wfile.flush()
+                    self.close_connection = True
+                    return
+                payload = reply.body
+                if isinstance(payload, dict):
+                    payload = json.dumps(payload).encode()
+                elif isinstance(payload, str):
+                    payload = payload.encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.headers.pop("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(payload)))
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def queue(self, *replies: Reply) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    def start(self) -> LocalServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def serve() -> Iterator[LocalServer]:
+    """Generator for a pytest fixture: ``server = pytest.fixture(serve)``."""
+    srv = LocalServer().start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
