@@ -65,8 +65,10 @@ class LocalServer:
                     server.requests.append(
                         Recorded(self.command, self.path, dict(self.headers.items()), body)
                     )
-                    reply = server.replies.pop(0) if server.replies else Reply(
-                        500, {"error": {"message": "no reply queued in test server"}}
+                    reply = (
+                        server.replies.pop(0)
+                        if server.replies
+                        else Reply(500, {"error": {"message": "no reply queued in test server"}})
                     )
                 if reply.sse is not None:
                     self.send_response(reply.status)
@@ -87,16 +89,19 @@ class LocalServer:
                 elif isinstance(payload, str):
                     payload = payload.encode()
                 self.send_response(reply.status)
-                self.send_header("Content-Type", reply.headers.pop("Content-Type", "application/json"))
+                headers = dict(reply.headers)
+                self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
                 self.send_header("Content-Length", str(len(payload)))
-                for key, value in reply.headers.items():
+                for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(payload)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:

@@ -40,7 +40,11 @@ class ToolSchema:
     parameters: Mapping[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,8 +61,10 @@ def error_from_status(
     from harnessed.models.errors import is_context_overflow_message
 
     if status == 429:
-        return RateLimitError(message, status_code=status, provider=provider, retry_after=retry_after)
-    if status in (400, 413, 422) and is_context_overflow_message(message):
+        return RateLimitError(
+            message, status_code=status, provider=provider, retry_after=retry_after
+        )
+    if status in (None, 400, 413, 422) and is_context_overflow_message(message):
         return ContextOverflowError(message, status_code=status, provider=provider)
     retryable = status is None or status in (408, 409) or status >= 500
     return ModelError(message, status_code=status, provider=provider, retryable=retryable)

@@ -1,0 +1,70 @@
+"""harnessed: a harness for long-running LLM agents.
+
+Every model request is rebuilt from the agent's state, fitted to the window, validated and
+described; an append-only log keeps everything that happened.
+"""
+
+from harnessed.agent import AgentInput, HarnessAgent
+from harnessed.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    CustomEvent,
+    ErrorEvent,
+    Event,
+    MaxItersEvent,
+    ModelCallEndEvent,
+    ModelCallStartEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from harnessed.messages import (
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
+from harnessed.runtime import RuntimeContext
+from harnessed.state import AgentState, StateConflictError, TodoItem
+from harnessed.tools import Tool, ToolContext, ToolError, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentEndEvent",
+    "AgentInput",
+    "AgentStartEvent",
+    "AgentState",
+    "ContextOverflowError",
+    "CustomEvent",
+    "ErrorEvent",
+    "Event",
+    "HarnessAgent",
+    "ImageBlock",
+    "MaxItersEvent",
+    "ModelCallEndEvent",
+    "ModelCallStartEvent",
+    "ModelError",
+    "Msg",
+    "RateLimitError",
+    "RuntimeContext",
+    "StateConflictError",
+    "TextBlock",
+    "TextDeltaEvent",
+    "ThinkingBlock",
+    "ThinkingDeltaEvent",
+    "TodoItem",
+    "Tool",
+    "ToolCallEvent",
+    "ToolContext",
+    "ToolError",
+    "ToolResultBlock",
+    "ToolResultEvent",
+    "ToolUseBlock",
+    "__version__",
+    "tool",
+]

@@ -1,0 +1,5 @@
+"""The ``harnessed`` command line."""
+
+from harnessed.cli.main import main
+
+__all__ = ["main"]

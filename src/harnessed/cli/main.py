@@ -1,0 +1,119 @@
+"""``harnessed run`` streams an agent's work; ``harnessed demo`` shows the harness end to end."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from harnessed.agent import HarnessAgent
+from harnessed.cli.demo import DEMO_TASK, demo_model, demo_tools, write_demo_project
+from harnessed.cli.render import EventPrinter
+from harnessed.models.base import Model
+from harnessed.runtime import RuntimeContext
+
+__all__ = ["main"]
+
+_DEFAULT_MODEL = "openai:gpt-4.1-mini"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harnessed", description="A harness for long-running LLM agents."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run an agent on a task and stream its work")
+    run.add_argument("task", help="what the agent should do")
+    run.add_argument(
+        "--model",
+        default=os.environ.get("HARNESSED_MODEL", _DEFAULT_MODEL),
+        help="provider:model, e.g. openai:gpt-4.1-mini or anthropic:claude-sonnet-4-5 "
+        "(default: $HARNESSED_MODEL or %(default)s)",
+    )
+    run.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    run.add_argument("--session", default=None, help="session id (default: the agent name)")
+    run.add_argument("--user", default="default", help="user id (default: default)")
+    run.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    run.add_argument("--system", default="", help="system prompt")
+    run.add_argument("--max-iters", type=int, default=10, help="model requests per call")
+    run.add_argument("--no-thinking", action="store_true", help="hide streamed thinking")
+
+    demo = sub.add_parser("demo", help="a scripted agent fixes a bug with real tools (no API key)")
+    demo.add_argument("--workspace", default=None, help="directory for the demo (default: temp)")
+    return parser
+
+
+async def _stream(
+    agent: HarnessAgent, task: str, ctx: RuntimeContext, printer: EventPrinter
+) -> int:
+    try:
+        async for event in agent.stream_events(task, ctx):
+            printer.handle(event)
+    except Exception:  # the error event was printed already
+        printer.close()
+        return 1
+    finally:
+        printer.close()
+    return 0
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    if args.max_iters < 1:
+        console.print("[red]--max-iters must be at least 1[/]")
+        return 2
+    try:
+        model: Model | str = args.model
+        agent = HarnessAgent(
+            args.agent,
+            model,
+            sys_prompt=args.system,
+            workspace=args.workspace,
+            max_iters=args.max_iters,
+        )
+    except (ValueError, TypeError, ImportError) as exc:
+        console.print(f"[red]cannot start the agent:[/] {exc}")
+        return 2
+    ctx = RuntimeContext(user_id=args.user, session_id=args.session)
+    printer = EventPrinter(console, show_thinking=not args.no_thinking)
+    return asyncio.run(_stream(agent, args.task, ctx, printer))
+
+
+def _demo(args: argparse.Namespace, console: Console) -> int:
+    console.print(
+        "[bold]harnessed demo[/] — a [italic]scripted[/] model (no API key, no network) drives "
+        "real tools in a throw-away workspace.\n"
+    )
+    with tempfile.TemporaryDirectory(prefix="harnessed-demo-") as tmp:
+        root = Path(args.workspace) if args.workspace else Path(tmp)
+        write_demo_project(root)
+        console.print(f"workspace: {root}\ntask: {DEMO_TASK}\n")
+        agent = HarnessAgent(
+            "demo",
+            demo_model(),
+            sys_prompt="You fix bugs in small Python projects. Verify every fix by running tests.",
+            tools=demo_tools(),
+            workspace=root,
+        )
+        code = asyncio.run(
+            _stream(agent, DEMO_TASK, RuntimeContext("demo-user"), EventPrinter(console))
+        )
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console()
+    if args.command == "run":
+        return _run(args, console)
+    return _demo(args, console)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The seam before every model request: a preparer turns state into the request to send."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harnessed.models.base import Model, ModelRequest, Purpose
+from harnessed.runtime import RuntimeContext
+from harnessed.state.agent_state import AgentState
+
+__all__ = ["PrepareInfo", "RequestPreparer", "passthrough"]
+
+
+def _ignore(name: str, data: Mapping[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareInfo:
+    """What a preparer knows about the request it prepares."""
+
+    agent_name: str
+    runtime: RuntimeContext
+    model: Model
+    model_call_id: str
+    iteration: int
+    purpose: Purpose = "reasoning"
+    retry: bool = False
+    """True when the request is prepared again after a recoverable provider failure."""
+    emit: Callable[[str, Mapping[str, Any]], None] = field(default=_ignore)
+    """Send a custom event (such as ``context_build``) to ``stream_events``."""
+
+
+class RequestPreparer(Protocol):
+    """Called before every model request with the live state and the draft request.
+
+    It returns the request to send. It may change ``state`` (compaction, eviction) only when the
+    returned request is valid; raising stops the run before the model is called.
+    """
+
+    async def __call__(
+        self, state: AgentState, request: ModelRequest, info: PrepareInfo
+    ) -> ModelRequest: ...
+
+
+async def passthrough(state: AgentState, request: ModelRequest, info: PrepareInfo) -> ModelRequest:
+    """The identity preparer: sends the draft request unchanged."""
+    return request

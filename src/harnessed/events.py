@@ -1,0 +1,170 @@
+"""Typed events yielded by :meth:`HarnessAgent.stream_events`.
+
+Every event carries ``type`` (a stable string), ``run_id``, ``session_id`` and a UTC
+``timestamp``; :meth:`Event.to_dict` gives JSON-compatible data for transport or storage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal, TypeAlias
+
+from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, block_to_dict
+from harnessed.models.base import Usage
+
+__all__ = [
+    "AgentEndEvent",
+    "AgentStartEvent",
+    "CustomEvent",
+    "ErrorEvent",
+    "Event",
+    "EventBase",
+    "MaxItersEvent",
+    "ModelCallEndEvent",
+    "ModelCallStartEvent",
+    "RunStatus",
+    "TextDeltaEvent",
+    "ThinkingDeltaEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
+]
+
+RunStatus: TypeAlias = Literal["completed", "max_iters", "error", "cancelled"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Msg):
+        return value.to_dict()
+    if isinstance(value, ToolUseBlock | ToolResultBlock):
+        return block_to_dict(value)
+    if isinstance(value, Usage):
+        return dataclasses.asdict(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EventBase:
+    type: ClassVar[str] = "event"
+    run_id: str
+    session_id: str
+    timestamp: str = field(default_factory=_now)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            data[f.name] = _plain(getattr(self, f.name))
+        return data
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentStartEvent(EventBase):
+    type: ClassVar[str] = "agent_start"
+    agent: str
+    user_id: str
+    input: Msg | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentEndEvent(EventBase):
+    type: ClassVar[str] = "agent_end"
+    reply: Msg
+    status: RunStatus
+    iterations: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelCallStartEvent(EventBase):
+    type: ClassVar[str] = "model_call_start"
+    model_call_id: str
+    iteration: int
+    model: str
+    purpose: str = "reasoning"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelCallEndEvent(EventBase):
+    type: ClassVar[str] = "model_call_end"
+    model_call_id: str
+    message: Msg
+    usage: Usage | None
+    stop_reason: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDeltaEvent(EventBase):
+    type: ClassVar[str] = "text_delta"
+    model_call_id: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThinkingDeltaEvent(EventBase):
+    type: ClassVar[str] = "thinking_delta"
+    model_call_id: str
+    thinking: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallEvent(EventBase):
+    type: ClassVar[str] = "tool_call"
+    model_call_id: str
+    call: ToolUseBlock
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResultEvent(EventBase):
+    type: ClassVar[str] = "tool_result"
+    result: ToolResultBlock
+    duration_ms: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CustomEvent(EventBase):
+    """An application, tool or harness event such as ``context_build``."""
+
+    type: ClassVar[str] = "custom"
+    name: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MaxItersEvent(EventBase):
+    """The loop stopped because it reached ``max_iters`` model requests."""
+
+    type: ClassVar[str] = "max_iters"
+    max_iters: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ErrorEvent(EventBase):
+    """The run failed; the exception is raised to the caller right after this event."""
+
+    type: ClassVar[str] = "error"
+    error_type: str
+    message: str
+
+
+Event: TypeAlias = (
+    AgentStartEvent
+    | AgentEndEvent
+    | ModelCallStartEvent
+    | ModelCallEndEvent
+    | TextDeltaEvent
+    | ThinkingDeltaEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | CustomEvent
+    | MaxItersEvent
+    | ErrorEvent
+)

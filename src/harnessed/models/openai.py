@@ -1,0 +1,380 @@
+"""Chat Completions adapter for OpenAI and OpenAI-compatible servers.
+
+:class:`OpenAIChatModel` speaks the ``/chat/completions`` streaming API through the official
+``openai`` SDK, so it works with OpenAI itself and with compatible servers such as vLLM, Ollama,
+DashScope's compatible mode or DeepSeek. The SDK is imported only when a model is constructed.
+
+Retrying is ours, not the SDK's: the client is built with ``max_retries=0`` and every request
+runs under :func:`~harnessed.models.retry.retrying_stream`. SDK exceptions never escape; they are
+translated into :class:`~harnessed.models.errors.ModelError` and its subclasses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from harnessed.messages import (
+    INVALID_ARGUMENTS_KEY,
+    ContentBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    new_id,
+)
+from harnessed.models.base import (
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallReady,
+    Usage,
+)
+from harnessed.models.errors import ModelError
+from harnessed.models.retry import RetryPolicy, error_from_status, retrying_stream
+from harnessed.models.windows import known_context_window
+
+if TYPE_CHECKING:
+    from openai import APIError, AsyncOpenAI, AsyncStream
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+
+__all__ = ["OpenAIChatModel"]
+
+MaxTokensParam = Literal["max_completion_tokens", "max_tokens"]
+
+_PROVIDER = "openai"
+_PLACEHOLDER_KEY = "sk-no-key-required"
+_OFFICIAL_HOST = "api.openai.com"
+
+
+class OpenAIChatModel:
+    """A :class:`~harnessed.models.base.Model` backed by an OpenAI-compatible chat endpoint.
+
+    ``api_key`` and ``base_url`` fall back to ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``. A
+    server reached through a custom ``base_url`` may need no key at all, in which case a
+    placeholder is sent. Pass ``client`` to reuse an existing ``AsyncOpenAI`` client (its own
+    retries are switched off); it is then not closed by :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        context_window: int | None = None,
+        max_output_tokens: int | None = None,
+        retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen, so sharing is safe
+        timeout: float = 120.0,
+        temperature: float | None = None,
+        max_tokens_param: MaxTokensParam | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        client: AsyncOpenAI | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError("OpenAIChatModel 'model' must be a non-empty model name")
+        limits = {"context_window": context_window, "max_output_tokens": max_output_tokens}
+        for arg, value in {**limits, "timeout": timeout}.items():
+            if value is not None and value <= 0:
+                raise ValueError(f"OpenAIChatModel '{arg}' must be positive, got {value!r}")
+        if max_tokens_param not in (None, "max_completion_tokens", "max_tokens"):
+            raise ValueError(
+                "OpenAIChatModel 'max_tokens_param' must be 'max_completion_tokens' or "
+                f"'max_tokens', got {max_tokens_param!r}"
+            )
+
+        self._model = model
+        self._context_window = context_window or known_context_window(model)
+        self._max_output_tokens = max_output_tokens
+        self.retry = retry
+        self.timeout = timeout
+        self.temperature = temperature
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
+
+        if client is not None:  # a copy sharing its connection pool, without SDK retries
+            self._client = client.with_options(max_retries=0)
+            self._owns_client = False
+            self.base_url: str | None = base_url or str(client.base_url)
+        else:
+            import openai
+
+            self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+            key = api_key or os.environ.get("OPENAI_API_KEY") or None
+            if key is None:
+                if self.base_url is None:
+                    raise ValueError(
+                        "OpenAIChatModel needs an API key: pass api_key=... or set OPENAI_API_KEY "
+                        "(or point base_url / OPENAI_BASE_URL at a server that needs no key)"
+                    )
+                key = _PLACEHOLDER_KEY
+            self._client = openai.AsyncOpenAI(
+                api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
+            )
+            self._owns_client = True
+
+        if max_tokens_param is None:
+            official = self.base_url is None or urlsplit(self.base_url).hostname == _OFFICIAL_HOST
+            max_tokens_param = "max_completion_tokens" if official else "max_tokens"
+        self.max_tokens_param: MaxTokensParam = max_tokens_param
+
+    # ------------------------------------------------------------ protocol
+    @property
+    def name(self) -> str:
+        """The model identifier sent to the server."""
+        return self._model
+
+    @property
+    def context_window(self) -> int | None:
+        """The context window in tokens: as given, else the published one, else ``None``."""
+        return self._context_window
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The output limit used when a request does not set its own."""
+        return self._max_output_tokens
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream the answer to ``request``, retrying transient failures per ``self.retry``."""
+        params = self.build_params(request)
+        return retrying_stream(self.retry, lambda: self._stream_once(params))
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this model created it."""
+        if self._owns_client:
+            await self._client.close()
+
+    # ------------------------------------------------------------- request
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for ``chat.completions.create`` that carry ``request``."""
+        params: dict[str, Any] = {
+            "model": self._model,
+            "messages": [m for msg in request.messages for m in _convert_message(msg)],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": self.timeout,
+        }
+        if request.tools:
+            params["tools"] = [{"type": "function", "function": t.to_dict()} for t in request.tools]
+        limit = request.max_output_tokens or self._max_output_tokens
+        if limit is not None:
+            params[self.max_tokens_param] = limit
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.extra_body:
+            params["extra_body"] = dict(self.extra_body)
+        return params
+
+    # ------------------------------------------------------------ response
+    async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+        """One attempt: send the request and translate the chunk stream into events."""
+        import openai
+
+        state = _StreamState()
+        try:
+            chunks: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(
+                **params
+            )
+            async with chunks:
+                async for chunk in chunks:
+                    for event in state.feed(chunk):
+                        yield event
+        except openai.OpenAIError as exc:
+            raise _map_error(exc) from exc
+        except json.JSONDecodeError as exc:
+            raise _transient(f"malformed event in the model's stream: {exc}") from exc
+        if not state.received:
+            raise _transient("the server closed the stream without sending any chunk")
+        for event in state.finish():
+            yield event
+
+
+@dataclass
+class _PendingCall:
+    id: str | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _StreamState:
+    """Accumulates the chunks of one streamed completion."""
+
+    received: bool = False
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: dict[int, _PendingCall] = field(default_factory=dict)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[ModelEvent]:
+        """Take in one chunk and return the deltas it carries."""
+        self.received = True
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            details = chunk.usage.prompt_tokens_details
+            self.usage = Usage(
+                input_tokens=chunk.usage.prompt_tokens or 0,
+                output_tokens=chunk.usage.completion_tokens or 0,
+                cache_read_tokens=(details.cached_tokens or 0) if details else 0,
+                cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
+            )
+        events: list[ModelEvent] = []
+        for choice in chunk.choices or ():
+            if choice.index:  # only the first choice is requested
+                continue
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+            delta = choice.delta
+            if delta is None:
+                continue
+            reasoning = _reasoning_of(delta.model_extra)
+            if reasoning:
+                self.thinking.append(reasoning)
+                events.append(ThinkingDelta(reasoning))
+            if delta.content:
+                self.text.append(delta.content)
+                events.append(TextDelta(delta.content))
+            for fragment in delta.tool_calls or ():
+                self._add_fragment(fragment)
+        return events
+
+    def _add_fragment(self, fragment: ChoiceDeltaToolCall) -> None:
+        index, call_id, function = fragment.index, fragment.id, fragment.function
+        if index is None:  # some servers (Gemini) omit it: a new id starts a new call
+            known = {c.id for c in self.calls.values()}
+            new = not self.calls or (call_id and call_id not in known)
+            index = len(self.calls) if new else max(self.calls)
+        pending = self.calls.setdefault(index, _PendingCall())
+        if call_id and not pending.id:
+            pending.id = call_id
+        if function is not None:
+            if function.name and not pending.name:
+                pending.name = function.name
+            if function.arguments:
+                pending.arguments.append(function.arguments)
+
+    def finish(self) -> list[ModelEvent]:
+        """The tool calls, in index order, followed by the final response."""
+        calls = [
+            ToolUseBlock(p.id or new_id("call_"), p.name, _parse_arguments("".join(p.arguments)))
+            for _, p in sorted(self.calls.items())
+        ]
+        blocks: list[ContentBlock] = []
+        if self.thinking:
+            blocks.append(ThinkingBlock("".join(self.thinking)))
+        if self.text:
+            blocks.append(TextBlock("".join(self.text)))
+        blocks.extend(calls)
+        final = ModelResponse(Msg.assistant(blocks), self.usage, self.finish_reason, self.model)
+        return [*(ToolCallReady(call) for call in calls), final]
+
+
+def _reasoning_of(extra: Mapping[str, Any] | None) -> str | None:
+    """Reasoning text that DeepSeek / vLLM / others put beside ``content`` in a delta."""
+    values = [(extra or {}).get(key) for key in ("reasoning_content", "reasoning")]
+    return next((v for v in values if isinstance(v, str) and v), None)
+
+
+def _parse_arguments(raw: str) -> dict[str, Any]:
+    """Decode tool-call arguments; anything but a JSON object is kept raw for the toolkit."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: raw}
+
+
+def _convert_message(msg: Msg) -> list[dict[str, Any]]:
+    """Turn one :class:`Msg` into the chat-completions message(s) that carry it."""
+    if msg.role == "system":
+        return [{"role": "system", "content": msg.text}]
+    if msg.role == "user":
+        if not any(isinstance(b, ImageBlock) for b in msg.content):
+            return [{"role": "user", "content": msg.text}]
+        parts: list[dict[str, Any]] = []
+        for block in msg.content:
+            if isinstance(block, TextBlock):
+                parts.append({"type": "text", "text": block.text})
+            elif isinstance(block, ImageBlock):
+                url = block.url or f"data:{block.media_type};base64,{block.data}"
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+        return [{"role": "user", "content": parts}]
+    if msg.role == "assistant":
+        text = "".join(b.text for b in msg.content if isinstance(b, TextBlock))
+        out: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if msg.tool_uses:
+            out["tool_calls"] = [_tool_call(call) for call in msg.tool_uses]
+        elif not text:
+            out["content"] = ""  # a bare assistant message must still carry content
+        return [out]
+    return [
+        {"role": "tool", "tool_call_id": r.tool_use_id, "content": r.content}
+        for r in msg.tool_results
+    ]
+
+
+def _tool_call(call: ToolUseBlock) -> dict[str, Any]:
+    arguments = json.dumps(dict(call.input), ensure_ascii=False)
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+
+
+def _transient(message: str) -> ModelError:
+    return ModelError(message, provider=_PROVIDER, retryable=True)
+
+
+def _map_error(exc: Exception) -> ModelError:
+    """Translate an SDK exception into the matching harnessed error."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        return error_from_status(
+            exc.status_code,
+            _describe(exc),
+            provider=_PROVIDER,
+            retry_after=_retry_after(exc.response.headers),
+        )
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return _transient(f"could not reach the OpenAI-compatible server: {exc}")
+    if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIResponseValidationError):
+        # An error event sent inside an otherwise successful stream.
+        return error_from_status(None, _describe(exc), provider=_PROVIDER)
+    return ModelError(f"OpenAI SDK error: {exc}", provider=_PROVIDER)
+
+
+def _describe(exc: APIError) -> str:
+    """The provider's message, plus its error code and any non-JSON body text."""
+    message = exc.message or str(exc)
+    code = exc.code
+    if code and code not in message:
+        message = f"{message} (code: {code})"
+    body = exc.body
+    if isinstance(body, str) and body.strip() and body.strip() not in message:
+        message = f"{message}: {body.strip()[:300]}"
+    return message
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from a ``retry-after-ms`` or numeric ``Retry-After`` header, if present."""
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(header, "")) / scale
+        except ValueError:
+            continue
+        if seconds >= 0:
+            return seconds
+    return None

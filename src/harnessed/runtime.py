@@ -1,0 +1,84 @@
+"""RuntimeContext (who is calling) and the per-session locks that serialize calls."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessed.messages import new_id
+
+__all__ = ["RuntimeContext", "SessionLocks"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeContext:
+    """Identity of one call: the user, the session and the run.
+
+    ``session_id`` defaults to the agent's name when left ``None``; ``run_id`` is generated per
+    call when left ``None``. ``extras`` carries application data for tools and sources; nothing
+    in a RuntimeContext ever becomes prompt text by itself.
+    """
+
+    user_id: str = "default"
+    session_id: str | None = None
+    run_id: str | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.user_id, str) or not self.user_id:
+            raise ValueError("RuntimeContext.user_id must be a non-empty string")
+        if self.session_id is not None and (
+            not isinstance(self.session_id, str) or not self.session_id
+        ):
+            raise ValueError("RuntimeContext.session_id must be a non-empty string or None")
+        if self.run_id is not None and (not isinstance(self.run_id, str) or not self.run_id):
+            raise ValueError("RuntimeContext.run_id must be a non-empty string or None")
+
+    def resolved(self, agent_name: str) -> RuntimeContext:
+        """A copy with the session id defaulted to ``agent_name`` and a run id assigned."""
+        return RuntimeContext(
+            user_id=self.user_id,
+            session_id=self.session_id or agent_name,
+            run_id=self.run_id or new_id("run_"),
+            extras=self.extras,
+        )
+
+    @property
+    def session(self) -> str:
+        """The session id; only valid on a resolved context."""
+        if self.session_id is None:
+            raise ValueError("RuntimeContext has no session id yet (call resolved() first)")
+        return self.session_id
+
+
+class SessionLocks:
+    """One asyncio lock per key, created on demand and dropped when nobody holds or waits.
+
+    Dropping idle locks keeps memory flat with many sessions and lets one agent object be used
+    from different event loops over time (an asyncio lock binds to the loop that first waits).
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, ...], tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, *key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            _, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)

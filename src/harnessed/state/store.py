@@ -1,0 +1,295 @@
+"""Stores that keep :class:`AgentState` between calls and between processes.
+
+Every store uses optimistic concurrency. A state carries the storage ``version`` it was loaded
+with; ``save`` only succeeds when the stored version still equals it (0 meaning "nothing stored
+yet"), and then both the stored copy and the caller's object move to ``version + 1``. A writer
+holding an outdated copy gets :class:`StateConflictError` instead of silently replacing newer
+data; it should load again, reapply its change and retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import fcntl
+import json
+import os
+import string
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import unquote
+
+from harnessed.state.agent_state import AgentState, StateKey
+
+__all__ = [
+    "AgentStateStore",
+    "InMemoryStateStore",
+    "JsonFileStateStore",
+    "StateConflictError",
+    "StateCorruptedError",
+]
+
+
+class StateConflictError(RuntimeError):
+    """Raised by ``save`` when the stored version is not the one the state was loaded with."""
+
+    def __init__(self, key: StateKey, expected: int, stored: int) -> None:
+        self.key = key
+        self.expected = expected
+        self.stored = stored
+        super().__init__(
+            f"state conflict for {_describe(key)}: the state was loaded at version {expected} "
+            f"but the stored version is {stored}; load it again and retry"
+        )
+
+    def __reduce__(self) -> tuple[type[StateConflictError], tuple[StateKey, int, int]]:
+        return (type(self), (self.key, self.expected, self.stored))  # picklable across processes
+
+
+class StateCorruptedError(ValueError):
+    """Raised when a stored state cannot be decoded; it is never treated as missing."""
+
+
+@runtime_checkable
+class AgentStateStore(Protocol):
+    """Where agent states live between calls. All methods are coroutines."""
+
+    async def load(self, key: StateKey) -> AgentState | None:
+        """Return an independent copy of the stored state, or None if none was saved."""
+
+    async def save(self, state: AgentState) -> None:
+        """Store ``state`` if nobody saved since it was loaded, then bump its ``version``."""
+
+    async def delete(self, key: StateKey) -> bool:
+        """Remove the stored state; return whether there was one."""
+
+    async def list_sessions(self, agent_id: str, user_id: str) -> list[str]:
+        """Return the sorted session ids stored for this agent and user."""
+
+
+def _describe(key: StateKey) -> str:
+    return f"agent={key.agent_id!r} user={key.user_id!r} session={key.session_id!r}"
+
+
+def _snapshot(state: AgentState, version: int) -> dict[str, Any]:
+    """Serialize ``state`` as it will be stored, with the new version number."""
+    data = state.to_dict()
+    data["version"] = version
+    return data
+
+
+class InMemoryStateStore:
+    """A process-local store, for tests and single-process use.
+
+    States are kept as JSON-compatible dicts (passed through ``json`` so the store accepts
+    exactly what :class:`JsonFileStateStore` accepts). A thread lock makes the version check
+    and the write one atomic step.
+    """
+
+    def __init__(self) -> None:
+        self._states: dict[StateKey, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    async def load(self, key: StateKey) -> AgentState | None:
+        with self._lock:
+            data = self._states.get(key)  # stored dicts are replaced, never mutated
+        return None if data is None else AgentState.from_dict(copy.deepcopy(data))
+
+    async def save(self, state: AgentState) -> None:
+        key = state.key
+        new_version = state.version + 1
+        data = json.loads(json.dumps(_snapshot(state, new_version)))
+        with self._lock:
+            current = self._states.get(key)
+            stored = 0 if current is None else int(current["version"])
+            if stored != state.version:
+                raise StateConflictError(key, state.version, stored)
+            self._states[key] = data
+        state.version = new_version
+
+    async def delete(self, key: StateKey) -> bool:
+        with self._lock:
+            return self._states.pop(key, None) is not None
+
+    async def list_sessions(self, agent_id: str, user_id: str) -> list[str]:
+        with self._lock:
+            keys = list(self._states)
+        return sorted(k.session_id for k in keys if (k.agent_id, k.user_id) == (agent_id, user_id))
+
+
+_SAFE_CHARS = frozenset(string.ascii_letters + string.digits + "._-")
+_MAX_NAME_BYTES = 200  # leaves room for ".json.lock" and temp-file affixes under NAME_MAX
+
+
+def _encode(value: str) -> str:
+    """Turn an id into a file name that cannot escape its directory and decodes back exactly."""
+    parts: list[str] = []
+    for index, char in enumerate(value):
+        if char in _SAFE_CHARS and not (index == 0 and char == "."):
+            parts.append(char)
+        else:
+            parts.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
+    return "".join(parts)
+
+
+class JsonFileStateStore:
+    """Keeps each state as ``<root>/<agent>/<user>/<session>.json``, safe across processes.
+
+    Ids are percent-encoded into file names (see :meth:`path_for`). Saves write a temporary
+    file in the same directory, fsync it and rename it over the old one, so readers see either
+    the old or the new state, never a torn one. The version check and the rename happen under
+    an exclusive ``flock`` on ``<session>.json.lock``, which serializes writers in all threads
+    and processes. Blocking file work runs in a worker thread, off the event loop.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def path_for(self, key: StateKey) -> Path:
+        """The file that holds the state for ``key``."""
+        names = [_encode(key.agent_id), _encode(key.user_id), _encode(key.session_id)]
+        if any(len(name) > _MAX_NAME_BYTES for name in names):
+            raise ValueError(f"an id of {_describe(key)} is too long to be used as a file name")
+        return self.root.joinpath(*names[:2], names[2] + ".json")
+
+    async def load(self, key: StateKey) -> AgentState | None:
+        return await asyncio.to_thread(self._load, key)
+
+    async def save(self, state: AgentState) -> None:
+        new_version = state.version + 1
+        data = _snapshot(state, new_version)
+        await asyncio.to_thread(self._save, state.key, state.version, data)
+        state.version = new_version
+
+    async def delete(self, key: StateKey) -> bool:
+        return await asyncio.to_thread(self._delete, key)
+
+    async def list_sessions(self, agent_id: str, user_id: str) -> list[str]:
+        directory = self.root / _encode(agent_id) / _encode(user_id)
+        return await asyncio.to_thread(self._list, directory)
+
+    # ------------------------------------------------------------ blocking work
+    def _load(self, key: StateKey) -> AgentState | None:
+        path = self.path_for(key)
+        data = self._read(path)
+        if data is None:
+            return None
+        try:
+            state = AgentState.from_dict(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StateCorruptedError(f"agent state file {path} is invalid: {exc}") from exc
+        if state.key != key:
+            raise StateCorruptedError(
+                f"agent state file {path} holds {_describe(state.key)}, expected {_describe(key)}"
+            )
+        return state
+
+    def _save(self, key: StateKey, expected: int, data: dict[str, Any]) -> None:
+        path = self.path_for(key)
+        text = json.dumps(data, ensure_ascii=False, indent=1)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._locked(path):
+            current = self._read(path)
+            stored = 0 if current is None else current.get("version")
+            if not isinstance(stored, int) or isinstance(stored, bool):
+                raise StateCorruptedError(f"agent state file {path} has bad version {stored!r}")
+            if stored != expected:
+                raise StateConflictError(key, expected, stored)
+            self._write_atomically(path, text)
+
+    def _delete(self, key: StateKey) -> bool:
+        path = self.path_for(key)
+        if not path.parent.is_dir():
+            return False
+        with self._locked(path, remove=True):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                return False
+            _fsync_directory(path.parent)
+            return True
+
+    @staticmethod
+    def _list(directory: Path) -> list[str]:
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return []
+        sessions: list[str] = []
+        for name in names:
+            if name.endswith(".json"):
+                session = unquote(name[: -len(".json")], errors="replace")
+                if session and _encode(session) + ".json" == name:
+                    sessions.append(session)  # anything else is not a file this store wrote
+        return sorted(sessions)
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, Any] | None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise StateCorruptedError(f"agent state file {path} is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise StateCorruptedError(f"agent state file {path} does not hold a JSON object")
+        return data
+
+    @staticmethod
+    def _write_atomically(path: Path, text: str) -> None:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        _fsync_directory(path.parent)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _locked(path: Path, *, remove: bool = False) -> Iterator[None]:
+        """Hold an exclusive lock on the sidecar lock file of ``path``.
+
+        A holder may unlink the lock file (``remove=True``), so after locking we check that the
+        path still names the file we locked, and start over if it does not.
+        """
+        lock_path = path.with_name(path.name + ".lock")
+        while True:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    same = os.path.samestat(os.stat(lock_path), os.fstat(fd))
+                except FileNotFoundError:
+                    same = False
+                if same:
+                    try:
+                        yield
+                    finally:
+                        if remove:
+                            with contextlib.suppress(FileNotFoundError):
+                                os.unlink(lock_path)
+                    return
+            finally:
+                os.close(fd)  # closing the descriptor releases the lock
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename or unlink in ``directory`` durable (best effort)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

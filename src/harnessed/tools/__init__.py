@@ -1,0 +1,8 @@
+"""Tools: the ``@tool`` decorator, the Toolkit that runs a step's calls, built-in tools."""
+
+from harnessed.tools.base import Tool, ToolError, format_tool_output
+from harnessed.tools.context import ToolContext
+from harnessed.tools.decorator import tool
+from harnessed.tools.toolkit import ToolGuard, Toolkit
+
+__all__ = ["Tool", "ToolContext", "ToolError", "ToolGuard", "Toolkit", "format_tool_output", "tool"]

@@ -1,0 +1,41 @@
+"""ToolContext: what a running tool may know about its call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnessed.runtime import RuntimeContext
+from harnessed.state.agent_state import AgentState
+
+__all__ = ["ToolContext"]
+
+
+def _ignore(name: str, data: Mapping[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Handed to a tool that declares a parameter annotated with ``ToolContext``.
+
+    ``state`` is the live working state of the session (tools such as ``todo_write`` change it);
+    ``emit(name, data)`` sends a custom event to ``stream_events`` consumers.
+    """
+
+    agent_name: str
+    runtime: RuntimeContext
+    state: AgentState
+    call_id: str
+    workspace: Path | None = None
+    emit: Callable[[str, Mapping[str, Any]], None] = field(default=_ignore)
+
+    @property
+    def user_id(self) -> str:
+        return self.runtime.user_id
+
+    @property
+    def session_id(self) -> str:
+        return self.runtime.session

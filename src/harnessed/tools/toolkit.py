@@ -1,0 +1,175 @@
+"""Toolkit: the tools of one agent, and how one step's tool calls are executed.
+
+Every failure becomes an error tool result that names the problem (unknown tool, arguments
+that are not JSON, arguments that fail validation, an exception in the tool), so the loop
+always goes on and every call gets exactly one result. Consecutive calls to concurrency-safe
+tools run in parallel; results always come back in call order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import pydantic
+
+from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolResultBlock, ToolUseBlock
+from harnessed.models.base import ToolSchema
+from harnessed.tools.base import Tool, ToolError, format_tool_output
+from harnessed.tools.context import ToolContext
+
+__all__ = ["ToolGuard", "Toolkit"]
+
+logger = logging.getLogger(__name__)
+
+
+class ToolGuard(Protocol):
+    """Decides, before a call runs, whether it may run (plan mode and permissions plug in here).
+
+    Return ``None`` to allow the call, or the text of the error result that replaces it.
+    """
+
+    async def __call__(
+        self, call: ToolUseBlock, tool: Tool, context: ToolContext
+    ) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    call: ToolUseBlock
+    tool: Tool | None
+
+
+class Toolkit:
+    """A name → :class:`Tool` registry with step execution."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, tool: Tool) -> None:
+        if not isinstance(tool, Tool):
+            raise TypeError(f"expected a Tool (decorate the function with @tool), got {tool!r}")
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        return tuple(t.schema for t in self._tools.values())
+
+    # ------------------------------------------------------------ execution
+    async def run_step(
+        self,
+        calls: Sequence[ToolUseBlock],
+        make_context: Callable[[ToolUseBlock], ToolContext],
+        guard: ToolGuard | None = None,
+        on_result: Callable[[ToolResultBlock, float], None] | None = None,
+    ) -> list[ToolResultBlock]:
+        """Run one step's calls; returns one result per call, in call order.
+
+        ``on_result(result, duration_ms)`` is called as each call finishes (in completion
+        order), so a caller can report progress while parallel calls are still running.
+        """
+        planned = [_Planned(c, self._tools.get(c.name)) for c in calls]
+
+        async def timed(p: _Planned) -> ToolResultBlock:
+            started = time.perf_counter()
+            result = await self._run_one(p, make_context, guard)
+            if on_result is not None:
+                on_result(result, (time.perf_counter() - started) * 1000)
+            return result
+
+        results: list[ToolResultBlock] = []
+        for batch in _batches(planned):
+            if len(batch) == 1:
+                results.append(await timed(batch[0]))
+            else:
+                results.extend(await asyncio.gather(*(timed(p) for p in batch)))
+        return results
+
+    async def _run_one(
+        self,
+        planned: _Planned,
+        make_context: Callable[[ToolUseBlock], ToolContext],
+        guard: ToolGuard | None,
+    ) -> ToolResultBlock:
+        call, tool = planned.call, planned.tool
+        if tool is None:
+            available = ", ".join(sorted(self._tools)) or "none"
+            return _error(call, f"Unknown tool {call.name!r}. Available tools: {available}.")
+        if INVALID_ARGUMENTS_KEY in call.input:
+            raw = str(call.input[INVALID_ARGUMENTS_KEY])
+            return _error(
+                call,
+                f"Invalid arguments for tool {call.name!r}: not a JSON object: {raw[:500]!r}",
+            )
+        context = make_context(call)
+        if guard is not None:
+            refusal = await guard(call, tool, context)
+            if refusal is not None:
+                return _error(call, refusal)
+        try:
+            value = await tool.run(call.input, context)
+        except pydantic.ValidationError as exc:
+            return _error(call, f"Invalid arguments for tool {call.name!r}: {_describe(exc)}")
+        except ToolError as exc:
+            return _error(call, f"Error: {exc}")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.debug("tool %s raised", call.name, exc_info=True)
+            return _error(call, f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}")
+        return ToolResultBlock(call.id, format_tool_output(value), name=call.name)
+
+
+def _batches(planned: Sequence[_Planned]) -> Iterator[list[_Planned]]:
+    """Group consecutive concurrency-safe calls; every other call runs alone."""
+    batch: list[_Planned] = []
+    for p in planned:
+        if p.tool is not None and p.tool.concurrency_safe:
+            batch.append(p)
+            continue
+        if batch:
+            yield batch
+            batch = []
+        yield [p]
+    if batch:
+        yield batch
+
+
+def _error(call: ToolUseBlock, text: str) -> ToolResultBlock:
+    return ToolResultBlock(call.id, text, is_error=True, name=call.name)
+
+
+def _describe(exc: pydantic.ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err.get("loc", ())) or "arguments"
+        message = err.get("msg", "invalid")
+        if err.get("type") == "missing":
+            message = "required argument is missing"
+        elif err.get("type") == "extra_forbidden":
+            message = "unexpected argument"
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
