@@ -151,6 +151,18 @@ class HarnessAgent:
             async for event in run.execute(messages):
                 yield event
 
+    async def close(self) -> None:
+        """Release what the agent holds (the model's HTTP client, if it has one)."""
+        closer = getattr(self.model, "aclose", None)
+        if closer is not None:
+            await closer()
+
+    async def __aenter__(self) -> HarnessAgent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
     async def load_state(self, ctx: RuntimeContext | None = None) -> AgentState:
         """The stored state of a session (a fresh one when the session is new)."""
         ctx = (ctx or RuntimeContext()).resolved(self.name)

@@ -1,0 +1,97 @@
+"""`harnessed run` against a local OpenAI-compatible server speaking the real wire format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harnessed.cli import main
+from tests.support.http_server import LocalServer, Reply
+
+
+def chunk(delta: dict[str, object], finish: str | None = None) -> str:
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(body)}\n\n"
+
+
+def usage_chunk(prompt: int, completion: int) -> str:
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+    return f"data: {json.dumps(body)}\n\n"
+
+
+def test_run_streams_a_reply_and_keeps_the_session(
+    http_server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    http_server.queue(
+        Reply(
+            sse=[
+                chunk({"role": "assistant", "content": "Hello "}),
+                chunk({"content": "from the server."}),
+                chunk({}, finish="stop"),
+                usage_chunk(21, 4),
+                "data: [DONE]\n\n",
+            ]
+        ),
+        Reply(sse=[chunk({"content": "Again."}, finish="stop"), "data: [DONE]\n\n"]),
+    )
+    args = ["--model", "openai:gpt-test", "--workspace", str(tmp_path), "--session", "s1"]
+    assert main(["run", "say hello", *args]) == 0
+    out = capsys.readouterr().out
+    assert "Hello from the server." in out
+    assert "21 in / 4 out tokens" in out
+    assert main(["run", "once more", *args]) == 0
+    second = http_server.requests[1].json()["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
+    assert second[1]["content"] == "Hello from the server."
+    assert {k.lower(): v for k, v in http_server.requests[0].headers.items()}[
+        "authorization"
+    ] == "Bearer sk-local"
+
+
+def test_run_reports_a_provider_error(
+    http_server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    http_server.queue(
+        Reply(
+            400,
+            {
+                "error": {
+                    "message": "This model's maximum context length is 8192 tokens.",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            },
+        )
+    )
+    code = main(["run", "hi", "--model", "openai:gpt-test", "--workspace", str(tmp_path)])
+    assert code == 1
+    assert "ContextOverflowError" in capsys.readouterr().out
