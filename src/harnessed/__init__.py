@@ -5,6 +5,16 @@ described; an append-only log keeps everything that happened.
 """
 
 from harnessed.agent import AgentInput, HarnessAgent
+from harnessed.context import (
+    ContextBlock,
+    ContextBudgetExceededError,
+    ContextManifest,
+    ContextPolicy,
+    ContextRequest,
+    ContextSource,
+    ContextSourceError,
+    SourceFailurePolicy,
+)
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -39,7 +49,14 @@ __all__ = [
     "AgentInput",
     "AgentStartEvent",
     "AgentState",
+    "ContextBlock",
+    "ContextBudgetExceededError",
+    "ContextManifest",
     "ContextOverflowError",
+    "ContextPolicy",
+    "ContextRequest",
+    "ContextSource",
+    "ContextSourceError",
     "CustomEvent",
     "ErrorEvent",
     "Event",
@@ -52,6 +69,7 @@ __all__ = [
     "Msg",
     "RateLimitError",
     "RuntimeContext",
+    "SourceFailurePolicy",
     "StateConflictError",
     "TextBlock",
     "TextDeltaEvent",

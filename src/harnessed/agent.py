@@ -16,7 +16,18 @@ from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequenc
 from pathlib import Path
 from typing import Any
 
-from harnessed.context.seam import PrepareInfo, RequestPreparer, passthrough
+from harnessed.context.compiler import ContextCompiler
+from harnessed.context.manifest import ContextManifest
+from harnessed.context.policy import ContextPolicy
+from harnessed.context.seam import PrepareInfo, RequestPreparer
+from harnessed.context.sources import (
+    ContextSource,
+    SourceFailurePolicy,
+    SourceFunction,
+    SourceSet,
+    validate_id,
+)
+from harnessed.context.workspace_refs import WorkspaceRefs, load_workspace_refs
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -86,6 +97,10 @@ class HarnessAgent:
         state_store: AgentStateStore | None = None,
         max_iters: int = 10,
         max_output_tokens: int | None = None,
+        instructions: Mapping[str, str] | None = None,
+        context_policy: ContextPolicy | None = None,
+        max_context_tokens: int = 8_000,
+        context_files: Sequence[str] = (),
         prepare: RequestPreparer | None = None,
         tool_guard: ToolGuard | None = None,
     ) -> None:
@@ -101,6 +116,8 @@ class HarnessAgent:
             raise ValueError(f"HarnessAgent max_iters must be at least 1, got {max_iters}")
         if max_output_tokens is not None and max_output_tokens <= 0:
             raise ValueError("HarnessAgent max_output_tokens must be positive")
+        if max_context_tokens <= 0:
+            raise ValueError("HarnessAgent max_context_tokens must be positive")
         self.name = name
         self.model: Model = resolve_model(model)
         self.sys_prompt = sys_prompt
@@ -115,9 +132,55 @@ class HarnessAgent:
         self.state_store = state_store
         self.max_iters = max_iters
         self.max_output_tokens = max_output_tokens
-        self.prepare: RequestPreparer = prepare or passthrough
+        self.max_context_tokens = max_context_tokens
+        self.context_files = tuple(context_files)
+        self.sources = SourceSet()
+        self.compiler = ContextCompiler(
+            sys_prompt=sys_prompt,
+            policy=context_policy,
+            sources=self.sources,
+            refs_loader=self._load_workspace_refs if self.workspace is not None else None,
+        )
+        for key, text in (instructions or {}).items():
+            self.add_instruction(key, text)
+        self.prepare: RequestPreparer = prepare or self.compiler
         self.tool_guard = tool_guard
         self._locks = SessionLocks()
+
+    # -------------------------------------------------------- configuration
+    def add_instruction(self, instruction_id: str, text: str) -> None:
+        """Add a trusted business rule to the system instructions (at start-up)."""
+        validate_id(instruction_id, "instruction id")
+        if instruction_id in self.compiler.instructions:
+            raise ValueError(f"an instruction with id {instruction_id!r} is already registered")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"instruction {instruction_id!r} must be non-blank text")
+        self.compiler.instructions[instruction_id] = text
+
+    def add_context_source(
+        self,
+        source_id: str,
+        source: ContextSource | SourceFunction,
+        *,
+        timeout: float = 5.0,
+        on_failure: SourceFailurePolicy = SourceFailurePolicy.FAIL,
+    ) -> None:
+        """Register a dynamic source, loaded before every reasoning request (never here)."""
+        self.sources.add(source_id, source, timeout=timeout, on_failure=on_failure)
+
+    def last_manifest(self, ctx: RuntimeContext | None = None) -> ContextManifest | None:
+        """The manifest of the most recent request preparation of a session."""
+        ctx = (ctx or RuntimeContext()).resolved(self.name)
+        return self.compiler.last_manifest(self.name, ctx.user_id, ctx.session)
+
+    async def _load_workspace_refs(self) -> WorkspaceRefs:
+        assert self.workspace is not None
+        return await load_workspace_refs(
+            _LocalFiles(self.workspace),
+            self.compiler.meter.estimator,
+            max_context_tokens=self.max_context_tokens,
+            context_files=self.context_files,
+        )
 
     # ------------------------------------------------------------ public API
     async def call(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
@@ -192,6 +255,7 @@ class _Run:
         self.ctx = ctx
         self.state = state
         self.pending: asyncio.Queue[Event] = asyncio.Queue()
+        self.run_cache: dict[str, Any] = {}
         self.base: dict[str, Any] = {"run_id": ctx.run_id or "", "session_id": ctx.session}
 
     def emit(self, name: str, data: Mapping[str, Any]) -> None:
@@ -269,6 +333,7 @@ class _Run:
             model_call_id=model_call_id,
             iteration=iteration,
             emit=self.emit,
+            run_cache=self.run_cache,
         )
         try:
             request = await agent.prepare(
@@ -294,6 +359,9 @@ class _Run:
                 response = chunk
         if response is None:
             raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
+        observe = getattr(agent.prepare, "after_response", None)
+        if observe is not None:
+            observe(info, response)
         message = response.message
         if message.role != "assistant":
             raise ModelError(f"model returned a {message.role!r} message, expected 'assistant'")
@@ -359,6 +427,26 @@ class _Run:
 async def _quietly(task: Awaitable[Any]) -> None:
     with contextlib.suppress(BaseException):  # the step was cancelled on purpose
         await task
+
+
+class _LocalFiles:
+    """Workspace file access for the context loader (replaced by the Workspace filesystem)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    async def exists(self, path: str) -> bool:
+        return await asyncio.to_thread((self.root / path).exists)
+
+    async def read_text(self, path: str) -> str:
+        return await asyncio.to_thread((self.root / path).read_text, "utf-8")
+
+    async def list_tree(self, path: str) -> list[str]:
+        def walk() -> list[str]:
+            base = self.root / path
+            return [str(p.relative_to(self.root)) for p in base.rglob("*") if p.is_file()]
+
+        return await asyncio.to_thread(walk)
 
 
 def _result_msg(result: ToolResultBlock) -> Msg:

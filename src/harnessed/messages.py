@@ -142,7 +142,7 @@ def block_from_dict(data: Mapping[str, Any]) -> ContentBlock:
     return block
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Msg:
     """One message of a conversation.
 

@@ -65,8 +65,8 @@ def test_run_streams_a_reply_and_keeps_the_session(
     assert "21 in / 4 out tokens" in out
     assert main(["run", "once more", *args]) == 0
     second = http_server.requests[1].json()["messages"]
-    assert [m["role"] for m in second] == ["user", "assistant", "user"]
-    assert second[1]["content"] == "Hello from the server."
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[2]["content"] == "Hello from the server."
     assert {k.lower(): v for k, v in http_server.requests[0].headers.items()}[
         "authorization"
     ] == "Bearer sk-local"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -118,6 +119,8 @@ class EventPrinter:
             )
             if not self._running_tools:
                 self._set_status(None)
+        elif isinstance(event, CustomEvent) and event.name == "context_build":
+            self._print_above_status(_context_line(event.data))
         elif isinstance(event, CustomEvent):
             self._print_above_status(
                 f"[magenta]• {escape(event.name)}[/] [dim]{_data(event.data)}[/]"
@@ -139,6 +142,20 @@ class EventPrinter:
     def _print_above_status(self, markup: str) -> None:
         self._end_text()
         self.console.print(markup)
+
+
+def _context_line(data: Mapping[str, Any]) -> str:
+    manifest = data.get("context_manifest") or {}
+    used = manifest.get("estimated_input_tokens", -1)
+    limit = manifest.get("input_limit", -1)
+    parts = [f"context {used:,}/{limit:,} tokens" if used >= 0 else "context not counted"]
+    transforms = manifest.get("transforms") or []
+    if transforms:
+        parts.append(", ".join(str(t) for t in transforms[:4]))
+    if data.get("status") != "passed":
+        parts.append(f"failed: {data.get('error_type')}")
+        return f"[red]◆ {escape(' · '.join(parts))}[/]"
+    return f"[dim]◆ {escape(' · '.join(parts))}[/]"
 
 
 def _indented(text: str, max_lines: int = 6) -> str:

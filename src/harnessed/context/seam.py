@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,6 +31,9 @@ class PrepareInfo:
     """True when the request is prepared again after a recoverable provider failure."""
     emit: Callable[[str, Mapping[str, Any]], None] = field(default=_ignore)
     """Send a custom event (such as ``context_build``) to ``stream_events``."""
+    run_cache: MutableMapping[str, Any] = field(default_factory=dict)
+    """Scratch space shared by every preparation of one call (e.g. workspace files, which are
+    read once per call)."""
 
 
 class RequestPreparer(Protocol):

@@ -1,0 +1,355 @@
+"""ContextCompiler: rebuilds, fits, validates and describes every model request.
+
+For a reasoning request: instructions → workspace references (once per call) → dynamic
+sources (every request) → eviction → optional materials dropped until the request fits →
+compaction within the history budget → layout → tool-pair and budget validation → conflict
+check → commit of the candidate history. Every preparation, failed or not, yields a
+:class:`ContextManifest` for the observer, the event stream and the session log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from harnessed.context.errors import (
+    ContextBudgetExceededError,
+    ContextConflictError,
+    ContextError,
+    ToolPairingError,
+)
+from harnessed.context.hooks import HistoryBudget, HistoryTransform, unchanged
+from harnessed.context.manifest import ContextManifest, ManifestItem
+from harnessed.context.materials import Material, instruction_materials, source_materials
+from harnessed.context.meter import Meter
+from harnessed.context.pairs import tool_pair_problems
+from harnessed.context.policy import ContextPolicy
+from harnessed.context.render import render_references, render_state, render_system
+from harnessed.context.seam import PrepareInfo
+from harnessed.context.selection import drop_order
+from harnessed.context.sources import ContextRequest, SourceSet
+from harnessed.context.workspace_refs import WorkspaceRefs
+from harnessed.models.base import ModelRequest, ModelResponse
+from harnessed.state.agent_state import AgentState
+from harnessed.tokens import default_estimator
+
+__all__ = ["ContextCompiler", "ManifestSink"]
+
+logger = logging.getLogger(__name__)
+
+ManifestSink = Callable[[ContextManifest, PrepareInfo], Awaitable[None] | None]
+RefsLoader = Callable[[], Awaitable[WorkspaceRefs]]
+
+_CONFLICT_RETRIES = 2
+_LAST_KEPT = 2_048
+
+
+@dataclass(slots=True)
+class _Build:
+    """Working data of one preparation, kept for the manifest when it fails midway."""
+
+    limit: int = -1
+    raw_estimate: int = -1
+    items: list[Material] = field(default_factory=list)
+    transforms: list[str] = field(default_factory=list)
+    breakdown: dict[str, int] = field(default_factory=dict)
+    history_messages: int = 0
+
+
+class ContextCompiler:
+    """The :class:`~harnessed.context.seam.RequestPreparer` of a :class:`HarnessAgent`."""
+
+    def __init__(
+        self,
+        *,
+        sys_prompt: str = "",
+        instructions: dict[str, str] | None = None,
+        policy: ContextPolicy | None = None,
+        sources: SourceSet | None = None,
+        refs_loader: RefsLoader | None = None,
+        evictor: HistoryTransform | None = None,
+        compactor: HistoryTransform | None = None,
+        conventions: bool = True,
+    ) -> None:
+        self.sys_prompt = sys_prompt
+        self.instructions = dict(instructions or {})
+        self.policy = policy or ContextPolicy()
+        self.sources = sources or SourceSet()
+        self.refs_loader = refs_loader
+        self.evictor: HistoryTransform = evictor or unchanged
+        self.compactor: HistoryTransform = compactor or unchanged
+        self.conventions = conventions
+        self.meter = Meter(self.policy.estimator or default_estimator())
+        self.sinks: list[ManifestSink] = []
+        self._last: OrderedDict[tuple[str, ...], ContextManifest] = OrderedDict()
+
+    # ------------------------------------------------------------ the seam
+    async def __call__(
+        self, state: AgentState, request: ModelRequest, info: PrepareInfo
+    ) -> ModelRequest:
+        for attempt in range(_CONFLICT_RETRIES + 1):
+            build = _Build()
+            try:
+                prepared = await self._prepare(state, request, info, build)
+            except ContextConflictError as exc:
+                await self._publish(self._manifest(state, info, build, exc.validation), info, exc)
+                if attempt == _CONFLICT_RETRIES:
+                    raise
+                continue
+            except Exception as exc:
+                validation = exc.validation if isinstance(exc, ContextError) else "build_failed"
+                await self._publish(self._manifest(state, info, build, validation), info, exc)
+                raise
+            await self._publish(self._manifest(state, info, build, "passed"), info, None)
+            return prepared
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def after_response(self, info: PrepareInfo, response: ModelResponse) -> None:
+        """Calibrate estimates with the provider's reported input size."""
+        if response.usage is not None:
+            self.meter.observe(info.model_call_id, response.usage.input_tokens)
+
+    def last_manifest(self, agent_id: str, user_id: str, session_id: str) -> ContextManifest | None:
+        return self._last.get((agent_id, user_id, session_id))
+
+    # ------------------------------------------------------------- building
+    async def _prepare(
+        self, state: AgentState, request: ModelRequest, info: PrepareInfo, build: _Build
+    ) -> ModelRequest:
+        task_rev, history_rev = state.task_revision, state.history_revision
+        session = (info.agent_name, info.runtime.user_id, info.runtime.session)
+        refs = await self._workspace_refs(info)
+        system_items = instruction_materials(
+            self.sys_prompt, refs.agents_md, self.instructions, self.conventions
+        )
+        if info.purpose == "summary":
+            return self._summary_request(request, system_items, session, info, build)
+
+        context_request = ContextRequest(
+            info.agent_name, info.runtime.user_id, info.runtime.session, info.model_call_id
+        )
+        outcomes = await self.sources.load_all(context_request)
+        build.transforms.extend(
+            f"source_unavailable:source/{o.source_id}/:{o.unavailable}"
+            for o in outcomes
+            if o.unavailable
+        )
+        optional_pool = [*refs.materials, *source_materials(outcomes)]
+
+        build.limit = self.policy.input_limit(
+            info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
+        )
+        ratio = self.meter.ratio(session)
+        raw_limit = int(build.limit / ratio)
+        system_msg = render_system(system_items)
+        state_msg = render_state(state)
+        fixed = {
+            "system": self.meter.message(system_msg) if system_msg else 0,
+            "state": self.meter.message(state_msg) if state_msg else 0,
+            "tools": self.meter.tools(request.tools),
+        }
+        count = self.meter.message
+        evicted = await self.evictor(state.history, HistoryBudget(raw_limit, count, info, state))
+        build.transforms.extend(evicted.transforms)
+        history = list(evicted.history)
+        history_tokens = self.meter.messages(history)
+
+        kept = list(optional_pool)
+        refs_msg = render_references(kept)
+        refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
+        removable = iter(
+            drop_order([m for m in kept if not m.required], self.policy.selection_policy)
+        )
+        while sum(fixed.values()) + refs_tokens + history_tokens > raw_limit:
+            victim = next(removable, None)
+            if victim is None:
+                break
+            kept.remove(victim)
+            build.transforms.append(f"omitted_for_budget:{victim.id}")
+            refs_msg = render_references(kept)
+            refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
+        fixed["references"] = refs_tokens
+        build.items = [*system_items, *kept]
+        fixed_total = sum(fixed.values())
+        if fixed_total > raw_limit:
+            build.raw_estimate = fixed_total + history_tokens
+            build.breakdown = {**fixed, "history": history_tokens}
+            raise ContextBudgetExceededError(
+                f"system instructions, required material, state and tool schemas need about "
+                f"{self.meter.calibrated(fixed_total, session)} tokens but the input limit is "
+                f"{build.limit}",
+                estimate=self.meter.calibrated(fixed_total, session),
+                limit=build.limit,
+            )
+
+        compacted = await self.compactor(
+            history, HistoryBudget(raw_limit - fixed_total, count, info, state)
+        )
+        build.transforms.extend(compacted.transforms)
+        history = list(compacted.history)
+        history_tokens = self.meter.messages(history)
+        build.breakdown = {**fixed, "history": history_tokens}
+        build.history_messages = len(history)
+        build.raw_estimate = fixed_total + history_tokens
+
+        messages = [m for m in (system_msg, *history, state_msg, refs_msg) if m is not None]
+        problems = tool_pair_problems(history)
+        if problems:
+            raise ToolPairingError(problems)
+        if build.raw_estimate > raw_limit:
+            estimate = self.meter.calibrated(build.raw_estimate, session)
+            raise ContextBudgetExceededError(
+                f"the request needs about {estimate} tokens after compaction but the input "
+                f"limit is {build.limit} (history {history_tokens} of them)",
+                estimate=estimate,
+                limit=build.limit,
+            )
+        _check_unchanged(state, task_rev, history_rev)
+        if history != state.history:
+            state.replace_history(history)
+        self.meter.expect(info.model_call_id, session, build.raw_estimate)
+        return ModelRequest(
+            messages=tuple(messages),
+            tools=request.tools,
+            max_output_tokens=request.max_output_tokens,
+            purpose="reasoning",
+            call_id=info.model_call_id,
+            metadata=request.metadata,
+        )
+
+    def _summary_request(
+        self,
+        request: ModelRequest,
+        system_items: list[Material],
+        session: tuple[str, ...],
+        info: PrepareInfo,
+        build: _Build,
+    ) -> ModelRequest:
+        """Auxiliary requests get the instructions and their own messages, nothing else."""
+        build.limit = self.policy.input_limit(
+            info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
+        )
+        system_msg = render_system(system_items)
+        body = [m for m in request.messages if m.role != "system"]
+        build.items = list(system_items)
+        build.breakdown = {
+            "system": self.meter.message(system_msg) if system_msg else 0,
+            "history": self.meter.messages(body),
+            "tools": self.meter.tools(request.tools),
+        }
+        build.history_messages = len(body)
+        build.raw_estimate = sum(build.breakdown.values())
+        estimate = self.meter.calibrated(build.raw_estimate, session)
+        if estimate > build.limit:
+            raise ContextBudgetExceededError(
+                f"the {info.purpose} request needs about {estimate} tokens but the input limit "
+                f"is {build.limit}",
+                estimate=estimate,
+                limit=build.limit,
+            )
+        messages = (system_msg, *body) if system_msg else tuple(body)
+        return ModelRequest(
+            messages=messages,
+            tools=request.tools,
+            max_output_tokens=request.max_output_tokens,
+            purpose=info.purpose,
+            call_id=info.model_call_id,
+            metadata=request.metadata,
+        )
+
+    async def _workspace_refs(self, info: PrepareInfo) -> WorkspaceRefs:
+        """Workspace files are read once per call; edits during the call show up next call."""
+        if self.refs_loader is None:
+            return WorkspaceRefs()
+        cached = info.run_cache.get("workspace_refs")
+        if isinstance(cached, WorkspaceRefs):
+            return cached
+        refs = await self.refs_loader()
+        info.run_cache["workspace_refs"] = refs
+        return refs
+
+    # ------------------------------------------------------------- manifest
+    def _manifest(
+        self, state: AgentState, info: PrepareInfo, build: _Build, validation: str
+    ) -> ContextManifest:
+        session = (info.agent_name, info.runtime.user_id, info.runtime.session)
+        counted = build.raw_estimate >= 0 and build.limit >= 0
+        return ContextManifest(
+            call_id=info.model_call_id,
+            purpose=info.purpose,
+            model=info.model.name,
+            policy_version=self.policy.version,
+            estimated_input_tokens=self.meter.calibrated(build.raw_estimate, session)
+            if counted
+            else -1,
+            input_limit=build.limit if counted else -1,
+            counting_method=self.meter.method(session) if counted else "unavailable",
+            exact=bool(self.meter.estimator.exact) and self.meter.ratio(session) == 1.0 and counted,
+            task_revision=state.task_revision,
+            items=tuple(_item(m, self.meter) for m in build.items),
+            transforms=tuple(build.transforms),
+            validation=validation,  # type: ignore[arg-type]
+            breakdown={k: self.meter.calibrated(v, session) for k, v in build.breakdown.items()},
+            history_messages=build.history_messages,
+        )
+
+    async def _publish(
+        self, manifest: ContextManifest, info: PrepareInfo, error: BaseException | None
+    ) -> None:
+        key = (info.agent_name, info.runtime.user_id, info.runtime.session)
+        self._last[key] = manifest
+        self._last.move_to_end(key)
+        while len(self._last) > _LAST_KEPT:
+            self._last.popitem(last=False)
+        if self.policy.observer is not None:
+            try:
+                self.policy.observer(manifest)
+            except Exception:
+                logger.exception("context observer failed (ignored)")
+        info.emit(
+            "context_build",
+            {
+                "model_call_id": info.model_call_id,
+                "purpose": info.purpose,
+                "status": "passed" if error is None else "failed",
+                "context_manifest": manifest.to_dict(),
+                "error_type": type(error).__name__ if error is not None else None,
+            },
+        )
+        for sink in self.sinks:
+            try:
+                result = sink(manifest, info)
+                if result is not None:
+                    await result
+            except Exception:
+                logger.exception("manifest sink failed (ignored)")
+
+
+def _item(material: Material, meter: Meter) -> ManifestItem:
+    return ManifestItem(
+        source_type=material.source_type,
+        source_id=material.source_id,
+        content_hash=material.content_hash,
+        revision=material.revision,
+        placement=material.placement,
+        required=material.required,
+        priority=material.priority,
+        id=material.id,
+        tokens=meter.text(material.text),
+    )
+
+
+def _check_unchanged(state: AgentState, task_rev: int, history_rev: int) -> None:
+    if state.task_revision != task_rev:
+        raise ContextConflictError(
+            "task or plan state changed while the request was being prepared; nothing was "
+            "committed",
+            validation="state_conflict",
+        )
+    if state.history_revision != history_rev:
+        raise ContextConflictError(
+            "the history changed while the request was being prepared; nothing was committed",
+            validation="history_conflict",
+        )

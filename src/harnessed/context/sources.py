@@ -1,0 +1,249 @@
+"""Dynamic context sources: business facts loaded before every reasoning request.
+
+A source returns a list of :class:`ContextBlock`: ``ContextBlock.runtime`` for current facts
+(an approval state, a remaining quota) and ``ContextBlock.reference`` for documents and
+retrieved passages. An empty list means "nothing relevant"; ``None`` is a failure. Sources never
+create system instructions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import hashlib
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from harnessed.models.base import Purpose
+
+__all__ = [
+    "ContextBlock",
+    "ContextRequest",
+    "ContextSource",
+    "ContextSourceError",
+    "SourceFailurePolicy",
+    "SourceRegistration",
+    "SourceResultError",
+    "SourceSet",
+    "validate_id",
+]
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def validate_id(value: object, what: str) -> str:
+    """Check an id against ``[A-Za-z0-9][A-Za-z0-9_.-]*`` and return it."""
+    if not isinstance(value, str) or not _ID.match(value):
+        raise ValueError(
+            f"{what} {value!r} is invalid: use letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+def content_revision(text: str) -> str:
+    """The default revision of a material: the first 16 hex digits of its SHA-256."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """One piece of material from a source. Build with :meth:`runtime` or :meth:`reference`."""
+
+    id: str
+    text: str
+    placement: Literal["runtime", "reference"]
+    revision: str | None = None
+    priority: int = 0
+    is_required: bool = False
+
+    def __post_init__(self) -> None:
+        validate_id(self.id, "context block id")
+        if not isinstance(self.text, str):
+            raise TypeError(f"context block {self.id!r} text must be a string")
+        if self.placement not in ("runtime", "reference"):
+            raise ValueError(
+                f"context block placement must be runtime or reference: {self.placement!r}"
+            )
+
+    @classmethod
+    def runtime(cls, id: str, text: str) -> ContextBlock:
+        """Current facts the model should act on (shown as runtime state)."""
+        return cls(id, text, "runtime")
+
+    @classmethod
+    def reference(cls, id: str, text: str) -> ContextBlock:
+        """Documents and retrieved passages (shown as source material, not authority)."""
+        return cls(id, text, "reference")
+
+    def with_revision(self, revision: str) -> ContextBlock:
+        if not isinstance(revision, str) or not revision:
+            raise ValueError("revision must be a non-empty string")
+        return dataclasses.replace(self, revision=revision)
+
+    def with_priority(self, priority: int) -> ContextBlock:
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise TypeError("priority must be an int")
+        return dataclasses.replace(self, priority=priority)
+
+    def required(self) -> ContextBlock:
+        """A copy that must be kept when fitting the budget."""
+        return dataclasses.replace(self, is_required=True)
+
+    @property
+    def effective_revision(self) -> str:
+        return self.revision or content_revision(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRequest:
+    """What a source is told about the request it loads for."""
+
+    agent_id: str
+    user_id: str
+    session_id: str
+    call_id: str
+    purpose: Purpose = "reasoning"
+
+
+@runtime_checkable
+class ContextSource(Protocol):
+    """Loads blocks for one request. Must be read-only and safe to call repeatedly."""
+
+    async def load(self, request: ContextRequest) -> list[ContextBlock]: ...
+
+
+SourceFunction: TypeAlias = Callable[[ContextRequest], Awaitable[Sequence[ContextBlock] | None]]
+
+
+class SourceFailurePolicy(enum.Enum):
+    """What a failing source does to request preparation."""
+
+    FAIL = "fail"
+    """Stop preparing: the call raises (the default)."""
+    OMIT = "omit"
+    """Skip the source for this request and record ``source_unavailable`` in the manifest."""
+
+
+class ContextSourceError(RuntimeError):
+    """A source failed under ``FAIL``, or returned structurally invalid output (any policy)."""
+
+
+class SourceResultError(Exception):
+    """A source returned ``None`` instead of a list of blocks."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRegistration:
+    id: str
+    source: ContextSource | SourceFunction
+    timeout: float = 5.0
+    on_failure: SourceFailurePolicy = SourceFailurePolicy.FAIL
+
+    async def call(self, request: ContextRequest) -> Any:
+        if isinstance(self.source, ContextSource):
+            return await self.source.load(request)
+        result = self.source(request)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOutcome:
+    """The blocks of one source, or the class name of its failure under ``OMIT``."""
+
+    source_id: str
+    blocks: tuple[ContextBlock, ...] = ()
+    unavailable: str | None = None
+
+
+class SourceSet:
+    """The registered sources of an agent, in registration order."""
+
+    def __init__(self) -> None:
+        self._sources: dict[str, SourceRegistration] = {}
+
+    def add(
+        self,
+        source_id: str,
+        source: ContextSource | SourceFunction,
+        *,
+        timeout: float = 5.0,
+        on_failure: SourceFailurePolicy = SourceFailurePolicy.FAIL,
+    ) -> None:
+        """Register a source. Nothing is loaded here; sources load when requests are prepared."""
+        validate_id(source_id, "context source id")
+        if source_id in self._sources:
+            raise ValueError(f"a context source with id {source_id!r} is already registered")
+        if not (isinstance(source, ContextSource) or callable(source)):
+            raise TypeError(f"context source {source_id!r} must have load() or be callable")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ValueError(f"context source {source_id!r}: timeout must be > 0, got {timeout!r}")
+        if not isinstance(on_failure, SourceFailurePolicy):
+            raise TypeError(
+                f"context source {source_id!r}: on_failure must be a SourceFailurePolicy"
+            )
+        self._sources[source_id] = SourceRegistration(source_id, source, float(timeout), on_failure)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._sources)
+
+    async def load_all(self, request: ContextRequest) -> list[SourceOutcome]:
+        """Load every source concurrently, each under its own timeout; keep registration order."""
+        if not self._sources:
+            return []
+        regs = list(self._sources.values())
+        return list(await asyncio.gather(*(self._load_one(r, request) for r in regs)))
+
+    async def _load_one(self, reg: SourceRegistration, request: ContextRequest) -> SourceOutcome:
+        try:
+            result = await asyncio.wait_for(reg.call(request), timeout=reg.timeout)
+            if result is None:
+                raise SourceResultError(
+                    f"context source {reg.id!r} returned None; return an empty list for "
+                    "'nothing relevant'"
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if reg.on_failure is SourceFailurePolicy.FAIL:
+                raise ContextSourceError(
+                    f"context source {reg.id!r} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            return SourceOutcome(reg.id, unavailable=type(exc).__name__)
+        return SourceOutcome(reg.id, _check_blocks(reg, result))
+
+
+def _check_blocks(reg: SourceRegistration, result: object) -> tuple[ContextBlock, ...]:
+    """Structural checks, raised under any policy."""
+    if not isinstance(result, list | tuple):
+        raise ContextSourceError(
+            f"context source {reg.id!r} must return a list of ContextBlock, got "
+            f"{type(result).__name__}"
+        )
+    seen: set[str] = set()
+    for item in result:
+        if not isinstance(item, ContextBlock):
+            raise ContextSourceError(
+                f"context source {reg.id!r} returned a non-block item: {type(item).__name__}"
+            )
+        if item.id in seen:
+            raise ContextSourceError(
+                f"context source {reg.id!r} returned block id {item.id!r} twice"
+            )
+        seen.add(item.id)
+        if item.is_required and reg.on_failure is SourceFailurePolicy.OMIT:
+            raise ContextSourceError(
+                f"context source {reg.id!r} uses OMIT but returned required block {item.id!r}; "
+                "a source whose blocks are required must use FAIL"
+            )
+    return tuple(result)
