@@ -10,11 +10,9 @@ so a failure never leaves half a step (a tool call without its result) behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
 from harnessed.context.compiler import ContextCompiler
 from harnessed.context.manifest import ContextManifest
@@ -30,35 +28,32 @@ from harnessed.context.sources import (
 from harnessed.context.workspace_refs import WorkspaceRefs, load_workspace_refs
 from harnessed.events import (
     AgentEndEvent,
-    AgentStartEvent,
-    CustomEvent,
-    ErrorEvent,
     Event,
-    MaxItersEvent,
-    ModelCallEndEvent,
-    ModelCallStartEvent,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
 )
-from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
+from harnessed.loop import AgentRun
+from harnessed.messages import Msg
 from harnessed.models.base import (
     Model,
     ModelRequest,
-    ModelResponse,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallReady,
 )
-from harnessed.models.errors import ModelError
 from harnessed.models.registry import resolve_model
 from harnessed.runtime import RuntimeContext, SessionLocks
+from harnessed.session import (
+    InMemorySessionLogStore,
+    JsonlSessionLogStore,
+    RecordType,
+    SessionInfo,
+    SessionKey,
+    SessionLogStore,
+    SessionRecord,
+)
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.store import AgentStateStore, InMemoryStateStore, JsonFileStateStore
 from harnessed.tools.base import Tool
-from harnessed.tools.context import ToolContext
+from harnessed.tools.files import file_tools as make_file_tools
+from harnessed.tools.shell import ShellConfig, shell_tools
 from harnessed.tools.toolkit import ToolGuard, Toolkit
+from harnessed.workspace import Filesystem, IsolationScope, Workspace
 
 __all__ = ["AgentInput", "HarnessAgent"]
 
@@ -77,9 +72,19 @@ class HarnessAgent:
         model: A :class:`~harnessed.models.Model` or a string such as ``"openai:gpt-4.1-mini"``.
         sys_prompt: The agent's role and rules, sent as system instructions.
         tools: Tools made with :func:`harnessed.tool`.
-        workspace: A directory for the agent's files; state is kept under it by default.
+        workspace: The agent's files: a directory, an fsspec URL (``s3://bucket/prefix``), a
+            :class:`~harnessed.workspace.Filesystem` or a :class:`~harnessed.workspace.Workspace`.
+            State and session logs are kept under a local workspace by default.
+        isolation_scope: How runtime data (memory, session logs, large tool results) is
+            separated: per ``"user"`` (default), ``"session"``, ``"agent"`` or ``"global"``.
+        file_tools: Register the built-in file tools when there is a workspace (default on).
+        shell: The built-in ``execute`` tool: ``None`` (default) = on for a local workspace,
+            ``True`` = on (a local workspace is required), ``False`` = off, or a
+            :class:`~harnessed.tools.shell.ShellConfig`.
         state_store: Where :class:`AgentState` is kept (default: JSON files in the workspace,
             or memory when there is no workspace).
+        session_store: Where the append-only session log is kept (default: JSONL files in the
+            workspace under ``agents/``, or memory when there is no workspace).
         max_iters: The most model requests one call may make (default 10).
         max_output_tokens: Limit on generated tokens per request (default: the model's).
         prepare: The step that turns state into each model request (the context compiler).
@@ -93,8 +98,12 @@ class HarnessAgent:
         *,
         sys_prompt: str = "",
         tools: Iterable[Tool] = (),
-        workspace: str | Path | None = None,
+        workspace: str | os.PathLike[str] | Workspace | Filesystem | None = None,
+        isolation_scope: IsolationScope = "user",
+        file_tools: bool = True,
+        shell: bool | ShellConfig | None = None,
         state_store: AgentStateStore | None = None,
+        session_store: SessionLogStore | None = None,
         max_iters: int = 10,
         max_output_tokens: int | None = None,
         instructions: Mapping[str, str] | None = None,
@@ -121,15 +130,28 @@ class HarnessAgent:
         self.name = name
         self.model: Model = resolve_model(model)
         self.sys_prompt = sys_prompt
+        self.workspace = _as_workspace(workspace, isolation_scope)
         self.toolkit = Toolkit(tools)
-        self.workspace = Path(workspace).resolve() if workspace is not None else None
+        for builtin in _builtin_tools(self.workspace, file_tools, shell):
+            if builtin.name in self.toolkit:
+                logger.info("the application's tool %r replaces the built-in one", builtin.name)
+            else:
+                self.toolkit.add(builtin)
+        local_root = self.workspace.local_root if self.workspace is not None else None
         if state_store is None:
             state_store = (
-                JsonFileStateStore(self.workspace.joinpath(*_STATE_DIR))
-                if self.workspace is not None
+                JsonFileStateStore(local_root.joinpath(*_STATE_DIR))
+                if local_root is not None
                 else InMemoryStateStore()
             )
         self.state_store = state_store
+        if session_store is None:
+            session_store = (
+                JsonlSessionLogStore(local_root / "agents")
+                if local_root is not None
+                else InMemorySessionLogStore()
+            )
+        self.session_store = session_store
         self.max_iters = max_iters
         self.max_output_tokens = max_output_tokens
         self.max_context_tokens = max_context_tokens
@@ -173,11 +195,16 @@ class HarnessAgent:
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         return self.compiler.last_manifest(self.name, ctx.user_id, ctx.session)
 
-    async def _load_workspace_refs(self) -> WorkspaceRefs:
-        assert self.workspace is not None
+    async def _load_workspace_refs(self, info: PrepareInfo) -> WorkspaceRefs:
+        ws = self.workspace
+        assert ws is not None
+        scoped = ws.memory_file(
+            agent_id=self.name, user_id=info.runtime.user_id, session_id=info.runtime.session
+        )
         return await load_workspace_refs(
-            _LocalFiles(self.workspace),
+            ws.fs,
             self.compiler.meter.estimator,
+            memory_files=tuple(dict.fromkeys((ws.MEMORY_MD, scoped))),
             max_context_tokens=self.max_context_tokens,
             context_files=self.context_files,
         )
@@ -210,7 +237,7 @@ class HarnessAgent:
         key = StateKey(self.name, ctx.user_id, ctx.session)
         async with self._locks.hold(key.agent_id, key.user_id, key.session_id):
             state = await self.load_state(ctx)
-            run = _Run(self, ctx, state)
+            run = AgentRun(self, ctx, state)
             async for event in run.execute(messages):
                 yield event
 
@@ -225,6 +252,28 @@ class HarnessAgent:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+    async def session_log(
+        self,
+        ctx: RuntimeContext | None = None,
+        *,
+        types: Sequence[str] | None = None,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[SessionRecord]:
+        """The full, never-compacted record of a session (optionally of some record types)."""
+        ctx = (ctx or RuntimeContext()).resolved(self.name)
+        key = SessionKey(self.name, ctx.user_id, ctx.session)
+        return await self.session_store.read(key, types=types, after_seq=after_seq, limit=limit)
+
+    async def session_messages(self, ctx: RuntimeContext | None = None) -> list[Msg]:
+        """Every message of a session as it happened (full tool output, nothing summarized)."""
+        records = await self.session_log(ctx, types=[RecordType.MESSAGE])
+        return [m for m in (r.message for r in records) if m is not None]
+
+    async def sessions(self, user_id: str = "default") -> list[SessionInfo]:
+        """The sessions a user has with this agent, most recent first."""
+        return await self.session_store.sessions(self.name, user_id)
 
     async def load_state(self, ctx: RuntimeContext | None = None) -> AgentState:
         """The stored state of a session (a fresh one when the session is new)."""
@@ -247,210 +296,32 @@ class HarnessAgent:
         )
 
 
-class _Run:
-    """One call of one session: the loop and the events it yields."""
+def _as_workspace(
+    workspace: str | os.PathLike[str] | Workspace | Filesystem | None, scope: IsolationScope
+) -> Workspace | None:
+    if workspace is None or isinstance(workspace, Workspace):
+        return workspace
+    return Workspace(workspace, scope=scope)
 
-    def __init__(self, agent: HarnessAgent, ctx: RuntimeContext, state: AgentState) -> None:
-        self.agent = agent
-        self.ctx = ctx
-        self.state = state
-        self.pending: asyncio.Queue[Event] = asyncio.Queue()
-        self.run_cache: dict[str, Any] = {}
-        self.base: dict[str, Any] = {"run_id": ctx.run_id or "", "session_id": ctx.session}
 
-    def emit(self, name: str, data: Mapping[str, Any]) -> None:
-        """Queue a custom event; it is yielded at the next opportunity, in order."""
-        self.pending.put_nowait(CustomEvent(name=name, data=dict(data), **self.base))
-
-    def _drain(self) -> list[Event]:
-        events: list[Event] = []
-        while not self.pending.empty():
-            events.append(self.pending.get_nowait())
-        return events
-
-    async def execute(self, messages: list[Msg]) -> AsyncIterator[Event]:
-        agent, state = self.agent, self.state
-        yield AgentStartEvent(
-            agent=agent.name,
-            user_id=self.ctx.user_id,
-            input=messages[-1] if messages else None,
-            **self.base,
+def _builtin_tools(
+    workspace: Workspace | None, files: bool, shell: bool | ShellConfig | None
+) -> list[Tool]:
+    if workspace is None:
+        if shell:
+            raise ValueError("shell needs a workspace: pass workspace=... to HarnessAgent")
+        return []
+    tools = make_file_tools(workspace) if files else []
+    local = workspace.local_root is not None
+    if shell is True and not local:
+        raise ValueError(
+            "shell=True needs a workspace on local disk; this workspace is "
+            f"{workspace!r} (commands cannot run inside a remote filesystem)"
         )
-        iterations = 0
-        try:
-            if messages:
-                state.append(*messages)
-            while True:
-                if iterations >= agent.max_iters:
-                    yield MaxItersEvent(max_iters=agent.max_iters, **self.base)
-                    reply = Msg.assistant(
-                        f"I stopped after {agent.max_iters} model requests, the limit for one "
-                        "call (max_iters), before finishing the task. Call again to continue.",
-                        metadata={"harness": "max_iters"},
-                    )
-                    state.append(reply)
-                    await agent.state_store.save(state)
-                    yield AgentEndEvent(
-                        reply=reply, status="max_iters", iterations=iterations, **self.base
-                    )
-                    return
-                iterations += 1
-                response: ModelResponse | None = None
-                async for event in self._model_step(iterations):
-                    if isinstance(event, ModelResponse):
-                        response = event
-                    else:
-                        yield event
-                assert response is not None
-                message = response.message
-                calls = message.tool_uses
-                if not calls:
-                    state.append(message)
-                    await agent.state_store.save(state)
-                    yield AgentEndEvent(
-                        reply=message, status="completed", iterations=iterations, **self.base
-                    )
-                    return
-                results: list[ToolResultBlock] = []
-                async for event in self._tool_step(calls, results):
-                    yield event
-                state.append(message, *(_result_msg(r) for r in results))
-                await agent.state_store.save(state)
-        except (Exception, asyncio.CancelledError) as exc:
-            for event in self._drain():
-                yield event
-            if not isinstance(exc, asyncio.CancelledError):
-                yield ErrorEvent(error_type=type(exc).__name__, message=str(exc), **self.base)
-            raise
-
-    async def _model_step(self, iteration: int) -> AsyncIterator[Event | ModelResponse]:
-        agent = self.agent
-        model_call_id = new_id("mc_")
-        info = PrepareInfo(
-            agent_name=agent.name,
-            runtime=self.ctx,
-            model=agent.model,
-            model_call_id=model_call_id,
-            iteration=iteration,
-            emit=self.emit,
-            run_cache=self.run_cache,
-        )
-        try:
-            request = await agent.prepare(
-                self.state, agent.draft_request(self.state, model_call_id), info
-            )
-        finally:
-            for event in self._drain():
-                yield event
-        yield ModelCallStartEvent(
-            model_call_id=model_call_id, iteration=iteration, model=agent.model.name, **self.base
-        )
-        response: ModelResponse | None = None
-        async for chunk in agent.model.stream(request):
-            if isinstance(chunk, TextDelta):
-                yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
-            elif isinstance(chunk, ThinkingDelta):
-                yield ThinkingDeltaEvent(
-                    model_call_id=model_call_id, thinking=chunk.thinking, **self.base
-                )
-            elif isinstance(chunk, ToolCallReady):
-                yield ToolCallEvent(model_call_id=model_call_id, call=chunk.call, **self.base)
-            elif isinstance(chunk, ModelResponse):
-                response = chunk
-        if response is None:
-            raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
-        observe = getattr(agent.prepare, "after_response", None)
-        if observe is not None:
-            observe(info, response)
-        message = response.message
-        if message.role != "assistant":
-            raise ModelError(f"model returned a {message.role!r} message, expected 'assistant'")
-        message = message.replace(
-            metadata={**message.metadata, "model_call_id": model_call_id, "model": agent.model.name}
-        )
-        response = ModelResponse(
-            message=message,
-            usage=response.usage,
-            stop_reason=response.stop_reason,
-            model=response.model,
-        )
-        yield ModelCallEndEvent(
-            model_call_id=model_call_id,
-            message=message,
-            usage=response.usage,
-            stop_reason=response.stop_reason,
-            **self.base,
-        )
-        yield response
-
-    async def _tool_step(
-        self, calls: list[ToolUseBlock], results: list[ToolResultBlock]
-    ) -> AsyncIterator[Event]:
-        """Run the calls, yielding result and custom events while they run."""
-        agent = self.agent
-
-        def on_result(result: ToolResultBlock, duration_ms: float) -> None:
-            self.pending.put_nowait(
-                ToolResultEvent(result=result, duration_ms=round(duration_ms, 3), **self.base)
-            )
-
-        def make_context(call: ToolUseBlock) -> ToolContext:
-            return ToolContext(
-                agent_name=agent.name,
-                runtime=self.ctx,
-                state=self.state,
-                call_id=call.id,
-                workspace=agent.workspace,
-                emit=self.emit,
-            )
-
-        step = asyncio.ensure_future(
-            agent.toolkit.run_step(calls, make_context, agent.tool_guard, on_result)
-        )
-        try:
-            while not step.done():
-                getter = asyncio.ensure_future(self.pending.get())
-                await asyncio.wait({getter, step}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
-            for event in self._drain():
-                yield event
-            results.extend(step.result())
-        finally:
-            if not step.done():
-                step.cancel()
-                await _quietly(step)
-
-
-async def _quietly(task: Awaitable[Any]) -> None:
-    with contextlib.suppress(BaseException):  # the step was cancelled on purpose
-        await task
-
-
-class _LocalFiles:
-    """Workspace file access for the context loader (replaced by the Workspace filesystem)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    async def exists(self, path: str) -> bool:
-        return await asyncio.to_thread((self.root / path).exists)
-
-    async def read_text(self, path: str) -> str:
-        return await asyncio.to_thread((self.root / path).read_text, "utf-8")
-
-    async def list_tree(self, path: str) -> list[str]:
-        def walk() -> list[str]:
-            base = self.root / path
-            return [str(p.relative_to(self.root)) for p in base.rglob("*") if p.is_file()]
-
-        return await asyncio.to_thread(walk)
-
-
-def _result_msg(result: ToolResultBlock) -> Msg:
-    return Msg("tool", (result,), name=result.name)
+    if isinstance(shell, ShellConfig) or shell is True or (shell is None and local):
+        config = shell if isinstance(shell, ShellConfig) else None
+        tools += shell_tools(workspace, config=config)
+    return tools
 
 
 def _input_messages(input: AgentInput) -> list[Msg]:

@@ -1,24 +1,19 @@
-"""``harnessed demo``: a scripted model fixes a real bug with real tools in a temporary workspace.
+"""``harnessed demo``: a scripted model fixes a real bug with the built-in tools.
 
 The model is a :class:`~harnessed.models.ScriptedModel` (no API key needed) whose next move is
-decided from what the tools actually returned; the tools really list, read and edit files and
-really run the project's tests in a subprocess.
+decided from what the tools actually returned; the tools are harnessed's own file tools and
+``execute``, which really list, read and edit files and really run the project's tests.
 """
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
 import sys
 from pathlib import Path
 
 from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.tools.base import Tool, ToolError
-from harnessed.tools.context import ToolContext
-from harnessed.tools.decorator import tool
 
-__all__ = ["DEMO_TASK", "demo_model", "demo_tools", "write_demo_project"]
+__all__ = ["DEMO_TASK", "demo_model", "write_demo_project"]
 
 DEMO_TASK = "The tests in this project fail. Find the bug, fix it, and show that the tests pass."
 
@@ -53,80 +48,6 @@ def write_demo_project(root: Path) -> None:
     (root / "test_calc.py").write_text(_TESTS)
 
 
-def _inside(ctx: ToolContext, path: str) -> Path:
-    if ctx.workspace is None:
-        raise ToolError("this agent has no workspace")
-    root = ctx.workspace.resolve()
-    target = (root / path).resolve()
-    if not target.is_relative_to(root):
-        raise ToolError(f"path {path!r} is outside the workspace")
-    return target
-
-
-@tool(read_only=True)
-def list_files(ctx: ToolContext) -> str:
-    """List the files of the workspace."""
-    assert ctx.workspace is not None
-    names = sorted(
-        str(p.relative_to(ctx.workspace))
-        for p in ctx.workspace.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.parts)
-    )
-    return "\n".join(names) or "(empty)"
-
-
-@tool(read_only=True)
-def read_file(path: str, ctx: ToolContext) -> str:
-    """Read a text file of the workspace, with line numbers.
-
-    Args:
-        path: File path relative to the workspace.
-    """
-    target = _inside(ctx, path)
-    if not target.is_file():
-        raise ToolError(f"no such file: {path}")
-    lines = target.read_text().splitlines()
-    return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(lines, 1))
-
-
-@tool
-def edit_file(path: str, old: str, new: str, ctx: ToolContext) -> str:
-    """Replace one exact occurrence of ``old`` with ``new`` in a file.
-
-    Args:
-        path: File path relative to the workspace.
-        old: The exact text to replace; it must occur once.
-        new: The replacement text.
-    """
-    target = _inside(ctx, path)
-    text = target.read_text()
-    count = text.count(old)
-    if count != 1:
-        raise ToolError(f"expected exactly one occurrence of the old text, found {count}")
-    target.write_text(text.replace(old, new))
-    return f"edited {path}"
-
-
-@tool
-async def run_tests(ctx: ToolContext) -> str:
-    """Run the project's test script and report its output and exit code."""
-    assert ctx.workspace is not None
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "test_calc.py",
-        cwd=ctx.workspace,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
-    text = out.decode(errors="replace").strip()
-    return f"exit code {proc.returncode}\n{text}"
-
-
-def demo_tools() -> list[Tool]:
-    return [list_files, read_file, edit_file, run_tests]
-
-
 def _last_results(request: ModelRequest) -> list[str]:
     results: list[str] = []
     for message in reversed(request.messages):
@@ -136,13 +57,21 @@ def _last_results(request: ModelRequest) -> list[str]:
     return results
 
 
+def _run_tests() -> ScriptedToolCall:
+    return ScriptedToolCall("execute", {"command": f"{sys.executable} test_calc.py", "timeout": 60})
+
+
+def _passed(output: str) -> bool:
+    return "exit code 0" in output and "Traceback" not in output
+
+
 def _respond(request: ModelRequest) -> ScriptedResponse:
     """Choose the next move from the conversation so far (a tiny, honest state machine)."""
     steps = sum(1 for m in request.messages if m.role == "assistant")
     last = _last_results(request)
     if steps == 0:
         return ScriptedResponse(
-            "Let me look at the project first.", [ScriptedToolCall("list_files")]
+            "Let me look at the project first.", [ScriptedToolCall("list_files", {"path": "."})]
         )
     if steps == 1:
         return ScriptedResponse(
@@ -153,11 +82,9 @@ def _respond(request: ModelRequest) -> ScriptedResponse:
             ],
         )
     if steps == 2:
-        return ScriptedResponse(
-            "Running the tests to see the failure.", [ScriptedToolCall("run_tests")]
-        )
+        return ScriptedResponse("Running the tests to see the failure.", [_run_tests()])
     if steps == 3:
-        if last and last[0].startswith("exit code 0"):
+        if last and _passed(last[0]):
             return ScriptedResponse("The tests already pass; there is nothing to fix.")
         return ScriptedResponse(
             "`mean` divides by `len(values) - 1`, which is the sample-variance denominator, "
@@ -165,9 +92,9 @@ def _respond(request: ModelRequest) -> ScriptedResponse:
             [ScriptedToolCall("edit_file", {"path": "calc.py", "old": _BUGGY, "new": _FIXED})],
         )
     if steps == 4:
-        return ScriptedResponse("Re-running the tests.", [ScriptedToolCall("run_tests")])
+        return ScriptedResponse("Re-running the tests.", [_run_tests()])
     outcome = last[0] if last else "(no test output)"
-    verdict = "pass" if outcome.startswith("exit code 0") else "still fail"
+    verdict = "pass" if _passed(outcome) else "still fail"
     return ScriptedResponse(
         f"Done. The bug was an off-by-one denominator in `mean`; after the fix the tests "
         f"{verdict}:\n\n{outcome}"

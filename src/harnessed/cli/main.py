@@ -13,10 +13,12 @@ from pathlib import Path
 from rich.console import Console
 
 from harnessed.agent import HarnessAgent
-from harnessed.cli.demo import DEMO_TASK, demo_model, demo_tools, write_demo_project
+from harnessed.cli.demo import DEMO_TASK, demo_model, write_demo_project
+from harnessed.cli.inspect import inspect_session
 from harnessed.cli.render import EventPrinter
 from harnessed.models.base import Model
 from harnessed.runtime import RuntimeContext
+from harnessed.session import JsonlSessionLogStore, SessionKey
 
 __all__ = ["main"]
 
@@ -44,6 +46,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--system", default="", help="system prompt")
     run.add_argument("--max-iters", type=int, default=10, help="model requests per call")
     run.add_argument("--no-thinking", action="store_true", help="hide streamed thinking")
+
+    inspect = sub.add_parser(
+        "inspect", help="show what the model saw: per-request budget breakdown of a session"
+    )
+    inspect.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    inspect.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    inspect.add_argument("--user", default="default", help="user id (default: default)")
+    inspect.add_argument("--session", default=None, help="session id (default: the agent name)")
+    inspect.add_argument("--last", type=int, default=10, help="how many requests (default: 10)")
+    inspect.add_argument("--json", action="store_true", help="print the manifests as JSON")
 
     demo = sub.add_parser("demo", help="a scripted agent fixes a bug with real tools (no API key)")
     demo.add_argument("--workspace", default=None, help="directory for the demo (default: temp)")
@@ -98,7 +110,6 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
             "demo",
             demo_model(),
             sys_prompt="You fix bugs in small Python projects. Verify every fix by running tests.",
-            tools=demo_tools(),
             workspace=root,
         )
         code = asyncio.run(
@@ -107,11 +118,26 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     return code
 
 
+def _inspect(args: argparse.Namespace, console: Console) -> int:
+    root = Path(args.workspace)
+    if not root.is_dir():
+        console.print(f"[red]no workspace at {root}[/]")
+        return 2
+    if args.last < 1:
+        console.print("[red]--last must be at least 1[/]")
+        return 2
+    store = JsonlSessionLogStore(root.resolve() / "agents")
+    key = SessionKey(args.agent, args.user, args.session or args.agent)
+    return asyncio.run(inspect_session(store, key, console, last=args.last, as_json=args.json))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console()
     if args.command == "run":
         return _run(args, console)
+    if args.command == "inspect":
+        return _inspect(args, console)
     return _demo(args, console)
 
 

@@ -23,7 +23,7 @@ from harnessed.context.errors import (
 from harnessed.context.hooks import HistoryBudget, HistoryTransform, unchanged
 from harnessed.context.manifest import ContextManifest, ManifestItem
 from harnessed.context.materials import Material, instruction_materials, source_materials
-from harnessed.context.meter import Meter
+from harnessed.context.meter import HistoryMemo, Meter
 from harnessed.context.pairs import tool_pair_problems
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.render import render_references, render_state, render_system
@@ -40,7 +40,7 @@ __all__ = ["ContextCompiler", "ManifestSink"]
 logger = logging.getLogger(__name__)
 
 ManifestSink = Callable[[ContextManifest, PrepareInfo], Awaitable[None] | None]
-RefsLoader = Callable[[], Awaitable[WorkspaceRefs]]
+RefsLoader = Callable[[PrepareInfo], Awaitable[WorkspaceRefs]]
 
 _CONFLICT_RETRIES = 2
 _LAST_KEPT = 2_048
@@ -76,7 +76,7 @@ class ContextCompiler:
         self.sys_prompt = sys_prompt
         self.instructions = dict(instructions or {})
         self.policy = policy or ContextPolicy()
-        self.sources = sources or SourceSet()
+        self.sources = sources if sources is not None else SourceSet()
         self.refs_loader = refs_loader
         self.evictor: HistoryTransform = evictor or unchanged
         self.compactor: HistoryTransform = compactor or unchanged
@@ -84,6 +84,7 @@ class ContextCompiler:
         self.meter = Meter(self.policy.estimator or default_estimator())
         self.sinks: list[ManifestSink] = []
         self._last: OrderedDict[tuple[str, ...], ContextManifest] = OrderedDict()
+        self._memos: OrderedDict[tuple[str, ...], HistoryMemo] = OrderedDict()
 
     # ------------------------------------------------------------ the seam
     async def __call__(
@@ -110,6 +111,15 @@ class ContextCompiler:
         """Calibrate estimates with the provider's reported input size."""
         if response.usage is not None:
             self.meter.observe(info.model_call_id, response.usage.input_tokens)
+
+    def _memo(self, session: tuple[str, ...]) -> HistoryMemo:
+        memo = self._memos.get(session)
+        if memo is None:
+            memo = self._memos[session] = HistoryMemo()
+        self._memos.move_to_end(session)
+        while len(self._memos) > _LAST_KEPT:
+            self._memos.popitem(last=False)
+        return memo
 
     def last_manifest(self, agent_id: str, user_id: str, session_id: str) -> ContextManifest | None:
         return self._last.get((agent_id, user_id, session_id))
@@ -154,7 +164,8 @@ class ContextCompiler:
         evicted = await self.evictor(state.history, HistoryBudget(raw_limit, count, info, state))
         build.transforms.extend(evicted.transforms)
         history = list(evicted.history)
-        history_tokens = self.meter.messages(history)
+        memo = self._memo(session)
+        history_tokens = self.meter.history(memo, history)
 
         kept = list(optional_pool)
         refs_msg = render_references(kept)
@@ -176,11 +187,12 @@ class ContextCompiler:
         if fixed_total > raw_limit:
             build.raw_estimate = fixed_total + history_tokens
             build.breakdown = {**fixed, "history": history_tokens}
+            estimate = self.meter.calibrated(build.raw_estimate, session)
             raise ContextBudgetExceededError(
-                f"system instructions, required material, state and tool schemas need about "
-                f"{self.meter.calibrated(fixed_total, session)} tokens but the input limit is "
-                f"{build.limit}",
-                estimate=self.meter.calibrated(fixed_total, session),
+                f"system instructions, required material, state and tool schemas alone need "
+                f"about {self.meter.calibrated(fixed_total, session)} tokens (the whole request "
+                f"about {estimate}) but the input limit is {build.limit}",
+                estimate=estimate,
                 limit=build.limit,
             )
 
@@ -189,15 +201,16 @@ class ContextCompiler:
         )
         build.transforms.extend(compacted.transforms)
         history = list(compacted.history)
-        history_tokens = self.meter.messages(history)
+        history_tokens = self.meter.history(memo, history)
         build.breakdown = {**fixed, "history": history_tokens}
         build.history_messages = len(history)
         build.raw_estimate = fixed_total + history_tokens
 
         messages = [m for m in (system_msg, *history, state_msg, refs_msg) if m is not None]
-        problems = tool_pair_problems(history)
+        problems = tool_pair_problems(history, start=memo.pairs_checked)
         if problems:
             raise ToolPairingError(problems)
+        memo.pairs_checked = len(history)
         if build.raw_estimate > raw_limit:
             estimate = self.meter.calibrated(build.raw_estimate, session)
             raise ContextBudgetExceededError(
@@ -231,6 +244,20 @@ class ContextCompiler:
         build.limit = self.policy.input_limit(
             info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
         )
+        own_system = "\n\n".join(m.text for m in request.messages if m.role == "system")
+        if own_system.strip():
+            system_items = [
+                *system_items,
+                Material(
+                    "request/system",
+                    "request",
+                    "request",
+                    "system",
+                    "system",
+                    own_system,
+                    required=True,
+                ),
+            ]
         system_msg = render_system(system_items)
         body = [m for m in request.messages if m.role != "system"]
         build.items = list(system_items)
@@ -241,6 +268,9 @@ class ContextCompiler:
         }
         build.history_messages = len(body)
         build.raw_estimate = sum(build.breakdown.values())
+        problems = tool_pair_problems(body)
+        if problems:
+            raise ToolPairingError(problems)
         estimate = self.meter.calibrated(build.raw_estimate, session)
         if estimate > build.limit:
             raise ContextBudgetExceededError(
@@ -266,7 +296,7 @@ class ContextCompiler:
         cached = info.run_cache.get("workspace_refs")
         if isinstance(cached, WorkspaceRefs):
             return cached
-        refs = await self.refs_loader()
+        refs = await self.refs_loader(info)
         info.run_cache["workspace_refs"] = refs
         return refs
 

@@ -12,20 +12,41 @@ import json
 import math
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 from harnessed.messages import Msg
 from harnessed.models.base import ToolSchema
 from harnessed.tokens import TokenEstimator
 
-__all__ = ["Meter"]
+__all__ = ["HistoryMemo", "Meter"]
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 _MIN_RATIO, _MAX_RATIO = 0.5, 4.0
 _TRACKED = 4_096
+
+
+class HistoryMemo:
+    """What was measured of one session's history last time, to measure only what changed."""
+
+    __slots__ = ("cumulative", "messages", "pairs_checked")
+
+    def __init__(self) -> None:
+        self.messages: list[Msg] = []
+        self.cumulative: list[int] = []
+        self.pairs_checked = 0
+        """How many leading messages of ``messages`` are known to pair up correctly."""
+
+    def shared_prefix(self, history: Sequence[Msg]) -> int:
+        """How many leading messages ``history`` shares (as the same objects) with the last one."""
+        previous = self.messages
+        limit = min(len(previous), len(history))
+        index = 0
+        while index < limit and previous[index] is history[index]:
+            index += 1
+        return index
 
 
 class Meter:
@@ -49,6 +70,19 @@ class Meter:
 
     def messages(self, messages: Iterable[Msg]) -> int:
         return sum(self.message(m) for m in messages)
+
+    def history(self, memo: HistoryMemo, history: Sequence[Msg]) -> int:
+        """Total tokens of ``history``, re-measuring only messages not seen last time."""
+        shared = memo.shared_prefix(history)
+        cumulative = memo.cumulative[:shared]
+        total = cumulative[-1] if cumulative else 0
+        for message in history[shared:]:
+            total += self.message(message)
+            cumulative.append(total)
+        memo.pairs_checked = min(memo.pairs_checked, shared)
+        memo.messages = list(history)
+        memo.cumulative = cumulative
+        return total
 
     def text(self, text: str) -> int:
         count = self._texts.get(text)

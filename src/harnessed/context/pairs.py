@@ -14,16 +14,24 @@ from harnessed.messages import Msg
 __all__ = ["group_boundaries", "tool_pair_problems"]
 
 
-def tool_pair_problems(messages: Sequence[Msg]) -> list[str]:
+def tool_pair_problems(messages: Sequence[Msg], start: int = 0) -> list[str]:
     """Describe every pairing problem (ids only, never message text); empty when valid.
 
     The results of an assistant message's calls must be in the ``tool`` messages that directly
-    follow it, each call answered exactly once.
+    follow it, each call answered exactly once. ``start`` says that ``messages[:start]`` was
+    part of a history already found valid; checking restarts at the last message of that prefix
+    that is not a tool result, so the group it opens is always checked whole.
     """
+    start = min(start, len(messages))
+    if start > 0:
+        start -= 1
+        while start > 0 and messages[start].role == "tool":
+            start -= 1
     problems: list[str] = []
     open_calls: dict[str, str] = {}  # call id -> tool name, for the current assistant turn
     answered: set[str] = set()
-    for index, message in enumerate(messages):
+    for index in range(start, len(messages)):
+        message = messages[index]
         if message.role == "tool":
             for result in message.tool_results:
                 cid = result.tool_use_id

@@ -182,7 +182,7 @@ class SourceSet:
             raise ValueError(f"a context source with id {source_id!r} is already registered")
         if not (isinstance(source, ContextSource) or callable(source)):
             raise TypeError(f"context source {source_id!r} must have load() or be callable")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ValueError(f"context source {source_id!r}: timeout must be > 0, got {timeout!r}")
         if not isinstance(on_failure, SourceFailurePolicy):
             raise TypeError(
@@ -201,8 +201,14 @@ class SourceSet:
         """Load every source concurrently, each under its own timeout; keep registration order."""
         if not self._sources:
             return []
-        regs = list(self._sources.values())
-        return list(await asyncio.gather(*(self._load_one(r, request) for r in regs)))
+        tasks = [asyncio.ensure_future(self._load_one(r, request)) for r in self._sources.values()]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:  # one source failed: stop the others before raising
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _load_one(self, reg: SourceRegistration, request: ContextRequest) -> SourceOutcome:
         try:

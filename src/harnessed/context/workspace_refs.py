@@ -59,24 +59,29 @@ async def load_workspace_refs(
     estimator: TokenEstimator,
     *,
     max_context_tokens: int = 8_000,
+    memory_files: Sequence[str] = ("MEMORY.md",),
     context_files: Sequence[str] = (),
 ) -> WorkspaceRefs:
-    """Read AGENTS.md, MEMORY.md, knowledge and the extra context files."""
+    """Read AGENTS.md, the MEMORY.md files, knowledge and the extra context files.
+
+    ``memory_files`` are the shared ``MEMORY.md`` and the one of the isolation scope (a user's
+    own memory); they share the ``max_context_tokens`` budget.
+    """
     agents_md = await files.read_text("AGENTS.md") if await files.exists("AGENTS.md") else None
     materials: list[Material] = []
-    if await files.exists("MEMORY.md"):
+    present = [p for p in memory_files if await files.exists(p)]
+    for path in present:
+        budget = max_context_tokens // len(present)
         text = fit_to_tokens(
-            await files.read_text("MEMORY.md"),
-            max_context_tokens,
+            await files.read_text(path),
+            budget,
             estimator,
-            f"[MEMORY.md is longer than its budget of {max_context_tokens} tokens and was cut "
-            "here. Use the memory_search tool to look up anything not shown.]",
+            f"[{path} is longer than its budget of {budget} tokens and was cut here. Use the "
+            "memory_search tool to look up anything not shown.]",
         )
         if text.strip():
             materials.append(
-                Material(
-                    "workspace/MEMORY.md", "memory", "workspace", "MEMORY.md", "reference", text
-                )
+                Material(f"workspace/{path}", "memory", "workspace", path, "reference", text)
             )
     knowledge = await _knowledge(files)
     if knowledge:

@@ -15,7 +15,6 @@ import copy
 import fcntl
 import json
 import os
-import string
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
 from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.workspace.paths import encode_part
 
 __all__ = [
     "AgentStateStore",
@@ -121,19 +121,7 @@ class InMemoryStateStore:
         return sorted(k.session_id for k in keys if (k.agent_id, k.user_id) == (agent_id, user_id))
 
 
-_SAFE_CHARS = frozenset(string.ascii_letters + string.digits + "._-")
-_MAX_NAME_BYTES = 200  # leaves room for ".json.lock" and temp-file affixes under NAME_MAX
-
-
-def _encode(value: str) -> str:
-    """Turn an id into a file name that cannot escape its directory and decodes back exactly."""
-    parts: list[str] = []
-    for index, char in enumerate(value):
-        if char in _SAFE_CHARS and not (index == 0 and char == "."):
-            parts.append(char)
-        else:
-            parts.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
-    return "".join(parts)
+_MAX_NAME_BYTES = 200  # leaves room for '.json', '.lock' and temp suffixes under NAME_MAX
 
 
 class JsonFileStateStore:
@@ -151,7 +139,7 @@ class JsonFileStateStore:
 
     def path_for(self, key: StateKey) -> Path:
         """The file that holds the state for ``key``."""
-        names = [_encode(key.agent_id), _encode(key.user_id), _encode(key.session_id)]
+        names = [encode_part(key.agent_id), encode_part(key.user_id), encode_part(key.session_id)]
         if any(len(name) > _MAX_NAME_BYTES for name in names):
             raise ValueError(f"an id of {_describe(key)} is too long to be used as a file name")
         return self.root.joinpath(*names[:2], names[2] + ".json")
@@ -169,7 +157,7 @@ class JsonFileStateStore:
         return await asyncio.to_thread(self._delete, key)
 
     async def list_sessions(self, agent_id: str, user_id: str) -> list[str]:
-        directory = self.root / _encode(agent_id) / _encode(user_id)
+        directory = self.root / encode_part(agent_id) / encode_part(user_id)
         return await asyncio.to_thread(self._list, directory)
 
     # ------------------------------------------------------------ blocking work
@@ -223,7 +211,7 @@ class JsonFileStateStore:
         for name in names:
             if name.endswith(".json"):
                 session = unquote(name[: -len(".json")], errors="replace")
-                if session and _encode(session) + ".json" == name:
+                if session and encode_part(session) + ".json" == name:
                     sessions.append(session)  # anything else is not a file this store wrote
         return sorted(sessions)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
+from harnessed.workspace.layout import Workspace
 
 __all__ = ["ToolContext"]
 
@@ -29,7 +29,7 @@ class ToolContext:
     runtime: RuntimeContext
     state: AgentState
     call_id: str
-    workspace: Path | None = None
+    workspace: Workspace | None = None
     emit: Callable[[str, Mapping[str, Any]], None] = field(default=_ignore)
 
     @property

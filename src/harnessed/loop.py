@@ -1,0 +1,305 @@
+"""AgentRun: one call of one session — the ReAct loop and the events and records it produces.
+
+Per step: prepare the request (the context compiler) → stream the model → run the requested
+tools → append the assistant message and its results to the working history → write the step
+to the session log → save the state. A step is all or nothing: a failure never leaves a tool
+call without its result in the saved state. The session log gets every message in full (before
+any eviction or pruning), every tool execution, every context build and custom event, the run's
+start and end, and errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from harnessed.context.seam import PrepareInfo
+from harnessed.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    CustomEvent,
+    ErrorEvent,
+    Event,
+    MaxItersEvent,
+    ModelCallEndEvent,
+    ModelCallStartEvent,
+    RunStatus,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
+from harnessed.models.base import ModelResponse, TextDelta, ThinkingDelta, ToolCallReady
+from harnessed.models.errors import ModelError
+from harnessed.runtime import RuntimeContext
+from harnessed.session.record import NewRecord, RecordType, SessionKey
+from harnessed.state.agent_state import AgentState
+from harnessed.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    from harnessed.agent import HarnessAgent
+
+__all__ = ["AgentRun"]
+
+logger = logging.getLogger(__name__)
+
+# Custom events the harness itself emits, and the session log record type of each.
+_HARNESS_RECORDS = {
+    "context_build": RecordType.CONTEXT_BUILD,
+    "compaction_start": RecordType.COMPACTION_START,
+    "compaction_end": RecordType.COMPACTION_END,
+    "task_changed": RecordType.TASK_CHANGED,
+    "plan_changed": RecordType.PLAN_CHANGED,
+    "permission_changed": RecordType.PERMISSION_CHANGED,
+}
+
+
+class AgentRun:
+    """Executes one call. Created by :meth:`HarnessAgent.stream_events` under the session lock."""
+
+    def __init__(self, agent: HarnessAgent, ctx: RuntimeContext, state: AgentState) -> None:
+        self.agent = agent
+        self.ctx = ctx
+        self.state = state
+        self.key = SessionKey(agent.name, ctx.user_id, ctx.session)
+        self.run_id = ctx.run_id or new_id("run_")
+        self.turn_id = new_id("turn_")
+        self.pending: asyncio.Queue[Event] = asyncio.Queue()
+        self.records: list[NewRecord] = []
+        self.run_cache: dict[str, Any] = {}
+        self.base: dict[str, Any] = {"run_id": self.run_id, "session_id": ctx.session}
+
+    # ------------------------------------------------------ events, records
+    def emit(self, name: str, data: Mapping[str, Any]) -> None:
+        """Queue a custom event (yielded at the next opportunity) and its log record."""
+        self.pending.put_nowait(CustomEvent(name=name, data=dict(data), **self.base))
+        record_type = _HARNESS_RECORDS.get(name)
+        if record_type is not None:
+            self.record(record_type, data)
+        else:
+            self.record("custom", {"name": name, "data": dict(data)})
+
+    def record(self, record_type: str, payload: Mapping[str, Any]) -> None:
+        self.records.append(NewRecord(record_type, dict(payload), self.run_id, self.turn_id))
+
+    def record_messages(self, *messages: Msg) -> None:
+        for message in messages:
+            self.records.append(
+                NewRecord.message(message, run_id=self.run_id, turn_id=self.turn_id)
+            )
+
+    async def flush(self) -> None:
+        """Write the queued records to the session log."""
+        if self.records:
+            batch, self.records = self.records, []
+            await self.agent.session_store.append(self.key, batch)
+
+    def _drain(self) -> list[Event]:
+        events: list[Event] = []
+        while not self.pending.empty():
+            events.append(self.pending.get_nowait())
+        return events
+
+    async def _commit_step(self) -> None:
+        await self.flush()
+        await self.agent.state_store.save(self.state)
+
+    # ----------------------------------------------------------------- loop
+    async def execute(self, messages: list[Msg]) -> AsyncIterator[Event]:
+        agent, state = self.agent, self.state
+        if messages:
+            self.turn_id = messages[0].id
+        yield AgentStartEvent(
+            agent=agent.name,
+            user_id=self.ctx.user_id,
+            input=messages[-1] if messages else None,
+            **self.base,
+        )
+        iterations = 0
+        try:
+            self.record(RecordType.RUN_START, {"agent": agent.name, "user_id": self.ctx.user_id})
+            self.record_messages(*messages)
+            await self.flush()
+            state.append(*messages)
+            while True:
+                if iterations >= agent.max_iters:
+                    yield MaxItersEvent(max_iters=agent.max_iters, **self.base)
+                    reply = Msg.assistant(
+                        f"I stopped after {agent.max_iters} model requests, the limit for one "
+                        "call (max_iters), before finishing the task. Call again to continue.",
+                        metadata={"harness": "max_iters"},
+                    )
+                    yield await self._finish(reply, "max_iters", iterations)
+                    return
+                iterations += 1
+                response: ModelResponse | None = None
+                async for event in self._model_step(iterations):
+                    if isinstance(event, ModelResponse):
+                        response = event
+                    else:
+                        yield event
+                assert response is not None
+                message = response.message
+                calls = message.tool_uses
+                if not calls:
+                    yield await self._finish(message, "completed", iterations)
+                    return
+                self.record_messages(message)
+                results: list[ToolResultBlock] = []
+                async for event in self._tool_step(calls, results):
+                    yield event
+                tool_messages = [_result_msg(r) for r in results]
+                self.record_messages(*tool_messages)
+                state.append(message, *tool_messages)
+                await self._commit_step()
+        except (Exception, asyncio.CancelledError) as exc:
+            for event in self._drain():
+                yield event
+            await self._record_failure(exc)
+            if not isinstance(exc, asyncio.CancelledError):
+                yield ErrorEvent(error_type=type(exc).__name__, message=str(exc), **self.base)
+            raise
+
+    async def _finish(self, reply: Msg, status: RunStatus, iterations: int) -> AgentEndEvent:
+        self.record_messages(reply)
+        self.record(
+            RecordType.RUN_END,
+            {"status": status, "iterations": iterations, "reply_id": reply.id},
+        )
+        self.state.append(reply)
+        await self._commit_step()
+        return AgentEndEvent(reply=reply, status=status, iterations=iterations, **self.base)
+
+    async def _record_failure(self, exc: BaseException) -> None:
+        """Best effort: the failure is logged, but logging must not hide the original error."""
+        status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+        self.record(RecordType.ERROR, {"error_type": type(exc).__name__, "message": str(exc)})
+        self.record(RecordType.RUN_END, {"status": status})
+        try:
+            await asyncio.shield(self.flush())
+        except Exception:
+            logger.exception(
+                "could not write the failure of run %s to the session log", self.run_id
+            )
+
+    async def _model_step(self, iteration: int) -> AsyncIterator[Event | ModelResponse]:
+        agent = self.agent
+        model_call_id = new_id("mc_")
+        info = PrepareInfo(
+            agent_name=agent.name,
+            runtime=self.ctx,
+            model=agent.model,
+            model_call_id=model_call_id,
+            iteration=iteration,
+            emit=self.emit,
+            run_cache=self.run_cache,
+        )
+        try:
+            draft = agent.draft_request(self.state, model_call_id)
+            request = await agent.prepare(self.state, draft, info)
+        finally:
+            for event in self._drain():
+                yield event
+        await self.flush()
+        yield ModelCallStartEvent(
+            model_call_id=model_call_id, iteration=iteration, model=agent.model.name, **self.base
+        )
+        response: ModelResponse | None = None
+        async for chunk in agent.model.stream(request):
+            if isinstance(chunk, TextDelta):
+                yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
+            elif isinstance(chunk, ThinkingDelta):
+                yield ThinkingDeltaEvent(
+                    model_call_id=model_call_id, thinking=chunk.thinking, **self.base
+                )
+            elif isinstance(chunk, ToolCallReady):
+                yield ToolCallEvent(model_call_id=model_call_id, call=chunk.call, **self.base)
+            elif isinstance(chunk, ModelResponse):
+                response = chunk
+        if response is None:
+            raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
+        observe = getattr(agent.prepare, "after_response", None)
+        if observe is not None:
+            observe(info, response)
+        message = response.message
+        if message.role != "assistant":
+            raise ModelError(f"model returned a {message.role!r} message, expected 'assistant'")
+        message = message.replace(
+            metadata={**message.metadata, "model_call_id": model_call_id, "model": agent.model.name}
+        )
+        yield ModelCallEndEvent(
+            model_call_id=model_call_id,
+            message=message,
+            usage=response.usage,
+            stop_reason=response.stop_reason,
+            **self.base,
+        )
+        yield ModelResponse(
+            message=message,
+            usage=response.usage,
+            stop_reason=response.stop_reason,
+            model=response.model,
+        )
+
+    async def _tool_step(
+        self, calls: list[ToolUseBlock], results: list[ToolResultBlock]
+    ) -> AsyncIterator[Event]:
+        """Run the calls, yielding result and custom events while they run."""
+        agent = self.agent
+
+        def on_result(result: ToolResultBlock, duration_ms: float) -> None:
+            self.pending.put_nowait(
+                ToolResultEvent(result=result, duration_ms=round(duration_ms, 3), **self.base)
+            )
+            self.record(
+                RecordType.TOOL_EXECUTION,
+                {
+                    "call_id": result.tool_use_id,
+                    "tool": result.name,
+                    "is_error": result.is_error,
+                    "duration_ms": round(duration_ms, 3),
+                    "output_chars": len(result.content),
+                },
+            )
+
+        def make_context(call: ToolUseBlock) -> ToolContext:
+            return ToolContext(
+                agent_name=agent.name,
+                runtime=self.ctx,
+                state=self.state,
+                call_id=call.id,
+                workspace=agent.workspace,
+                emit=self.emit,
+            )
+
+        step = asyncio.ensure_future(
+            agent.toolkit.run_step(calls, make_context, agent.tool_guard, on_result)
+        )
+        try:
+            while not step.done():
+                getter = asyncio.ensure_future(self.pending.get())
+                await asyncio.wait({getter, step}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            for event in self._drain():
+                yield event
+            results.extend(step.result())
+        finally:
+            if not step.done():
+                step.cancel()
+                await _quietly(step)
+
+
+async def _quietly(task: Awaitable[Any]) -> None:
+    with contextlib.suppress(BaseException):  # the step was cancelled on purpose
+        await task
+
+
+def _result_msg(result: ToolResultBlock) -> Msg:
+    return Msg("tool", (result,), name=result.name)

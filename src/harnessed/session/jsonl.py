@@ -1,0 +1,184 @@
+"""The default session log store: one append-only JSONL file per session on local disk.
+
+``<root>/<agent>/sessions/<user>/<session>.log.jsonl`` (``root`` is the workspace's ``agents``
+directory). Appends hold an exclusive ``flock`` on the file while they read the last sequence
+number and write, so concurrent writers — threads, tasks or processes — never interleave lines
+or reuse a number. A torn last line left by a crash is ignored on read and fenced off with a
+newline by the next append, which continues the sequence after the last complete record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import unquote
+
+from harnessed.session.record import NewRecord, SessionKey, SessionRecord
+from harnessed.session.store import SessionInfo
+from harnessed.workspace.paths import encode_part
+
+__all__ = ["JsonlSessionLogStore"]
+
+logger = logging.getLogger(__name__)
+
+_SUFFIX = ".log.jsonl"
+_TAIL_CHUNK = 64 * 1024
+
+
+class JsonlSessionLogStore:
+    """Session logs as JSONL files under ``root``."""
+
+    def __init__(self, root: str | os.PathLike[str], *, durable: bool = False) -> None:
+        """``durable=True`` fsyncs every append (slower; survives power loss, not just crashes)."""
+        self.root = Path(root)
+        self.durable = durable
+        self._tails: dict[Path, tuple[int, int]] = {}  # path -> (file size, last seq)
+
+    def path_for(self, key: SessionKey) -> Path:
+        return (
+            self.root
+            / encode_part(key.agent_id, "agent id")
+            / "sessions"
+            / encode_part(key.user_id, "user id")
+            / f"{encode_part(key.session_id, 'session id')}{_SUFFIX}"
+        )
+
+    # ---------------------------------------------------------------- write
+    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+        """Append records atomically as a group; returns them with their sequence numbers."""
+        if not records:
+            return []
+        return await asyncio.to_thread(self._append, self.path_for(key), records)
+
+    def _append(self, path: Path, records: Sequence[NewRecord]) -> list[SessionRecord]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            last_seq, torn = self._tail(path, fd, size)
+            stored = [SessionRecord.assign(last_seq + i + 1, r) for i, r in enumerate(records)]
+            data = ("\n" if torn else "") + "".join(r.to_json() + "\n" for r in stored)
+            payload = data.encode("utf-8")
+            written = 0
+            while written < len(payload):
+                written += os.write(fd, payload[written:])
+            if self.durable:
+                os.fsync(fd)
+            self._tails[path] = (size + len(payload), stored[-1].seq)
+            return stored
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _tail(self, path: Path, fd: int, size: int) -> tuple[int, bool]:
+        """The last complete record's seq, and whether the file ends in a torn line."""
+        cached = self._tails.get(path)
+        if cached is not None and cached[0] == size:
+            return cached[1], False
+        if size == 0:
+            return 0, False
+        chunk = _TAIL_CHUNK
+        while True:
+            start = max(0, size - chunk)
+            data = os.pread(fd, size - start, start)
+            torn = not data.endswith(b"\n")
+            lines = data.split(b"\n")
+            if start > 0:
+                lines = lines[1:]  # the first line of a chunk may be partial
+            for line in reversed(lines):
+                record = _parse(line)
+                if record is not None:
+                    return record.seq, torn
+            if start == 0:
+                return 0, torn
+            chunk *= 4
+
+    # ----------------------------------------------------------------- read
+    async def read(
+        self,
+        key: SessionKey,
+        *,
+        after_seq: int = 0,
+        types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[SessionRecord]:
+        """Complete records in order (a torn or corrupt line is skipped)."""
+        return await asyncio.to_thread(self._read, self.path_for(key), after_seq, types, limit)
+
+    def _read(
+        self, path: Path, after_seq: int, types: Sequence[str] | None, limit: int | None
+    ) -> list[SessionRecord]:
+        wanted = set(types) if types else None
+        out: list[SessionRecord] = []
+        for record in _records(path):
+            if record.seq <= after_seq or (wanted is not None and record.type not in wanted):
+                continue
+            out.append(record)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    async def tail(
+        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+    ) -> list[SessionRecord]:
+        """The last ``count`` records (of the given types)."""
+        records = await self.read(key, types=types)
+        return records[-count:] if count > 0 else []
+
+    async def sessions(self, agent_id: str, user_id: str) -> list[SessionInfo]:
+        """The user's sessions of this agent, most recently written first."""
+        folder = (
+            self.root
+            / encode_part(agent_id, "agent id")
+            / "sessions"
+            / encode_part(user_id, "user id")
+        )
+        return await asyncio.to_thread(_list_sessions, folder)
+
+
+def _list_sessions(folder: Path) -> list[SessionInfo]:
+    if not folder.is_dir():
+        return []
+    infos = []
+    for path in folder.iterdir():
+        if not path.name.endswith(_SUFFIX):
+            continue
+        stat = path.stat()
+        infos.append(
+            SessionInfo(
+                session_id=unquote(path.name[: -len(_SUFFIX)]),
+                updated_at=stat.st_mtime,
+                size_bytes=stat.st_size,
+            )
+        )
+    return sorted(infos, key=lambda i: (-i.updated_at, i.session_id))
+
+
+def _records(path: Path) -> Iterator[SessionRecord]:
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        for number, line in enumerate(handle, 1):
+            record = _parse(line)
+            if record is None:
+                if line.strip():
+                    logger.warning("skipping unreadable line %d of %s", number, path)
+                continue
+            yield record
+
+
+def _parse(line: bytes) -> SessionRecord | None:
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        return SessionRecord.from_dict(json.loads(line))
+    except (ValueError, KeyError, TypeError):
+        return None

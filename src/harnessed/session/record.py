@@ -1,0 +1,114 @@
+"""Session log records: one line of the append-only history of a session."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from harnessed.messages import Msg, new_id
+
+__all__ = ["NewRecord", "RecordType", "SessionKey", "SessionRecord"]
+
+
+class RecordType:
+    """The record types harnessed writes (applications may add their own)."""
+
+    RUN_START = "run/start"
+    RUN_END = "run/end"
+    MESSAGE = "message"
+    TOOL_EXECUTION = "tool/execution"
+    CONTEXT_BUILD = "context/build"
+    COMPACTION_START = "compaction/start"
+    COMPACTION_END = "compaction/end"
+    TASK_CHANGED = "task/changed"
+    PLAN_CHANGED = "plan/changed"
+    PERMISSION_CHANGED = "permission/changed"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    agent_id: str
+    user_id: str
+    session_id: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """A record before the store assigned its sequence number."""
+
+    type: str
+    payload: Mapping[str, Any]
+    run_id: str | None = None
+    turn_id: str | None = None
+    event_id: str = field(default_factory=lambda: new_id("ev_"))
+    timestamp: str = field(default_factory=_now)
+
+    @classmethod
+    def message(cls, msg: Msg, *, run_id: str | None, turn_id: str | None) -> NewRecord:
+        return cls(RecordType.MESSAGE, {"message": msg.to_dict()}, run_id, turn_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """A stored record. ``seq`` is 1, 2, 3 … per session, without gaps."""
+
+    seq: int
+    event_id: str
+    type: str
+    timestamp: str
+    run_id: str | None
+    turn_id: str | None
+    payload: Mapping[str, Any]
+
+    @classmethod
+    def assign(cls, seq: int, record: NewRecord) -> SessionRecord:
+        return cls(
+            seq,
+            record.event_id,
+            record.type,
+            record.timestamp,
+            record.run_id,
+            record.turn_id,
+            record.payload,
+        )
+
+    @property
+    def message(self) -> Msg | None:
+        """The message of a ``message`` record."""
+        if self.type != RecordType.MESSAGE:
+            return None
+        return Msg.from_dict(self.payload["message"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "event_id": self.event_id,
+            "type": self.type,
+            "timestamp": self.timestamp,
+            "run_id": self.run_id,
+            "turn_id": self.turn_id,
+            "payload": dict(self.payload),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SessionRecord:
+        return cls(
+            seq=int(data["seq"]),
+            event_id=str(data["event_id"]),
+            type=str(data["type"]),
+            timestamp=str(data["timestamp"]),
+            run_id=data.get("run_id"),
+            turn_id=data.get("turn_id"),
+            payload=dict(data.get("payload") or {}),
+        )

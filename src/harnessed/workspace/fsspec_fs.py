@@ -1,0 +1,154 @@
+"""``FsspecFilesystem``: a workspace on any fsspec filesystem (``s3://bucket/prefix``, ...).
+
+The workspace is rooted at the URL's path; every workspace path passes the shared policy and is
+joined under that root, so nothing outside the prefix is reachable. Calls go through fsspec's
+blocking API in a worker thread (s3fs and friends run their own event loop underneath).
+
+Object stores have no real directories: a directory exists while something is stored under it,
+and ``mkdir`` does nothing. They also cannot append, so :meth:`append_text` rewrites the object
+(``appends_in_place`` is ``False``); append-only data should be written as segment objects
+(:class:`~harnessed.workspace.appendlog.AppendLog` does that).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, BinaryIO, cast
+
+from fsspec import AbstractFileSystem  # type: ignore[import-untyped]
+from fsspec.core import url_to_fs  # type: ignore[import-untyped]
+
+from harnessed.workspace.base import BaseFilesystem
+from harnessed.workspace.errors import FileNotFoundInWorkspaceError
+from harnessed.workspace.filesystem import FileInfo
+
+__all__ = ["FsspecFilesystem"]
+
+_READ_BLOCK = 1 << 20
+
+
+class FsspecFilesystem(BaseFilesystem):
+    """A workspace at an fsspec URL, e.g. ``FsspecFilesystem("s3://bucket/agents", key=...)``.
+
+    ``storage_options`` go to the fsspec filesystem (for s3fs: ``key``, ``secret``,
+    ``client_kwargs={"endpoint_url": ...}``). Pass ``fs=`` to reuse an existing fsspec
+    filesystem object; ``url`` is then the root path inside it.
+    """
+
+    count_lines_max_bytes = 8 << 20  # counting a whole remote file means downloading it
+
+    def __init__(
+        self, url: str, *, fs: AbstractFileSystem | None = None, **storage_options: Any
+    ) -> None:
+        super().__init__()
+        if fs is None:
+            fs, root = url_to_fs(url, **storage_options)
+        else:
+            root = fs._strip_protocol(url)
+        self.fs: AbstractFileSystem = fs
+        self.url = url
+        self._root: str = str(root).rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"FsspecFilesystem({self.url!r})"
+
+    @property
+    def appends_in_place(self) -> bool:
+        return False
+
+    # ------------------------------------------------------------ mapping
+    def _full(self, rel: str) -> str:
+        if not rel:
+            return self._root or "/"
+        return f"{self._root}/{rel}"
+
+    def _rel(self, name: str) -> str:
+        name = str(name).rstrip("/")
+        prefix = f"{self._root}/"
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+        if name == self._root:
+            return ""
+        return name.lstrip("/")
+
+    def _to_info(self, rel: str, raw: dict[str, Any]) -> FileInfo:
+        is_dir = raw.get("type") == "directory"
+        size = 0 if is_dir else int(raw.get("size") or 0)
+        return FileInfo(rel, is_dir, size, _mtime(raw))
+
+    # ------------------------------------------------------------ primitives
+    def _info(self, rel: str) -> FileInfo | None:
+        try:
+            raw = self.fs.info(self._full(rel))
+        except (FileNotFoundError, NotADirectoryError):
+            # The root always exists, even as a prefix that holds nothing yet.
+            return FileInfo("", True) if rel == "" else None
+        return self._to_info(rel, cast(dict[str, Any], raw))
+
+    def _list_dir(self, rel: str) -> list[FileInfo]:
+        try:
+            entries = self.fs.ls(self._full(rel), detail=True, refresh=True)
+        except FileNotFoundError:
+            if rel:
+                raise FileNotFoundInWorkspaceError(rel) from None
+            return []
+        result: list[FileInfo] = []
+        for raw in entries:
+            child = self._rel(raw["name"])
+            if child and child != rel:
+                result.append(self._to_info(child, raw))
+        return result
+
+    def _walk(self, rel: str) -> Iterator[FileInfo]:
+        try:
+            found = self.fs.find(self._full(rel), detail=True)
+        except FileNotFoundError:
+            return
+        for name, raw in cast(dict[str, dict[str, Any]], found).items():
+            if raw.get("type") == "directory":
+                continue
+            yield self._to_info(self._rel(name), raw)
+
+    def _read(self, rel: str) -> bytes:
+        try:
+            return cast(bytes, self.fs.cat_file(self._full(rel)))
+        except FileNotFoundError:
+            raise FileNotFoundInWorkspaceError(rel) from None
+
+    def _write(self, rel: str, data: bytes) -> None:
+        full = self._full(rel)
+        try:
+            self.fs.pipe_file(full, data)
+        except FileNotFoundError:
+            # Filesystems with real directories (local, some others) need the parents first.
+            self.fs.makedirs(full.rpartition("/")[0], exist_ok=True)
+            self.fs.pipe_file(full, data)
+
+    def _delete(self, rel: str, is_dir: bool) -> None:
+        self.fs.rm(self._full(rel), recursive=is_dir)
+
+    def _makedirs(self, rel: str) -> None:
+        with contextlib.suppress(FileExistsError):
+            self.fs.makedirs(self._full(rel), exist_ok=True)
+
+    def _open(self, rel: str) -> AbstractContextManager[BinaryIO]:
+        try:
+            return cast(
+                AbstractContextManager[BinaryIO],
+                self.fs.open(self._full(rel), "rb", block_size=_READ_BLOCK),
+            )
+        except FileNotFoundError:
+            raise FileNotFoundInWorkspaceError(rel) from None
+
+
+def _mtime(raw: dict[str, Any]) -> float | None:
+    for key in ("mtime", "LastModified", "last_modified", "created"):
+        value = raw.get(key)
+        if isinstance(value, datetime):
+            return value.timestamp()
+        if isinstance(value, int | float):
+            return float(value)
+    return None

@@ -1,0 +1,120 @@
+"""The JSONL session log: gapless sequences, crash safety, concurrent writers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from harnessed.session import (
+    InMemorySessionLogStore,
+    JsonlSessionLogStore,
+    NewRecord,
+    SessionKey,
+    SessionLogStore,
+)
+
+KEY = SessionKey("agent", "user-1", "s1")
+
+
+def rec(i: int, kind: str = "note") -> NewRecord:
+    return NewRecord(kind, {"i": i, "text": f"record {i}"}, run_id="r", turn_id="t")
+
+
+@pytest.fixture(params=["jsonl", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionLogStore:
+    if request.param == "jsonl":
+        return JsonlSessionLogStore(tmp_path)
+    return InMemorySessionLogStore()
+
+
+async def test_append_assigns_gapless_sequence_and_reads_back(store: SessionLogStore) -> None:
+    first = await store.append(KEY, [rec(1), rec(2)])
+    second = await store.append(KEY, [rec(3, "other")])
+    assert [r.seq for r in first + second] == [1, 2, 3]
+    records = await store.read(KEY)
+    assert [r.payload["i"] for r in records] == [1, 2, 3]
+    assert [r.seq for r in await store.read(KEY, after_seq=1)] == [2, 3]
+    assert [r.seq for r in await store.read(KEY, types=["other"])] == [3]
+    assert [r.seq for r in await store.tail(KEY, 2)] == [2, 3]
+    assert records[0].run_id == "r" and records[0].turn_id == "t" and records[0].event_id
+
+
+async def test_sessions_are_listed_per_user(store: SessionLogStore) -> None:
+    await store.append(SessionKey("agent", "alice", "a1"), [rec(1)])
+    await store.append(SessionKey("agent", "alice", "a/2"), [rec(1)])
+    await store.append(SessionKey("agent", "bob", "b1"), [rec(1)])
+    assert sorted(s.session_id for s in await store.sessions("agent", "alice")) == ["a/2", "a1"]
+    assert [s.session_id for s in await store.sessions("agent", "bob")] == ["b1"]
+    assert await store.sessions("agent", "carol") == []
+
+
+async def test_concurrent_appends_never_interleave_or_reuse_a_seq(store: SessionLogStore) -> None:
+    await asyncio.gather(*(store.append(KEY, [rec(i), rec(i)]) for i in range(50)))
+    records = await store.read(KEY)
+    assert [r.seq for r in records] == list(range(1, 101))
+    # each append's two records stay together
+    pairs = [(records[i].payload["i"], records[i + 1].payload["i"]) for i in range(0, 100, 2)]
+    assert all(a == b for a, b in pairs)
+
+
+async def test_a_torn_last_line_is_ignored_and_the_sequence_continues(tmp_path: Path) -> None:
+    store = JsonlSessionLogStore(tmp_path)
+    await store.append(KEY, [rec(1), rec(2), rec(3)])
+    path = store.path_for(KEY)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 25])  # a crash in the middle of writing record 3
+    fresh = JsonlSessionLogStore(tmp_path)  # a new process after the crash
+    assert [r.seq for r in await fresh.read(KEY)] == [1, 2]
+    appended = await fresh.append(KEY, [rec(4)])
+    assert appended[0].seq == 3
+    assert [(r.seq, r.payload["i"]) for r in await fresh.read(KEY)] == [(1, 1), (2, 2), (3, 4)]
+    lines = path.read_text().splitlines()
+    assert len(lines) == 4  # the torn fragment stays on its own line, never glued to a record
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(lines[2])
+
+
+async def test_a_corrupt_line_in_the_middle_is_skipped(tmp_path: Path) -> None:
+    store = JsonlSessionLogStore(tmp_path)
+    await store.append(KEY, [rec(1)])
+    with store.path_for(KEY).open("a") as handle:
+        handle.write("{not json}\n")
+    await store.append(KEY, [rec(2)])
+    assert [r.seq for r in await store.read(KEY)] == [1, 2]
+
+
+async def test_ids_cannot_escape_the_root(tmp_path: Path) -> None:
+    store = JsonlSessionLogStore(tmp_path / "agents")
+    key = SessionKey("../x", "../../etc", "../passwd")
+    await store.append(key, [rec(1)])
+    path = store.path_for(key).resolve()
+    assert path.is_relative_to((tmp_path / "agents").resolve())
+    assert [s.session_id for s in await store.sessions("../x", "../../etc")] == ["../passwd"]
+
+
+def _writer(root: str, worker: int, count: int) -> None:
+    async def run() -> None:
+        store = JsonlSessionLogStore(root)
+        for i in range(count):
+            await store.append(KEY, [NewRecord("note", {"worker": worker, "i": i})])
+
+    asyncio.run(run())
+
+
+def test_two_processes_writing_one_session_produce_a_gapless_sequence(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_writer, args=(str(tmp_path), w, 100)) for w in (1, 2)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(60)
+        assert p.exitcode == 0
+    records = asyncio.run(JsonlSessionLogStore(tmp_path).read(KEY))
+    assert [r.seq for r in records] == list(range(1, 201))
+    for worker in (1, 2):
+        mine = [r.payload["i"] for r in records if r.payload["worker"] == worker]
+        assert mine == list(range(100))
