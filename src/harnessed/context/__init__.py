@@ -7,7 +7,13 @@ from harnessed.context.errors import (
     ContextError,
     ToolPairingError,
 )
-from harnessed.context.hooks import HistoryBudget, HistoryOutcome, HistoryTransform
+from harnessed.context.hooks import (
+    HistoryBudget,
+    HistoryOutcome,
+    HistoryTransform,
+    HistoryView,
+    MemoryFlusher,
+)
 from harnessed.context.manifest import ContextManifest, ManifestItem
 from harnessed.context.materials import Material
 from harnessed.context.pairs import group_boundaries, tool_pair_problems
@@ -39,6 +45,8 @@ __all__ = [
     "HistoryBudget",
     "HistoryOutcome",
     "HistoryTransform",
+    "HistoryView",
+    "MemoryFlusher",
     "ManifestItem",
     "ManifestSink",
     "Material",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from harnessed.context.errors import (
@@ -20,7 +20,7 @@ from harnessed.context.errors import (
     ContextError,
     ToolPairingError,
 )
-from harnessed.context.hooks import HistoryBudget, HistoryTransform, unchanged
+from harnessed.context.hooks import HistoryBudget, HistoryTransform, HistoryView, unchanged
 from harnessed.context.manifest import ContextManifest, ManifestItem
 from harnessed.context.materials import Material, instruction_materials, source_materials
 from harnessed.context.meter import HistoryMemo, Meter
@@ -31,6 +31,7 @@ from harnessed.context.seam import PrepareInfo
 from harnessed.context.selection import drop_order
 from harnessed.context.sources import ContextRequest, SourceSet
 from harnessed.context.workspace_refs import WorkspaceRefs
+from harnessed.messages import Msg
 from harnessed.models.base import ModelRequest, ModelResponse
 from harnessed.state.agent_state import AgentState
 from harnessed.tokens import default_estimator
@@ -71,6 +72,7 @@ class ContextCompiler:
         refs_loader: RefsLoader | None = None,
         evictor: HistoryTransform | None = None,
         compactor: HistoryTransform | None = None,
+        views: Sequence[HistoryView] = (),
         conventions: bool = True,
     ) -> None:
         self.sys_prompt = sys_prompt
@@ -80,6 +82,8 @@ class ContextCompiler:
         self.refs_loader = refs_loader
         self.evictor: HistoryTransform = evictor or unchanged
         self.compactor: HistoryTransform = compactor or unchanged
+        self.views: list[HistoryView] = list(views)
+        """Request-only projections of the history, applied after validation (never stored)."""
         self.conventions = conventions
         self.meter = Meter(self.policy.estimator or default_estimator())
         self.sinks: list[ManifestSink] = []
@@ -197,7 +201,8 @@ class ContextCompiler:
             )
 
         compacted = await self.compactor(
-            history, HistoryBudget(raw_limit - fixed_total, count, info, state)
+            history,
+            HistoryBudget(raw_limit - fixed_total, count, info, state, info.force_compaction),
         )
         build.transforms.extend(compacted.transforms)
         history = list(compacted.history)
@@ -206,7 +211,6 @@ class ContextCompiler:
         build.history_messages = len(history)
         build.raw_estimate = fixed_total + history_tokens
 
-        messages = [m for m in (system_msg, *history, state_msg, refs_msg) if m is not None]
         problems = tool_pair_problems(history, start=memo.pairs_checked)
         if problems:
             raise ToolPairingError(problems)
@@ -220,6 +224,10 @@ class ContextCompiler:
                 limit=build.limit,
             )
         _check_unchanged(state, task_rev, history_rev)
+        shown: Sequence[Msg] = history
+        for view in self.views:
+            shown = view(shown, state)
+        messages = [m for m in (system_msg, *shown, state_msg, refs_msg) if m is not None]
         if history != state.history:
             state.replace_history(history)
         self.meter.expect(info.model_call_id, session, build.raw_estimate)

@@ -10,7 +10,14 @@ from harnessed.context.seam import PrepareInfo
 from harnessed.messages import Msg
 from harnessed.state.agent_state import AgentState
 
-__all__ = ["HistoryBudget", "HistoryOutcome", "HistoryTransform", "unchanged"]
+__all__ = [
+    "HistoryBudget",
+    "HistoryOutcome",
+    "HistoryTransform",
+    "HistoryView",
+    "MemoryFlusher",
+    "unchanged",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +53,24 @@ class HistoryTransform(Protocol):
 async def unchanged(history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
     """The identity transform (the default until compaction is configured)."""
     return HistoryOutcome(history)
+
+
+class HistoryView(Protocol):
+    """Changes how the history is *shown* in one request, never what is stored.
+
+    Called after validation with the history about to be sent; returns the messages to send in
+    its place (same tool-call structure). Used for projections such as marking superseded
+    receipts; the state keeps the original messages.
+    """
+
+    def __call__(self, history: Sequence[Msg], state: AgentState) -> Sequence[Msg]: ...
+
+
+class MemoryFlusher(Protocol):
+    """Extracts durable facts from messages into long-term memory (implemented by memory/).
+
+    ``reason`` is ``"compaction"`` (the prefix about to be summarized; awaited before the
+    summary is made) or ``"call_end"`` (background work after a call).
+    """
+
+    async def flush(self, messages: Sequence[Msg], info: PrepareInfo, *, reason: str) -> None: ...

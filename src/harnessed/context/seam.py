@@ -29,6 +29,8 @@ class PrepareInfo:
     purpose: Purpose = "reasoning"
     retry: bool = False
     """True when the request is prepared again after a recoverable provider failure."""
+    force_compaction: bool = False
+    """Compact as hard as possible (overflow recovery: keep the last message group + summary)."""
     emit: Callable[[str, Mapping[str, Any]], None] = field(default=_ignore)
     """Send a custom event (such as ``context_build``) to ``stream_events``."""
     run_cache: MutableMapping[str, Any] = field(default_factory=dict)
