@@ -62,10 +62,15 @@ class TextBlock:
 
 @dataclass(frozen=True, slots=True)
 class ThinkingBlock:
-    """Model reasoning. ``signature`` is the provider's opaque proof, echoed back verbatim."""
+    """Model reasoning. ``signature`` is the provider's opaque proof, echoed back verbatim.
+
+    ``redacted`` holds reasoning the provider returned encrypted instead of as text (Anthropic's
+    redacted thinking); it has no readable ``thinking`` and must be sent back unchanged.
+    """
 
     thinking: str
     signature: str | None = None
+    redacted: str | None = None
     type: Literal["thinking"] = "thinking"
 
 

@@ -514,7 +514,22 @@ async def test_unknown_events_and_blocks_are_skipped(
     events = await run(make_model(), hello())
     assert events[0] == TextDelta("fine")
     final = events[-1]
-    assert isinstance(final, ModelResponse) and final.message.content == (TextBlock("fine"),)
+    assert isinstance(final, ModelResponse)
+    assert final.message.content == (ThinkingBlock("", redacted="opaque"), TextBlock("fine"))
+
+
+async def test_redacted_thinking_is_sent_back_unchanged(
+    http_server: LocalServer, make_model: Callable[..., AnthropicModel]
+) -> None:
+    http_server.queue(text_reply())
+    earlier = Msg.assistant([ThinkingBlock("", redacted="encrypted=="), TextBlock("Hi.")])
+    request = ModelRequest(messages=(Msg.user("hello"), earlier, Msg.user("again")))
+    await run(make_model(), request)
+    sent = http_server.requests[0].json()["messages"][1]["content"]
+    assert sent == [
+        {"type": "redacted_thinking", "data": "encrypted=="},
+        {"type": "text", "text": "Hi."},
+    ]
 
 
 # ------------------------------------------------------------------------ construction

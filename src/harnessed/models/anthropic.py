@@ -251,6 +251,8 @@ def _block_param(block: ContentBlock, role: str) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text} if block.text else None
     if role == "assistant":
+        if isinstance(block, ThinkingBlock) and block.redacted:
+            return {"type": "redacted_thinking", "data": block.redacted}
         if isinstance(block, ThinkingBlock) and block.signature:  # unsigned ones are rejected
             return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
         if isinstance(block, ToolUseBlock):
@@ -386,11 +388,13 @@ class _StreamState:
             self.done[index] = TextBlock(text)
         elif partial.kind == "thinking":
             self.done[index] = ThinkingBlock(text, signature=partial.signature or None)
+        elif partial.kind == "redacted_thinking" and partial.signature:
+            self.done[index] = ThinkingBlock("", redacted=partial.signature)
         elif partial.kind == "tool_use":
             call = ToolUseBlock(partial.tool_id, partial.tool_name, _parse_arguments(text))
             self.done[index] = call
             return [ToolCallReady(call)]
-        return []  # redacted thinking, server tools: no harnessed block holds them
+        return []  # server tools and unknown blocks: no harnessed block holds them
 
 
 def _start_block(block: Any) -> _Partial:
@@ -400,6 +404,8 @@ def _start_block(block: Any) -> _Partial:
         start = getattr(block, "input", None)
         first = json.dumps(dict(start)) if isinstance(start, Mapping) and start else ""
         return _Partial(kind, [first], tool_id=_attr(block, "id"), tool_name=_attr(block, "name"))
+    if kind == "redacted_thinking":  # arrives whole; its encrypted data rides in `signature`
+        return _Partial(kind, [], signature=_attr(block, "data"))
     text = _attr(block, "thinking" if kind == "thinking" else "text")
     return _Partial(kind, [text], signature=_attr(block, "signature"))
 
