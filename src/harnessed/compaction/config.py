@@ -7,7 +7,7 @@ that names the field. The defaults are those of BEHAVIOUR.md sections 2 and 3.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harnessed.compaction.prompts import DEFAULT_SUMMARY_PROMPT, MESSAGES_PLACEHOLDER
@@ -172,7 +172,7 @@ class CompactionConfig:
     and to half the budget), 0 = ``keep_messages`` messages, > 0 = that many tokens."""
     model: Model | str | None = None
     """The model that writes summaries (default: the agent's model)."""
-    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
+    summary_prompt: str = field(default=DEFAULT_SUMMARY_PROMPT, repr=False)
     """The summary request; ``{messages}`` is replaced by a transcript of the messages."""
     flush_before_compact: bool = True
     """Let the agent's memory flusher extract durable facts from the prefix first."""

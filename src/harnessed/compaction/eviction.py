@@ -8,8 +8,7 @@ session log keeps the original message.
 
 The file name is derived from the content, so preparing the same request twice writes the file
 once. A failed write leaves the result as it was (and emits a ``tool_result_offload_failed``
-event); an evicted
-result is marked in its message's metadata and never evicted again.
+event); an evicted result is marked in its message's metadata and never evicted again.
 """
 
 from __future__ import annotations
