@@ -164,12 +164,14 @@ class CompactionConfig:
     trigger_messages: int = 50
     """Summarize when the history has at least this many messages."""
     trigger_tokens: int = 0
-    """Summarize when the history reaches this many tokens (0 = the request's history budget)."""
+    """Summarize when the history reaches this many tokens (0 = the request's history budget,
+    which also caps any larger value)."""
     keep_messages: int = 20
     """The kept tail in messages (used when ``keep_tokens`` is 0)."""
     keep_tokens: int = -1
     """The kept tail: -1 = dynamic (a quarter of the history budget, clamped to 2,000-8,000
-    and to half the budget), 0 = ``keep_messages`` messages, > 0 = that many tokens."""
+    and to half the budget, or half of ``trigger_tokens`` when that is smaller), 0 =
+    ``keep_messages`` messages, > 0 = that many tokens."""
     model: Model | str | None = None
     """The model that writes summaries (default: the agent's model)."""
     summary_prompt: str = field(default=DEFAULT_SUMMARY_PROMPT, repr=False)
@@ -193,6 +195,11 @@ class CompactionConfig:
                 f"{owner}.keep_messages ({self.keep_messages}) must be smaller than "
                 f"trigger_messages ({self.trigger_messages}), or nothing would be summarized"
             )
+        if 0 < self.trigger_tokens <= self.keep_tokens:
+            raise ValueError(
+                f"{owner}.keep_tokens ({self.keep_tokens}) must be smaller than trigger_tokens "
+                f"({self.trigger_tokens}), or nothing would be summarized"
+            )
         if not isinstance(self.summary_prompt, str) or MESSAGES_PLACEHOLDER not in (
             self.summary_prompt
         ):
@@ -213,10 +220,13 @@ class CompactionConfig:
             raise TypeError(f"{owner}.model must be a Model, a model name or None")
 
     def trigger_for(self, history_budget: int) -> int:
-        """The token trigger for a request with the given history budget."""
-        return self.trigger_tokens or history_budget
+        """The token trigger for a request with the given history budget (never above it: a
+        history over its budget cannot be sent)."""
+        if self.trigger_tokens:
+            return min(self.trigger_tokens, history_budget)
+        return history_budget
 
     def dynamic_keep(self, history_budget: int) -> int:
         """The kept tail in tokens when ``keep_tokens`` is -1."""
         keep = min(max(history_budget // 4, 2_000), 8_000)
-        return max(min(keep, history_budget // 2), 0)
+        return max(min(keep, self.trigger_for(history_budget) // 2), 0)
