@@ -11,7 +11,8 @@ history budget. In order, stopping as soon as the history no longer meets a trig
 4. if the history still exceeds the budget, prune harder (all old output, then the last step's).
 
 A forced run (overflow recovery) skips the triggers and keeps only the last message group plus
-the summary. A summary that fails or comes back empty changes nothing and is reported as a
+the summary; the last group's long tool output is cut to a preview as well when nothing could
+be summarized or when that group alone is more than a quarter of the budget. A summary that fails or comes back empty changes nothing and is reported as a
 failed compaction (a ``compaction_end`` event with status ``failed``; the manifest lists only
 transforms that were applied). The compiler commits the result only if the final request is valid.
 """
@@ -72,10 +73,15 @@ class HistoryCompactor:
             reason = "overflow" if forced else self._due(run, config)
             if reason is not None:
                 await self._compact(run, config, reason)
-        if self.prune is not None and run.tokens() > budget.tokens:
-            run.prune(self.prune, protect=0, minimum=0, before=last_group_start(run.history))
-            if run.tokens() > budget.tokens:
+        if self.prune is not None:
+            if forced and (not run.summarized or run.last_group_tokens() > budget.tokens // 4):
+                # The provider rejected the request: when the summary could not help, or the
+                # last step is itself a large part of the budget, shorten its output too.
                 run.prune(self.prune, protect=0, minimum=0)
+            elif run.tokens() > budget.tokens:
+                run.prune(self.prune, protect=0, minimum=0, before=last_group_start(run.history))
+                if run.tokens() > budget.tokens:
+                    run.prune(self.prune, protect=0, minimum=0)
         return HistoryOutcome(run.history, tuple(run.transforms))
 
     # ------------------------------------------------------------- stages
@@ -100,9 +106,7 @@ class HistoryCompactor:
                     return
         prefix = run.history[:cut]
         if not prefix or (len(prefix) == 1 and is_summary(prefix[0])):
-            if reason == "overflow" and self.prune is not None:
-                run.prune(self.prune, protect=0, minimum=0)  # nothing to summarize: prune harder
-            return
+            return  # nothing (new) to summarize
         await self._summarize(run, config, cut, reason)
 
     def _cut(self, run: _Run, config: CompactionConfig, *, forced: bool) -> int:
@@ -176,6 +180,7 @@ class HistoryCompactor:
             },
         )
         run.update([summary, *run.history[cut:]], COMPACTION_TRANSFORM)
+        run.summarized = True
         info.emit(
             "compaction_end",
             {
@@ -205,12 +210,17 @@ class _Run:
         self.history = history
         self.budget = budget
         self.transforms: list[str] = []
+        self.summarized = False
         self._tokens: int | None = None
 
     def tokens(self) -> int:
         if self._tokens is None:
             self._tokens = sum(self.budget.count(m) for m in self.history)
         return self._tokens
+
+    def last_group_tokens(self) -> int:
+        start = last_group_start(self.history)
+        return sum(self.budget.count(m) for m in self.history[start:])
 
     def update(self, history: Sequence[Msg], transform: str) -> None:
         self.history = list(history)

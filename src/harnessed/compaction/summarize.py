@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["EmptySummaryError", "SummaryResult", "Summarizer"]
 
 _MIN_CHUNK_TOKENS = 256
-_SHRINKS = 3
 
 
 class EmptySummaryError(Exception):
@@ -74,31 +73,36 @@ class Summarizer:
         # Room for the transcript, the running summary and the framing the compiler adds.
         chunk_budget = int((limit - fixed - max_tokens) * 0.85)
         scale = 1.0
-        shrinks = 0
         running: str | None = None
         requests = 0
         remaining = list(messages)
         chunks = chunk_entries(remaining, count_text, max(chunk_budget, _MIN_CHUNK_TOKENS), scale)
+        rejected: list[str] | None = None
         while chunks:
             entries = chunks[0]
             if running is not None:
                 entries = [f"[earlier summary]\n{running}", *entries]
-            try:
-                requests += 1
-                running = await self._request(model, entries, budget, max_tokens)
-            except (ContextOverflowError, ContextBudgetExceededError):
-                shrinks += 1
-                if shrinks > _SHRINKS or chunk_budget <= _MIN_CHUNK_TOKENS:
-                    raise
-                chunk_budget //= 2
-                scale /= 2
-                chunks = chunk_entries(
-                    remaining, count_text, max(chunk_budget, _MIN_CHUNK_TOKENS), scale
+            if entries != rejected:
+                try:
+                    requests += 1
+                    running = await self._request(model, entries, budget, max_tokens)
+                except (ContextOverflowError, ContextBudgetExceededError):
+                    rejected = entries
+                else:
+                    remaining = remaining[len(chunks[0]) :]
+                    chunks = chunks[1:]
+                    continue
+            # The model's real window is smaller than it says (or our estimate is low): halve
+            # the chunks until one is accepted or they cannot get any smaller.
+            if chunk_budget <= _MIN_CHUNK_TOKENS:
+                raise ContextOverflowError(
+                    "the summary model rejected even the smallest transcript chunk as too long"
                 )
-                continue
-            consumed = len(chunks[0])
-            remaining = remaining[consumed:]
-            chunks = chunks[1:]
+            chunk_budget //= 2
+            scale = max(scale / 2, 0.05)
+            chunks = chunk_entries(
+                remaining, count_text, max(chunk_budget, _MIN_CHUNK_TOKENS), scale
+            )
         if running is None:
             raise EmptySummaryError("there was nothing to summarize")
         return SummaryResult(running, requests)
