@@ -289,19 +289,20 @@ async def test_truncating_old_arguments_is_off_by_default_and_keeps_ids_when_on(
 
 async def test_the_memory_flusher_sees_the_prefix_first_without_summaries() -> None:
     order: list[str] = []
-    flushed: list[tuple[list[str], str]] = []
+    flushed: list[tuple[list[Msg], str]] = []
 
     class Flusher:
         async def flush(self, messages: Sequence[Msg], info: PrepareInfo, *, reason: str) -> None:
             order.append("flush")
-            flushed.append(([m.id for m in messages], reason))
+            flushed.append((list(messages), reason))
 
     def respond(request: ModelRequest) -> str:
         order.append(request.purpose)
         return SUMMARY_1 if request.purpose == "summary" else "ok"
 
     model = ScriptedModel(responder=respond)
-    agent, _ = await seeded(conversation(5), model, compaction=BY_MESSAGES)
+    history = conversation(5)
+    agent, _ = await seeded(history, model, compaction=BY_MESSAGES)
     agent.memory_flusher = Flusher()
     await agent.call("first", CTX)
     state = await agent.load_state(CTX)
@@ -310,10 +311,13 @@ async def test_the_memory_flusher_sees_the_prefix_first_without_summaries() -> N
     await agent.call("second", CTX)
 
     assert order == ["flush", "summary", "reasoning", "flush", "summary", "reasoning"]
-    (first_ids, reason), (second_ids, _) = flushed
-    assert reason == "compaction" and len(first_ids) == 7
-    assert not any(m.id in second_ids for m in state.history if is_summary(m))
-    assert second_ids and set(first_ids).isdisjoint(second_ids)
+    (first, reason), (second, _) = flushed
+    assert reason == "compaction" and ids(first) == ids(history[:7])
+    # the second prefix starts with the first summary, which is not flushed again
+    second_prefix = summaries(model)[-1].messages[-1].text
+    assert "[earlier summary]" in second_prefix
+    assert second and not any(is_summary(m) for m in second)
+    assert set(ids(first)).isdisjoint(ids(second))
 
     # flush_before_compact=False: never called; a failing flusher does not stop the summary
     class Broken:

@@ -18,7 +18,13 @@ import logging
 from collections.abc import Sequence
 
 from harnessed.compaction.config import ToolResultEvictionConfig
-from harnessed.compaction.markers import OFFLOAD_KEY, PRUNED_KEY, marks, result_tool_name
+from harnessed.compaction.markers import (
+    OFFLOAD_KEY,
+    PRUNED_KEY,
+    has_long_result,
+    marks,
+    result_tool_name,
+)
 from harnessed.compaction.prompts import eviction_notice
 from harnessed.context.hooks import HistoryBudget, HistoryOutcome
 from harnessed.messages import ContentBlock, Msg, ToolResultBlock
@@ -58,7 +64,7 @@ class ToolResultEvictor:
         changed: list[Msg] | None = None
         offloaded = 0
         for index, message in enumerate(history):
-            if message.role != "tool":
+            if message.role != "tool" or not has_long_result(message, config.max_result_chars):
                 continue
             done = marks(message, OFFLOAD_KEY)
             candidates = [

@@ -16,6 +16,7 @@ __all__ = [
     "PRUNED_KEY",
     "SUMMARY_KEY",
     "SUMMARY_NAME",
+    "has_long_result",
     "is_summary",
     "marks",
     "result_tool_name",
@@ -37,10 +38,23 @@ def is_summary(message: Msg) -> bool:
     return SUMMARY_KEY in message.metadata
 
 
+_NONE: Mapping[str, Any] = {}
+
+
 def marks(message: Msg, key: str) -> Mapping[str, Any]:
     """The per-call marks of ``key`` on ``message`` (empty when unmarked)."""
     value = message.metadata.get(key)
-    return value if isinstance(value, Mapping) else {}
+    if value is None:
+        return _NONE
+    return value if isinstance(value, Mapping) else _NONE
+
+
+def has_long_result(message: Msg, limit: int) -> bool:
+    """Whether a tool message holds a result longer than ``limit`` characters."""
+    for block in message.content:
+        if isinstance(block, ToolResultBlock) and len(block.content) > limit:
+            return True
+    return False
 
 
 def result_tool_name(message: Msg, block: ToolResultBlock) -> str | None:

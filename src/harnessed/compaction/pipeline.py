@@ -12,15 +12,19 @@ history budget. In order, stopping as soon as the history no longer meets a trig
 
 A forced run (overflow recovery) skips the triggers and keeps only the last message group plus
 the summary; the last group's long tool output is cut to a preview as well when nothing could
-be summarized or when that group alone is more than a quarter of the budget. A summary that fails or comes back empty changes nothing and is reported as a
-failed compaction (a ``compaction_end`` event with status ``failed``; the manifest lists only
-transforms that were applied). The compiler commits the result only if the final request is valid.
+be summarized or when that group alone is more than a quarter of the budget.
+
+A summary that fails or comes back empty changes nothing and is reported as a failed
+compaction (a ``compaction_end`` event with status ``failed``; the manifest lists only the
+transforms that were applied). The compiler commits the result only if the final request is
+valid.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +46,7 @@ __all__ = ["COMPACTION_TRANSFORM", "HistoryCompactor"]
 logger = logging.getLogger(__name__)
 
 COMPACTION_TRANSFORM = "history_compaction"
+_SESSIONS_KEPT = 2_048
 
 
 class HistoryCompactor:
@@ -59,9 +64,20 @@ class HistoryCompactor:
         self.compaction = compaction
         self.flusher = flusher
         self.summarizer = Summarizer(compaction, compiler) if compaction is not None else None
+        self._tallies: OrderedDict[tuple[str, ...], _Tally] = OrderedDict()
+
+    def _tally(self, session: tuple[str, ...]) -> _Tally:
+        """The session's running token count (so an unchanged prefix is not summed again)."""
+        tally = self._tallies.pop(session, None) or _Tally()
+        self._tallies[session] = tally
+        while len(self._tallies) > _SESSIONS_KEPT:
+            self._tallies.popitem(last=False)
+        return tally
 
     async def __call__(self, history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
-        run = _Run(list(history), budget)
+        info = budget.info
+        session = (info.agent_name, info.runtime.user_id, info.runtime.session)
+        run = _Run(list(history), budget, self._tally(session))
         forced = budget.force and self.compaction is not None
         if self.prune is not None:
             if forced:
@@ -203,19 +219,45 @@ def _represented(message: Msg) -> int:
     return 1
 
 
+class _Tally:
+    """Token total of the last history seen, with running sums to reuse an unchanged prefix."""
+
+    __slots__ = ("cumulative", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[Msg] = []
+        self.cumulative: list[int] = []
+
+    def total(self, history: Sequence[Msg], count: Callable[[Msg], int]) -> int:
+        previous = self.messages
+        limit = min(len(previous), len(history))
+        shared = 0
+        while shared < limit and previous[shared] is history[shared]:
+            shared += 1
+        cumulative = self.cumulative[:shared]
+        total = cumulative[-1] if cumulative else 0
+        for message in history[shared:]:
+            total += count(message)
+            cumulative.append(total)
+        self.messages = list(history)
+        self.cumulative = cumulative
+        return total
+
+
 class _Run:
     """The history being transformed in one preparation, and the transforms it earned."""
 
-    def __init__(self, history: list[Msg], budget: HistoryBudget) -> None:
+    def __init__(self, history: list[Msg], budget: HistoryBudget, tally: _Tally) -> None:
         self.history = history
         self.budget = budget
+        self.tally = tally
         self.transforms: list[str] = []
         self.summarized = False
         self._tokens: int | None = None
 
     def tokens(self) -> int:
         if self._tokens is None:
-            self._tokens = sum(self.budget.count(m) for m in self.history)
+            self._tokens = self.tally.total(self.history, self.budget.count)
         return self._tokens
 
     def last_group_tokens(self) -> int:

@@ -13,7 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from harnessed.compaction.config import PruneConfig
-from harnessed.compaction.markers import OFFLOAD_KEY, PRUNED_KEY, marks, result_tool_name
+from harnessed.compaction.markers import (
+    OFFLOAD_KEY,
+    PRUNED_KEY,
+    has_long_result,
+    marks,
+    result_tool_name,
+)
 from harnessed.compaction.prompts import eviction_header, prune_marker
 from harnessed.messages import ContentBlock, Msg, ToolResultBlock
 
@@ -54,6 +60,8 @@ def prune_tool_output(
         message = history[index]
         if message.role != "tool":
             continue
+        if not protecting and not has_long_result(message, config.max_output_chars):
+            continue  # past the protected part, a message with nothing long does not matter
         done = marks(message, PRUNED_KEY)
         results = [
             (position, block)
@@ -63,6 +71,8 @@ def prune_tool_output(
         ]
         if not results:
             continue
+        if done and not protecting:
+            break  # everything older was handled by the pass that pruned this message
         total_chars = sum(len(block.content) for _, block in results) or 1
         message_tokens = count(message)
         for position, block in reversed(results):
@@ -78,8 +88,7 @@ def prune_tool_output(
                 victims.setdefault(index, []).append(position)
                 prunable += tokens
         if done and not protecting:
-            # Everything older was handled by the pass that pruned this message.
-            break
+            break  # (as above, once this message's results left the protected part)
     if not victims or prunable < minimum:
         return Pruned(history, 0)
     out = list(history)
