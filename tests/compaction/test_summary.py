@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
 from harnessed import (
     CompactionConfig,
+    ContextBlock,
     ContextPolicy,
+    ContextRequest,
     CustomEvent,
+    HarnessAgent,
     ModelError,
     Msg,
     PruneConfig,
@@ -455,3 +459,40 @@ def test_config_type_errors_name_the_field() -> None:
         TruncateArgsConfig(max_arg_length=10, keep_chars=10)
     with pytest.raises(ValueError, match="max_arg_length"):
         TruncateArgsConfig(max_arg_length=0)
+
+
+async def test_the_summary_request_is_auxiliary(tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("MEMORY-FACT: prefers tabs", encoding="utf-8")
+    loads: list[str] = []
+
+    async def status(request: ContextRequest) -> list[ContextBlock]:
+        loads.append(request.call_id)
+        return [ContextBlock.runtime("build", "BUILD-IS-RED")]
+
+    model = ScriptedModel([SUMMARY_1, "ok"])
+    agent, _ = await seeded(
+        conversation(5), model, workspace=tmp_path, compaction=BY_MESSAGES, sys_prompt="SYS"
+    )
+    agent.add_context_source("ci", status)
+    state = await agent.load_state(CTX)
+    state.set_todos([TodoItem("t1", "TODO-ITEM")])
+    await agent.state_store.save(state)
+    await agent.call("go", CTX)
+
+    [summary_request] = summaries(model)
+    text = "\n".join(m.text for m in summary_request.messages)
+    assert "SYS" in summary_request.messages[0].text
+    for absent in ("MEMORY-FACT", "BUILD-IS-RED", "TODO-ITEM", "<HARNESS_CONTEXT>"):
+        assert absent not in text
+    assert summary_request.tools == ()
+    [request] = reasoning(model)
+    assert loads == [request.call_id]  # sources load for the reasoning request only
+    builds = await agent.session_log(CTX, types=["context/build"])
+    assert [b.payload["purpose"] for b in builds] == ["summary", "reasoning"]
+    assert builds[0].payload["model_call_id"] == summary_request.call_id != request.call_id
+
+
+def test_wrong_config_types_are_named() -> None:
+    for name in ("compaction", "prune", "tool_result_eviction"):
+        with pytest.raises(TypeError, match=name):
+            HarnessAgent("x", ScriptedModel(), **{name: {"a": 1}})  # type: ignore[arg-type]

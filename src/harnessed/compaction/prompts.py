@@ -68,7 +68,7 @@ def summary_message_text(summary: str, summarized: int) -> str:
 def eviction_notice(path: str, text: str, preview_chars: int) -> str:
     """The stand-in for a tool result that was written to ``path``."""
     size = len(text)
-    lines = text.count("\n") + 1
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     preview = min(preview_chars, size // 2)
     parts = [
         f"[This tool output was too large for the context ({size:,} characters, {lines:,} "
