@@ -5,6 +5,12 @@ described; an append-only log keeps everything that happened.
 """
 
 from harnessed.agent import AgentInput, HarnessAgent
+from harnessed.compaction import (
+    CompactionConfig,
+    PruneConfig,
+    ToolResultEvictionConfig,
+    TruncateArgsConfig,
+)
 from harnessed.context import (
     ContextBlock,
     ContextBudgetExceededError,
@@ -49,6 +55,7 @@ __all__ = [
     "AgentInput",
     "AgentStartEvent",
     "AgentState",
+    "CompactionConfig",
     "ContextBlock",
     "ContextBudgetExceededError",
     "ContextManifest",
@@ -67,6 +74,7 @@ __all__ = [
     "ModelCallStartEvent",
     "ModelError",
     "Msg",
+    "PruneConfig",
     "RateLimitError",
     "RuntimeContext",
     "SourceFailurePolicy",
@@ -82,7 +90,9 @@ __all__ = [
     "ToolError",
     "ToolResultBlock",
     "ToolResultEvent",
+    "ToolResultEvictionConfig",
     "ToolUseBlock",
+    "TruncateArgsConfig",
     "__version__",
     "tool",
 ]

@@ -14,7 +14,14 @@ import logging
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
+from harnessed.compaction import (
+    CompactionConfig,
+    PruneConfig,
+    ToolResultEvictionConfig,
+    history_transforms,
+)
 from harnessed.context.compiler import ContextCompiler
+from harnessed.context.hooks import MemoryFlusher
 from harnessed.context.manifest import ContextManifest
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.seam import PrepareInfo, RequestPreparer
@@ -63,6 +70,11 @@ AgentInput = str | Msg | Sequence[Msg] | None
 
 _STATE_DIR = (".harnessed", "state")
 
+# Default history transforms (frozen configs, safe to share).
+_DEFAULT_COMPACTION = CompactionConfig()
+_DEFAULT_EVICTION = ToolResultEvictionConfig()
+_DEFAULT_PRUNE = PruneConfig()
+
 
 class HarnessAgent:
     """A long-running agent: a model, tools, and a harness around every request.
@@ -89,6 +101,11 @@ class HarnessAgent:
         max_output_tokens: Limit on generated tokens per request (default: the model's).
         prepare: The step that turns state into each model request (the context compiler).
         tool_guard: Checked before each tool call (plan mode, permissions).
+        compaction: When and how the earlier history is summarized (on by default; ``None``
+            turns summaries and provider-overflow recovery off).
+        tool_result_eviction: Tool results too large for the context go to workspace files
+            (on by default; needs a workspace; ``None`` turns it off).
+        prune: Old, long tool output is shortened to previews (on by default; ``None`` = off).
     """
 
     def __init__(
@@ -112,6 +129,9 @@ class HarnessAgent:
         context_files: Sequence[str] = (),
         prepare: RequestPreparer | None = None,
         tool_guard: ToolGuard | None = None,
+        compaction: CompactionConfig | None = _DEFAULT_COMPACTION,
+        tool_result_eviction: ToolResultEvictionConfig | None = _DEFAULT_EVICTION,
+        prune: PruneConfig | None = _DEFAULT_PRUNE,
     ) -> None:
         if (
             not isinstance(name, str)
@@ -157,11 +177,28 @@ class HarnessAgent:
         self.max_context_tokens = max_context_tokens
         self.context_files = tuple(context_files)
         self.sources = SourceSet()
+        # History transforms (eviction, pruning, summaries) plugged into the compiler.
+        self.compaction = compaction
+        self.tool_result_eviction = tool_result_eviction
+        self.prune = prune
+        self.memory_flusher: MemoryFlusher | None = None
+        """Called on the prefix before each summary (set by the memory feature)."""
+        transforms = history_transforms(
+            agent_name=name,
+            workspace=self.workspace,
+            eviction=tool_result_eviction,
+            prune=prune,
+            compaction=compaction,
+            compiler=lambda: self.compiler,
+            flusher=lambda: self.memory_flusher,
+        )
         self.compiler = ContextCompiler(
             sys_prompt=sys_prompt,
             policy=context_policy,
             sources=self.sources,
             refs_loader=self._load_workspace_refs if self.workspace is not None else None,
+            evictor=transforms.evictor,
+            compactor=transforms.compactor,
         )
         for key, text in (instructions or {}).items():
             self.add_instruction(key, text)

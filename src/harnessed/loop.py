@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from harnessed.compaction.recovery import overflow_not_recovered
 from harnessed.context.seam import PrepareInfo
 from harnessed.events import (
     AgentEndEvent,
@@ -33,8 +34,14 @@ from harnessed.events import (
     ToolResultEvent,
 )
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
-from harnessed.models.base import ModelResponse, TextDelta, ThinkingDelta, ToolCallReady
-from harnessed.models.errors import ModelError
+from harnessed.models.base import (
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallReady,
+)
+from harnessed.models.errors import ContextOverflowError, ModelError
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
 from harnessed.state.agent_state import AgentState
@@ -186,7 +193,9 @@ class AgentRun:
                 "could not write the failure of run %s to the session log", self.run_id
             )
 
-    async def _model_step(self, iteration: int) -> AsyncIterator[Event | ModelResponse]:
+    async def _model_step(
+        self, iteration: int, overflow: ContextOverflowError | None = None
+    ) -> AsyncIterator[Event | ModelResponse]:
         agent = self.agent
         model_call_id = new_id("mc_")
         info = PrepareInfo(
@@ -197,29 +206,46 @@ class AgentRun:
             iteration=iteration,
             emit=self.emit,
             run_cache=self.run_cache,
+            retry=overflow is not None,
+            force_compaction=overflow is not None,
         )
-        try:
-            draft = agent.draft_request(self.state, model_call_id)
-            request = await agent.prepare(self.state, draft, info)
-        finally:
-            for event in self._drain():
-                yield event
+        revision = self.state.history_revision
+        prepared: list[ModelRequest] = []
+        async for event in self._prepare(info, prepared):
+            yield event
+        request = prepared[0]
+        if overflow is not None and self.state.history_revision == revision:
+            raise overflow_not_recovered(overflow, shrunk=False) from overflow
         await self.flush()
         yield ModelCallStartEvent(
             model_call_id=model_call_id, iteration=iteration, model=agent.model.name, **self.base
         )
         response: ModelResponse | None = None
-        async for chunk in agent.model.stream(request):
-            if isinstance(chunk, TextDelta):
-                yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
-            elif isinstance(chunk, ThinkingDelta):
-                yield ThinkingDeltaEvent(
-                    model_call_id=model_call_id, thinking=chunk.thinking, **self.base
-                )
-            elif isinstance(chunk, ToolCallReady):
-                yield ToolCallEvent(model_call_id=model_call_id, call=chunk.call, **self.base)
-            elif isinstance(chunk, ModelResponse):
-                response = chunk
+        produced = False
+        try:
+            async for chunk in agent.model.stream(request):
+                produced = True
+                if isinstance(chunk, TextDelta):
+                    yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
+                elif isinstance(chunk, ThinkingDelta):
+                    yield ThinkingDeltaEvent(
+                        model_call_id=model_call_id, thinking=chunk.thinking, **self.base
+                    )
+                elif isinstance(chunk, ToolCallReady):
+                    yield ToolCallEvent(model_call_id=model_call_id, call=chunk.call, **self.base)
+                elif isinstance(chunk, ModelResponse):
+                    response = chunk
+        except ContextOverflowError as exc:
+            # Overflow recovery: prepare this step again with a forced compaction and send it
+            # once more (tools are not re-run, the input is not re-added).
+            if produced or agent.compaction is None:
+                raise
+            if overflow is not None:
+                raise overflow_not_recovered(exc, shrunk=True) from exc
+            self.emit("overflow_recovery", {"model_call_id": model_call_id, "error": str(exc)})
+            async for retried in self._model_step(iteration, exc):
+                yield retried
+            return
         if response is None:
             raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
         observe = getattr(agent.prepare, "after_response", None)
@@ -244,6 +270,27 @@ class AgentRun:
             stop_reason=response.stop_reason,
             model=response.model,
         )
+
+    async def _prepare(self, info: PrepareInfo, out: list[ModelRequest]) -> AsyncIterator[Event]:
+        """Prepare the request, yielding the events it emits while it runs (a summary made
+        for compaction can take a while; a UI should see ``compaction_start`` meanwhile)."""
+        draft = self.agent.draft_request(self.state, info.model_call_id)
+        task = asyncio.ensure_future(self.agent.prepare(self.state, draft, info))
+        try:
+            while not task.done():
+                getter = asyncio.ensure_future(self.pending.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            for event in self._drain():
+                yield event
+            out.append(task.result())
+        finally:
+            if not task.done():
+                task.cancel()
+                await _quietly(task)
 
     async def _tool_step(
         self, calls: list[ToolUseBlock], results: list[ToolResultBlock]

@@ -1,0 +1,290 @@
+"""HistoryCompactor: keeps the history inside its budget, cheap steps before expensive ones.
+
+It is the compiler's ``compactor`` hook, called before every reasoning request with the
+history budget. In order, stopping as soon as the history no longer meets a trigger:
+
+1. prune old tool output (its own trigger: enough old prunable output; on by default);
+2. when a summary is due (``trigger_messages`` / ``trigger_tokens``): prune again without the
+   minimum (if it was the token trigger), then truncate old tool arguments (if configured);
+3. summarize everything before the kept tail into one summary message (chained with the
+   summary before it), after letting the memory flusher see that prefix;
+4. if the history still exceeds the budget, prune harder (all old output, then the last step's).
+
+A forced run (overflow recovery) skips the triggers and keeps only the last message group plus
+the summary; the last group's long tool output is cut to a preview as well when nothing could
+be summarized or when that group alone is more than a quarter of the budget.
+
+A summary that fails or comes back empty changes nothing and is reported as a failed
+compaction (a ``compaction_end`` event with status ``failed``; the manifest lists only the
+transforms that were applied). The compiler commits the result only if the final request is
+valid.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from harnessed.compaction.config import CompactionConfig, PruneConfig
+from harnessed.compaction.cut import cut_for_messages, cut_for_tokens, last_group_start
+from harnessed.compaction.markers import SUMMARY_KEY, SUMMARY_NAME, is_summary
+from harnessed.compaction.prompts import summary_message_text
+from harnessed.compaction.prune import PRUNE_TRANSFORM, prune_tool_output
+from harnessed.compaction.summarize import Summarizer
+from harnessed.compaction.truncate import TRUNCATE_TRANSFORM, truncate_tool_args
+from harnessed.context.hooks import HistoryBudget, HistoryOutcome, MemoryFlusher
+from harnessed.messages import Msg
+
+if TYPE_CHECKING:
+    from harnessed.context.compiler import ContextCompiler
+
+__all__ = ["COMPACTION_TRANSFORM", "HistoryCompactor"]
+
+logger = logging.getLogger(__name__)
+
+COMPACTION_TRANSFORM = "history_compaction"
+_SESSIONS_KEPT = 2_048
+
+
+class HistoryCompactor:
+    """The compiler's ``compactor``: pruning, argument truncation and summaries."""
+
+    def __init__(
+        self,
+        *,
+        prune: PruneConfig | None,
+        compaction: CompactionConfig | None,
+        compiler: Callable[[], ContextCompiler],
+        flusher: Callable[[], MemoryFlusher | None] = lambda: None,
+    ) -> None:
+        self.prune = prune
+        self.compaction = compaction
+        self.flusher = flusher
+        self.summarizer = Summarizer(compaction, compiler) if compaction is not None else None
+        self._tallies: OrderedDict[tuple[str, ...], _Tally] = OrderedDict()
+
+    def _tally(self, session: tuple[str, ...]) -> _Tally:
+        """The session's running token count (so an unchanged prefix is not summed again)."""
+        tally = self._tallies.pop(session, None) or _Tally()
+        self._tallies[session] = tally
+        while len(self._tallies) > _SESSIONS_KEPT:
+            self._tallies.popitem(last=False)
+        return tally
+
+    async def __call__(self, history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
+        info = budget.info
+        session = (info.agent_name, info.runtime.user_id, info.runtime.session)
+        run = _Run(list(history), budget, self._tally(session))
+        forced = budget.force and self.compaction is not None
+        if self.prune is not None:
+            if forced:
+                run.prune(self.prune, protect=0, minimum=0, before=last_group_start(run.history))
+            else:
+                run.prune(self.prune)
+        config = self.compaction
+        if config is not None:
+            reason = "overflow" if forced else self._due(run, config)
+            if reason is not None:
+                await self._compact(run, config, reason)
+        if self.prune is not None:
+            if forced and (not run.summarized or run.last_group_tokens() > budget.tokens // 4):
+                # The provider rejected the request: when the summary could not help, or the
+                # last step is itself a large part of the budget, shorten its output too.
+                run.prune(self.prune, protect=0, minimum=0)
+            elif run.tokens() > budget.tokens:
+                run.prune(self.prune, protect=0, minimum=0, before=last_group_start(run.history))
+                if run.tokens() > budget.tokens:
+                    run.prune(self.prune, protect=0, minimum=0)
+        return HistoryOutcome(run.history, tuple(run.transforms))
+
+    # ------------------------------------------------------------- stages
+    def _due(self, run: _Run, config: CompactionConfig) -> str | None:
+        if len(run.history) >= config.trigger_messages:
+            return "messages"
+        if run.tokens() >= config.trigger_for(run.budget.tokens):
+            return "tokens"
+        return None
+
+    async def _compact(self, run: _Run, config: CompactionConfig, reason: str) -> None:
+        if reason == "tokens" and self.prune is not None:
+            run.prune(self.prune, minimum=0)
+            if self._due(run, config) is None:
+                return
+        cut = self._cut(run, config, forced=reason == "overflow")
+        if config.truncate_args is not None and cut > 0:
+            truncated = truncate_tool_args(run.history, config.truncate_args, cut)
+            if truncated.calls:
+                run.update(truncated.history, TRUNCATE_TRANSFORM)
+                if reason != "overflow" and self._due(run, config) is None:
+                    return
+        prefix = run.history[:cut]
+        if not prefix or (len(prefix) == 1 and is_summary(prefix[0])):
+            return  # nothing (new) to summarize
+        await self._summarize(run, config, cut, reason)
+
+    def _cut(self, run: _Run, config: CompactionConfig, *, forced: bool) -> int:
+        if forced:
+            return last_group_start(run.history)
+        if config.keep_tokens == 0:
+            return cut_for_messages(run.history, config.keep_messages)
+        keep = (
+            config.keep_tokens if config.keep_tokens > 0 else config.dynamic_keep(run.budget.tokens)
+        )
+        return cut_for_tokens(run.history, run.budget.count, keep)
+
+    async def _summarize(self, run: _Run, config: CompactionConfig, cut: int, reason: str) -> None:
+        assert self.summarizer is not None
+        budget = run.budget
+        info = budget.info
+        prefix = run.history[:cut]
+        before = {"messages_before": len(run.history), "tokens_before": run.tokens()}
+        info.emit(
+            "compaction_start",
+            {
+                "model_call_id": info.model_call_id,
+                "reason": reason,
+                **before,
+                "summarized_messages": len(prefix),
+            },
+        )
+        started = time.monotonic()
+        end: dict[str, Any] = {"model_call_id": info.model_call_id, "reason": reason, **before}
+        if config.flush_before_compact:
+            flusher = self.flusher()
+            if flusher is not None:
+                try:
+                    await flusher.flush(
+                        [m for m in prefix if not is_summary(m)], info, reason="compaction"
+                    )
+                except Exception as exc:
+                    logger.warning("memory flush before compaction failed (ignored): %s", exc)
+                    end["flush_error"] = type(exc).__name__
+        max_tokens = min(config.max_summary_tokens, max(budget.tokens // 4, 64))
+        try:
+            result = await self.summarizer.summarize(prefix, budget, max_tokens)
+        except Exception as exc:
+            logger.warning("summary for compaction failed; history left unchanged: %s", exc)
+            info.emit(
+                "compaction_end",
+                {
+                    **end,
+                    "status": "failed",
+                    "messages_after": len(run.history),
+                    "tokens_after": run.tokens(),
+                    "error_type": type(exc).__name__,
+                    "error": str(exc)[:500],
+                    "duration_ms": round((time.monotonic() - started) * 1000, 3),
+                },
+            )
+            return
+        represented = sum(_represented(m) for m in prefix)
+        summary = Msg.user(
+            summary_message_text(result.text, represented),
+            name=SUMMARY_NAME,
+            metadata={
+                SUMMARY_KEY: {
+                    "messages": represented,
+                    "first_id": prefix[0].id,
+                    "last_id": prefix[-1].id,
+                    "chained": any(is_summary(m) for m in prefix),
+                    "requests": result.requests,
+                    "reason": reason,
+                }
+            },
+        )
+        run.update([summary, *run.history[cut:]], COMPACTION_TRANSFORM)
+        run.summarized = True
+        info.emit(
+            "compaction_end",
+            {
+                **end,
+                "status": "completed",
+                "messages_after": len(run.history),
+                "tokens_after": run.tokens(),
+                "summary_requests": result.requests,
+                "duration_ms": round((time.monotonic() - started) * 1000, 3),
+            },
+        )
+
+
+def _represented(message: Msg) -> int:
+    """How many original messages ``message`` stands for (a summary stands for many)."""
+    if is_summary(message):
+        data = message.metadata.get(SUMMARY_KEY)
+        if isinstance(data, Mapping) and isinstance(data.get("messages"), int):
+            return int(data["messages"])
+    return 1
+
+
+class _Tally:
+    """Token total of the last history seen, with running sums to reuse an unchanged prefix."""
+
+    __slots__ = ("cumulative", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[Msg] = []
+        self.cumulative: list[int] = []
+
+    def total(self, history: Sequence[Msg], count: Callable[[Msg], int]) -> int:
+        previous = self.messages
+        limit = min(len(previous), len(history))
+        shared = 0
+        while shared < limit and previous[shared] is history[shared]:
+            shared += 1
+        cumulative = self.cumulative[:shared]
+        total = cumulative[-1] if cumulative else 0
+        for message in history[shared:]:
+            total += count(message)
+            cumulative.append(total)
+        self.messages = list(history)
+        self.cumulative = cumulative
+        return total
+
+
+class _Run:
+    """The history being transformed in one preparation, and the transforms it earned."""
+
+    def __init__(self, history: list[Msg], budget: HistoryBudget, tally: _Tally) -> None:
+        self.history = history
+        self.budget = budget
+        self.tally = tally
+        self.transforms: list[str] = []
+        self.summarized = False
+        self._tokens: int | None = None
+
+    def tokens(self) -> int:
+        if self._tokens is None:
+            self._tokens = self.tally.total(self.history, self.budget.count)
+        return self._tokens
+
+    def last_group_tokens(self) -> int:
+        start = last_group_start(self.history)
+        return sum(self.budget.count(m) for m in self.history[start:])
+
+    def update(self, history: Sequence[Msg], transform: str) -> None:
+        self.history = list(history)
+        self._tokens = None
+        if transform not in self.transforms:
+            self.transforms.append(transform)
+
+    def prune(
+        self,
+        config: PruneConfig,
+        *,
+        protect: int | None = None,
+        minimum: int | None = None,
+        before: int | None = None,
+    ) -> None:
+        pruned = prune_tool_output(
+            self.history,
+            config,
+            self.budget.count,
+            protect_tokens=protect,
+            minimum_tokens=minimum,
+            before=before,
+        )
+        if pruned.results:
+            self.update(pruned.history, PRUNE_TRANSFORM)

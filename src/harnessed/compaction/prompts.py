@@ -1,0 +1,98 @@
+"""The text compaction puts in front of models: the summary request, notices and markers.
+
+All wording here is harnessed's own. Every shortened message says how to get the full text
+back, so the model is never left believing the preview is all there is.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "MESSAGES_PLACEHOLDER",
+    "SUMMARY_SYSTEM",
+    "eviction_header",
+    "eviction_notice",
+    "prune_marker",
+    "summary_message_text",
+]
+
+MESSAGES_PLACEHOLDER = "{messages}"
+
+SUMMARY_SYSTEM = (
+    "You condense the earlier part of an agent's working session into a handover note. The "
+    "note replaces those messages, so whatever it leaves out is gone from the agent's view."
+)
+
+DEFAULT_SUMMARY_PROMPT = """\
+Below is a transcript of the earlier part of a working session between a user and an AI agent \
+that uses tools. It may open with a summary of work done even earlier; fold that in. Long tool \
+output appears shortened.
+
+Write a handover note that lets the agent continue the work without the transcript. Use exactly \
+these four markdown sections:
+
+## Session intent
+What the user wants to achieve, with every constraint, preference and acceptance condition \
+they stated.
+
+## Decisions and findings
+What has been done and learned so far: decisions and their reasons, facts discovered, errors \
+met and how they were resolved. Keep exact names, numbers, commands and identifiers.
+
+## Artifacts
+Files, paths, URLs and other outputs that were created, changed or inspected, one line each \
+saying what it is and its state.
+
+## Next steps
+What remains to be done, in order, including anything left open, failing or unverified.
+
+Only state what the transcript supports. Do not call tools. Reply with the note alone.
+
+<transcript>
+{messages}
+</transcript>
+"""
+
+
+def summary_message_text(summary: str, summarized: int) -> str:
+    """The user message that stands in for ``summarized`` earlier messages."""
+    return (
+        f"[Summary of the earlier conversation: {summarized} message(s) were condensed into "
+        "this note to save context. Their full text, including complete tool output, is kept "
+        "in the session log; use session_history or session_search to look up an exact "
+        "detail.]\n\n"
+        f"{summary.strip()}"
+    )
+
+
+def eviction_notice(path: str, text: str, preview_chars: int) -> str:
+    """The stand-in for a tool result that was written to ``path``."""
+    size = len(text)
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    preview = min(preview_chars, size // 2)
+    parts = [
+        f"[This tool output was too large for the context ({size:,} characters, {lines:,} "
+        f"lines). It was saved in full to the workspace file {path}. Read it page by page with "
+        f'read_file(path="{path}", offset=..., limit=...) or search it with '
+        f'grep_files(pattern=..., path="{path}").]'
+    ]
+    if preview > 0:
+        parts.append(f"--- first {preview:,} characters ---\n{text[:preview]}")
+        parts.append(f"--- last {preview:,} characters ---\n{text[size - preview :]}")
+    return "\n".join(parts)
+
+
+def eviction_header(path: str, size: int) -> str:
+    """A short pointer to an evicted result, without previews (used when pruning it)."""
+    return (
+        f"[Old tool output ({size:,} characters) saved in full to the workspace file {path}; "
+        f'read it with read_file(path="{path}") if it is needed again.]'
+    )
+
+
+def prune_marker(removed: int) -> str:
+    """Placed between the head and the tail of a pruned tool result."""
+    return (
+        f"\n… [{removed:,} chars pruned from this old tool output; the full output is in the "
+        "session log (session_history)] …\n"
+    )

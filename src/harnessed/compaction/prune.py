@@ -1,0 +1,121 @@
+"""Pruning: old, long tool output becomes a short head and tail preview (no model call).
+
+Walking from the newest message back, the first ``protect_tokens`` of tool output are kept in
+full. Older results longer than ``max_output_chars`` are prunable; they are shortened only when
+together they reach ``minimum_tokens``, so the history changes in a few worthwhile batches (which
+also keeps provider prompt caches warm) rather than a little at every step. An evicted result
+shrinks to the pointer to its file. Excluded tools are neither counted nor pruned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from harnessed.compaction.config import PruneConfig
+from harnessed.compaction.markers import (
+    OFFLOAD_KEY,
+    PRUNED_KEY,
+    has_long_result,
+    marks,
+    result_tool_name,
+)
+from harnessed.compaction.prompts import eviction_header, prune_marker
+from harnessed.messages import ContentBlock, Msg, ToolResultBlock
+
+__all__ = ["PRUNE_TRANSFORM", "Pruned", "prune_tool_output"]
+
+PRUNE_TRANSFORM = "tool_output_prune"
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    history: Sequence[Msg]
+    results: int
+    """How many tool results were shortened."""
+
+
+def prune_tool_output(
+    history: Sequence[Msg],
+    config: PruneConfig,
+    count: Callable[[Msg], int],
+    *,
+    protect_tokens: int | None = None,
+    minimum_tokens: int | None = None,
+    before: int | None = None,
+) -> Pruned:
+    """Shorten old tool output; ``before`` limits pruning to ``history[:before]``.
+
+    ``protect_tokens`` and ``minimum_tokens`` override the config (compaction asks for harder
+    pruning when the history does not fit).
+    """
+    protect = config.protect_tokens if protect_tokens is None else protect_tokens
+    minimum = config.minimum_tokens if minimum_tokens is None else minimum_tokens
+    limit = len(history) if before is None else before
+    protecting = protect > 0
+    protected = 0
+    prunable = 0
+    victims: dict[int, list[int]] = {}  # message index -> block positions
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.role != "tool":
+            continue
+        if not protecting and not has_long_result(message, config.max_output_chars):
+            continue  # past the protected part, a message with nothing long does not matter
+        done = marks(message, PRUNED_KEY)
+        results = [
+            (position, block)
+            for position, block in enumerate(message.content)
+            if isinstance(block, ToolResultBlock)
+            and result_tool_name(message, block) not in config.excluded_tools
+        ]
+        if not results:
+            continue
+        if done and not protecting:
+            break  # everything older was handled by the pass that pruned this message
+        total_chars = sum(len(block.content) for _, block in results) or 1
+        message_tokens = count(message)
+        for position, block in reversed(results):
+            tokens = message_tokens * len(block.content) // total_chars
+            if protecting:
+                protected += tokens
+                if protected <= protect:
+                    continue
+                protecting = False
+            if block.tool_use_id in done:
+                continue
+            if index < limit and len(block.content) > config.max_output_chars:
+                victims.setdefault(index, []).append(position)
+                prunable += tokens
+        if done and not protecting:
+            break  # (as above, once this message's results left the protected part)
+    if not victims or prunable < minimum:
+        return Pruned(history, 0)
+    out = list(history)
+    for index, positions in victims.items():
+        out[index] = _shortened(history[index], positions, config.max_output_chars)
+    return Pruned(out, sum(len(p) for p in victims.values()))
+
+
+def _shortened(message: Msg, positions: list[int], keep: int) -> Msg:
+    blocks: list[ContentBlock] = list(message.content)
+    pruned = dict(marks(message, PRUNED_KEY))
+    offloaded = marks(message, OFFLOAD_KEY)
+    for position in positions:
+        block = blocks[position]
+        assert isinstance(block, ToolResultBlock)
+        text = block.content
+        offload = offloaded.get(block.tool_use_id)
+        if isinstance(offload, Mapping) and "path" in offload:
+            short = eviction_header(str(offload["path"]), int(offload.get("chars", len(text))))
+            original = int(offload.get("chars", len(text)))
+        else:
+            head = keep // 2
+            tail = keep - head
+            short = text[:head] + prune_marker(len(text) - keep) + text[len(text) - tail :]
+            original = len(text)
+        blocks[position] = ToolResultBlock(
+            block.tool_use_id, short, is_error=block.is_error, name=block.name
+        )
+        pruned[block.tool_use_id] = original
+    return message.replace(content=tuple(blocks), metadata={**message.metadata, PRUNED_KEY: pruned})
