@@ -323,6 +323,11 @@ class SessionControls:
         ctx = self._editor.resolve(ctx)
         session = _session(self.name, ctx)
         broker = self.approval_gate.broker
+        live = {r.request_id for r in broker.waiting(session)}
+        if live and request_id not in live:
+            # a call of this session is running and waiting for other answers: the stored
+            # state cannot hold this request now, and waiting for the lock would wait for ever
+            raise ConfirmationError(_unknown(request_id, ctx))
         posted = broker.post(session, request_id, Answer(approved, feedback))
         if posted.consumed.is_set():
             return
@@ -351,10 +356,7 @@ class SessionControls:
             parked = ParkedStep.load(state.permissions)
             request = parked.request(request_id) if parked is not None else None
             if parked is None or request is None:
-                raise ConfirmationError(
-                    f"no confirmation request {request_id!r} is waiting in session "
-                    f"{ctx.session!r} of user {ctx.user_id!r}"
-                )
+                raise ConfirmationError(_unknown(request_id, ctx))
             if request.answered:
                 if request.approved == answer.approved:
                     return None
@@ -381,6 +383,13 @@ class SessionControls:
             ]
 
         await self._editor.change(ctx, change)
+
+
+def _unknown(request_id: str, ctx: RuntimeContext) -> str:
+    return (
+        f"no confirmation request {request_id!r} is waiting in session {ctx.session!r} of "
+        f"user {ctx.user_id!r}"
+    )
 
 
 def _session(agent: str, ctx: RuntimeContext) -> SessionId:

@@ -21,11 +21,8 @@ from harnessed.state.agent_state import AgentState
 
 __all__ = ["SupersededTodoReceipts"]
 
-RESULT_MARKER = (
-    "[superseded] This task list was replaced by a later todo_write call; the current list "
-    "is in TASK_STATE."
-)
-ARGS_MARKER = {"superseded": "replaced by a later todo_write call; see TASK_STATE"}
+RESULT_MARKER = "[superseded by a later todo_write; the current list is in TASK_STATE]"
+ARGS_MARKER = {"superseded": "see TASK_STATE"}
 _ARGS_MARKER_CHARS = len(json.dumps(ARGS_MARKER))
 
 

@@ -224,9 +224,11 @@ class TaskContextState:
         )
 
     # -------------------------------------------------------------- changes
-    def _next(self, expected_revision: int | None, **changes: Any) -> TaskContextState:
+    def _expect(self, expected_revision: int | None) -> None:
         if expected_revision is not None and expected_revision != self.revision:
             raise TaskRevisionConflictError(expected_revision, self.revision)
+
+    def _next(self, **changes: Any) -> TaskContextState:
         return replace(self, revision=self.revision + 1, **changes)
 
     def requirement(self, requirement_id: str) -> Requirement:
@@ -247,6 +249,7 @@ class TaskContextState:
         expected_revision: int | None = None,
     ) -> TaskContextState:
         """Add a requirement: confirmed when the application adds it, a candidate from the model."""
+        self._expect(expected_revision)
         clean = _text(text, "requirement text")
         for r in self.requirements:
             if r.status != "rejected" and r.kind == kind and r.text.casefold() == clean.casefold():
@@ -258,7 +261,7 @@ class TaskContextState:
             status="confirmed" if source == "application" else "candidate",
             source=source,
         )
-        return self._next(expected_revision, requirements=(*self.requirements, new))
+        return self._next(requirements=(*self.requirements, new))
 
     def confirm(
         self, requirement_id: str, *, note: str | None = None, expected_revision: int | None = None
@@ -279,21 +282,23 @@ class TaskContextState:
         note: str | None,
         expected_revision: int | None,
     ) -> TaskContextState:
+        self._expect(expected_revision)
         current = self.requirement(requirement_id)
         if current.status == status:
             raise ValueError(f"requirement {requirement_id} is already {status}")
         changed = replace(current, status=status, note=note)
         requirements = tuple(changed if r.id == requirement_id else r for r in self.requirements)
-        return self._next(expected_revision, requirements=requirements)
+        return self._next(requirements=requirements)
 
     def with_subject_version(
         self, version: str | int, *, expected_revision: int | None = None
     ) -> TaskContextState:
         """The subject changed: results for older versions become stale."""
+        self._expect(expected_revision)
         clean = _text(str(version), "subject_version")
         if clean == self.subject_version:
             raise ValueError(f"the subject is already at version {clean!r}")
-        return self._next(expected_revision, subject_version=clean)
+        return self._next(subject_version=clean)
 
     def record(
         self,
@@ -306,6 +311,7 @@ class TaskContextState:
         expected_revision: int | None = None,
     ) -> TaskContextState:
         """Record a verification result, bound to ``subject_version`` (default: the current)."""
+        self._expect(expected_revision)
         if requirement_id is not None:
             target = self.requirement(requirement_id)
             if target.status == "rejected":
@@ -319,7 +325,7 @@ class TaskContextState:
             requirement_id=requirement_id,
             details=details,
         )
-        return self._next(expected_revision, verifications=(*self.verifications, result))
+        return self._next(verifications=(*self.verifications, result))
 
     # ---------------------------------------------------------------- views
     def is_stale(self, result: VerificationResult) -> bool:

@@ -95,7 +95,7 @@ def plan_todo_list(current: Sequence[TodoItem], entries: Sequence[TodoEntry]) ->
 
 def _receipt(items: Sequence[TodoItem], revision: int) -> str:
     if not items:
-        return f"Task list cleared (task state revision {revision})."
+        return f"Task list cleared (task state revision {revision}); TASK_STATE shows no list now."
     counts = {s: sum(1 for i in items if i.status == s) for s in ("completed", "in_progress")}
     pending = len(items) - counts["completed"] - counts["in_progress"]
     ids = ", ".join(i.id for i in items)
