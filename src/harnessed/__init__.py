@@ -18,6 +18,7 @@ from harnessed.context import (
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
+    ConfirmationRequestEvent,
     CustomEvent,
     ErrorEvent,
     Event,
@@ -38,8 +39,22 @@ from harnessed.messages import (
     ToolUseBlock,
 )
 from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
+from harnessed.permissions import (
+    ConfirmationError,
+    PendingConfirmation,
+    PermissionDecision,
+    PermissionMode,
+    PermissionRule,
+)
 from harnessed.runtime import RuntimeContext
-from harnessed.state import AgentState, StateConflictError, TodoItem
+from harnessed.state import (
+    AgentState,
+    StateConflictError,
+    TaskContextState,
+    TaskContractConfig,
+    TaskRevisionConflictError,
+    TodoItem,
+)
 from harnessed.tools import Tool, ToolContext, ToolError, tool
 
 __version__ = "0.1.0"
@@ -49,6 +64,8 @@ __all__ = [
     "AgentInput",
     "AgentStartEvent",
     "AgentState",
+    "ConfirmationError",
+    "ConfirmationRequestEvent",
     "ContextBlock",
     "ContextBudgetExceededError",
     "ContextManifest",
@@ -67,10 +84,17 @@ __all__ = [
     "ModelCallStartEvent",
     "ModelError",
     "Msg",
+    "PendingConfirmation",
+    "PermissionDecision",
+    "PermissionMode",
+    "PermissionRule",
     "RateLimitError",
     "RuntimeContext",
     "SourceFailurePolicy",
     "StateConflictError",
+    "TaskContextState",
+    "TaskContractConfig",
+    "TaskRevisionConflictError",
     "TextBlock",
     "TextDeltaEvent",
     "ThinkingBlock",

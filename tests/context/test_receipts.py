@@ -170,3 +170,52 @@ def test_markers_are_never_longer_than_what_they_replace() -> None:
     assert shown[1] is short and shown[2] is history[2]  # tiny originals stay as they are
     assert shown[4] is history[4]
     assert len(json.dumps(shown[1].to_dict())) <= len(json.dumps(history[1].to_dict()))
+
+
+def _todo_pair(call_id: str, n: int, *, ok: bool = True) -> list[Msg]:
+    todos = [{"content": f"item {k} " + "x" * 40, "status": "pending"} for k in range(n)]
+    return [
+        Msg.assistant([ToolUseBlock(call_id, "todo_write", {"todos": todos})]),
+        Msg.tool_result(
+            call_id, f"Task list saved: {n} items " + "y" * 80, name="todo_write", is_error=not ok
+        ),
+    ]
+
+
+def test_the_view_follows_appends_replacements_and_sessions() -> None:
+    from harnessed.context.receipts import SupersededTodoReceipts
+    from harnessed.state import AgentState, StateKey
+
+    view = SupersededTodoReceipts()
+    state = AgentState.new(StateKey("a", "u", "s"))
+    other = AgentState.new(StateKey("a", "u", "other"))
+    read = [
+        Msg.assistant([ToolUseBlock("r", "read_file", {"path": "a"})]),
+        Msg.tool_result("r", "old text", name="read_file"),
+    ]
+    history = [Msg.user("go"), *_todo_pair("a", 2), *read, *_todo_pair("b", 3)]
+
+    def superseded(shown: Sequence[Msg]) -> list[str]:
+        return [
+            r.tool_use_id for m in shown for r in m.tool_results if r.content.startswith("[sup")
+        ]
+
+    assert superseded(view(history, state)) == ["a"]
+    assert superseded(view(history, state)) == ["a"]  # remembered, same answer
+    assert superseded(view(history[:3], other)) == []  # another session, its own memory
+
+    grown = [*history, *_todo_pair("c", 1, ok=False)]  # a failed call supersedes nothing
+    assert superseded(view(grown, state)) == ["a"]
+    grown += _todo_pair("d", 1)
+    shown = view(grown, state)
+    assert superseded(shown) == ["a", "b", "c"]
+    assert shown[-1] is grown[-1]
+
+    evicted = list(grown)  # eviction replaced a message before the latest receipt
+    evicted[4] = Msg.tool_result("r", "new text", name="read_file")
+    shown = view(evicted, state)
+    assert shown[4] is evicted[4] and superseded(shown) == ["a", "b", "c"]
+
+    compacted = [Msg.user("[summary]"), *grown[-2:]]
+    assert superseded(view(compacted, state)) == []
+    assert tool_pair_problems(view(grown, state)) == []

@@ -112,21 +112,24 @@ async def _evaluate(
     settings: PermissionSettings,
     check: ToolPermissionCheck | None,
 ) -> PermissionDecision:
-    if settings.active:
-        for behavior in ("deny", "ask"):
-            for rule in settings.rules:
-                if rule.behavior == behavior and rule.matches(call):
-                    verb = "denies" if behavior == "deny" else "asks before running"
-                    return PermissionDecision(behavior, f"a rule {verb} {rule.describe()}")
+    first: dict[str, PermissionRule] = {}
+    for rule in settings.rules:  # one pass: the first matching rule of each behaviour
+        if rule.behavior not in first and rule.matches(call):
+            first[rule.behavior] = rule
+            if rule.behavior == "deny":
+                break
+    if "deny" in first:
+        return PermissionDecision.deny(f"a rule denies {first['deny'].describe()}")
+    if "ask" in first:
+        return PermissionDecision.ask(f"a rule asks before running {first['ask'].describe()}")
     if check is not None:
         own = await check(call, state)
         if own is not None:
             return own
     if not settings.active:
         return PermissionDecision.allow("no permission mode or rules are configured")
-    for rule in settings.rules:
-        if rule.behavior == "allow" and rule.matches(call):
-            return PermissionDecision.allow(f"a rule allows {rule.describe()}")
+    if "allow" in first:
+        return PermissionDecision.allow(f"a rule allows {first['allow'].describe()}")
     mode = settings.effective_mode
     if mode is PermissionMode.BYPASS:
         return PermissionDecision.allow("bypass mode")

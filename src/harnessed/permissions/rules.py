@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -106,6 +107,9 @@ class PermissionRule:
     behavior: PermissionBehavior
     args: Mapping[str, str] = field(default_factory=dict)
     """Argument name → pattern for the argument's text; all must match."""
+    _patterns: tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool, str) or not self.tool.strip():
@@ -124,6 +128,8 @@ class PermissionRule:
                     f"got {key!r}: {pattern!r}"
                 )
         object.__setattr__(self, "args", dict(self.args))
+        compiled = tuple((k, _compile(p)) for k, p in self.args.items())
+        object.__setattr__(self, "_patterns", (_compile(self.tool), compiled))
 
     @classmethod
     def allow(cls, tool: str, **args: str) -> PermissionRule:
@@ -138,12 +144,13 @@ class PermissionRule:
         return cls(tool, "ask", args)
 
     def matches(self, call: ToolUseBlock) -> bool:
-        if not fnmatch.fnmatchcase(call.name, self.tool):
+        tool, args = self._patterns
+        if tool.match(call.name) is None:
             return False
-        for key, pattern in self.args.items():
+        for key, pattern in args:
             if key not in call.input:
                 return False
-            if not fnmatch.fnmatchcase(_argument_text(call.input[key]), pattern):
+            if pattern.match(_argument_text(call.input[key])) is None:
                 return False
         return True
 
@@ -162,6 +169,10 @@ class PermissionRule:
         if not isinstance(data, Mapping) or "tool" not in data or "behavior" not in data:
             raise ValueError(f"a permission rule needs 'tool' and 'behavior', got {data!r}")
         return cls(data["tool"], data["behavior"], dict(data.get("args") or {}))
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(fnmatch.translate(pattern), re.DOTALL)
 
 
 def _argument_text(value: Any) -> str:
