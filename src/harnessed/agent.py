@@ -204,7 +204,6 @@ class HarnessAgent(SessionControls):
             permission_mode=permission_mode,
             permission_rules=permission_rules,
             permission_checks=permission_checks,
-            tool_guard=tool_guard,
             confirmation_timeout=confirmation_timeout,
         )
 

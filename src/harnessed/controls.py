@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harnessed.context.compiler import ContextCompiler
@@ -39,7 +39,7 @@ from harnessed.tools.base import Tool
 from harnessed.tools.plan import plan_exit_check, plan_tools
 from harnessed.tools.task import task_tools
 from harnessed.tools.todo import todo_tools
-from harnessed.tools.toolkit import ToolGuard, Toolkit
+from harnessed.tools.toolkit import Toolkit
 from harnessed.workspace import Workspace
 
 __all__ = ["SessionControls"]
@@ -75,7 +75,6 @@ class SessionControls:
         permission_mode: PermissionMode | str | None,
         permission_rules: Sequence[PermissionRule],
         permission_checks: Mapping[str, ToolPermissionCheck] | None,
-        tool_guard: ToolGuard | None,
         confirmation_timeout: float | None,
     ) -> None:
         if task_contract is not None and not isinstance(task_contract, TaskContractConfig):
@@ -109,7 +108,6 @@ class SessionControls:
             mode=permission_mode,
             rules=permission_rules,
             checks=checks,
-            app_guard=tool_guard,
             confirmation_timeout=confirmation_timeout,
         )
         self._plan_mode = enable_plan_mode
@@ -218,10 +216,13 @@ class SessionControls:
         await self._editor.change(ctx, change)
 
     async def _change_task(
-        self, ctx: RuntimeContext | None, action: str, update: Any
+        self,
+        ctx: RuntimeContext | None,
+        action: str,
+        update: Callable[[TaskContextState], TaskContextState],
     ) -> TaskContextState:
         def change(state: AgentState) -> Records:
-            task: TaskContextState = update(require_task(state))
+            task = update(require_task(state))
             state.set_task(task)
             return [_task_record(action, task)]
 

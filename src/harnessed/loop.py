@@ -95,6 +95,7 @@ class AgentRun:
             base=self.base,
             queue_event=self.pending.put_nowait,
             record=self.record,
+            app_guard=agent.tool_guard,
         )
         self.ended: AgentEndEvent | None = None
         self._work: asyncio.Future[Any] | None = None

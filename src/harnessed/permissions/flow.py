@@ -28,6 +28,7 @@ from harnessed.permissions.gate import ApprovalGate, StepGuard, Verdict, decline
 from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.session.record import RecordType
 from harnessed.state.agent_state import AgentState
+from harnessed.tools.toolkit import ToolGuard
 
 __all__ = ["ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
 
@@ -55,6 +56,7 @@ class ApprovalFlow:
         base: Mapping[str, Any],
         queue_event: Callable[[Event], None],
         record: Record,
+        app_guard: ToolGuard | None = None,
     ) -> None:
         if mode not in ("wait", "park"):
             raise ValueError(f"confirmations must be 'wait' or 'park', got {mode!r}")
@@ -64,6 +66,7 @@ class ApprovalFlow:
         self.base = dict(base)
         self.queue_event = queue_event
         self.record = record
+        self.app_guard = app_guard
         self.in_flight: ParkedStep | None = None
         """The step whose requests are announced and not all answered (for parking on abort)."""
 
@@ -80,8 +83,8 @@ class ApprovalFlow:
                 (
                     ToolResultBlock(
                         call.id,
-                        "This call did not run: it was waiting for the user's approval when the "
-                        "user sent a new message instead.",
+                        "This call did not run: its step was waiting for the user's approval "
+                        "when the user sent a new message instead.",
                         is_error=True,
                         name=call.name,
                     ),
@@ -108,7 +111,7 @@ class ApprovalFlow:
         review = await self.gate.review(message.tool_uses, state, parked)
         resumed = parked is not None
         if not review.asks:
-            return StepDecision(self.gate.guard(review.verdicts), resumed=resumed)
+            return StepDecision(self.gate.guard(review.verdicts, self.app_guard), resumed=resumed)
         step = ParkedStep(message, tuple(_merge(parked, review.asks)))
         answers = await self._ask(step, review.asks)
         verdicts = dict(review.verdicts)
@@ -129,7 +132,7 @@ class ApprovalFlow:
                 {"action": "parked", "request_ids": [r.request_id for r in step.open_requests]},
             )
             return StepDecision(parked=step, resumed=resumed)
-        return StepDecision(self.gate.guard(verdicts), resumed=resumed)
+        return StepDecision(self.gate.guard(verdicts, self.app_guard), resumed=resumed)
 
     async def _ask(self, step: ParkedStep, asks: list[PendingConfirmation]) -> dict[str, Answer]:
         ids = [r.request_id for r in asks]

@@ -86,11 +86,16 @@ class ApprovalGate:
         mode: PermissionMode | str | None = None,
         rules: Sequence[PermissionRule] = (),
         checks: Mapping[str, ToolPermissionCheck] | None = None,
-        app_guard: ToolGuard | None = None,
         confirmation_timeout: float | None = None,
     ) -> None:
         if confirmation_timeout is not None and confirmation_timeout <= 0:
             raise ValueError("confirmation_timeout must be positive seconds or None")
+        for name, check in (checks or {}).items():
+            if not isinstance(name, str) or not name or not callable(check):
+                raise TypeError(
+                    f"permission_checks must map tool names to async check functions, got "
+                    f"{name!r}: {check!r}"
+                )
         for rule in rules:
             if not isinstance(rule, PermissionRule):
                 raise TypeError(f"permission_rules must hold PermissionRule objects, got {rule!r}")
@@ -98,7 +103,6 @@ class ApprovalGate:
         self.mode = PermissionMode.parse(mode) if mode is not None else None
         self.rules = tuple(rules)
         self.checks: dict[str, ToolPermissionCheck] = dict(checks or {})
-        self.app_guard = app_guard
         self.confirmation_timeout = confirmation_timeout
         self.broker = ConfirmationBroker()
 
@@ -145,16 +149,21 @@ class ApprovalGate:
                 )
         return review
 
-    def guard(self, verdicts: Mapping[str, Verdict]) -> StepGuard:
-        return StepGuard(self, dict(verdicts))
+    def guard(
+        self, verdicts: Mapping[str, Verdict], app_guard: ToolGuard | None = None
+    ) -> StepGuard:
+        return StepGuard(self, dict(verdicts), app_guard)
 
 
 class StepGuard:
     """The toolkit guard for one step (see the module docstring)."""
 
-    def __init__(self, gate: ApprovalGate, verdicts: dict[str, Verdict]) -> None:
+    def __init__(
+        self, gate: ApprovalGate, verdicts: dict[str, Verdict], app_guard: ToolGuard | None
+    ) -> None:
         self.gate = gate
         self.verdicts = verdicts
+        self.app_guard = app_guard
 
     async def __call__(self, call: ToolUseBlock, tool: Tool, context: ToolContext) -> str | None:
         state = context.state
@@ -174,6 +183,6 @@ class StepGuard:
                     f"This call now needs the user's approval ({decision.reason}) because the "
                     "state changed earlier in this step; it did not run. Call it again to ask."
                 )
-        if self.gate.app_guard is not None:
-            return await self.gate.app_guard(call, tool, context)
+        if self.app_guard is not None:
+            return await self.app_guard(call, tool, context)
         return None
