@@ -65,6 +65,8 @@ class SessionControls:
     verification: VerificationService
     """Records verification results in a session's task contract."""
     task_contract: TaskContractConfig
+    _plan_mode: bool
+    _editor: StateEditor
 
     def _setup_controls(
         self,

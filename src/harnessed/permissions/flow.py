@@ -113,7 +113,7 @@ class ApprovalFlow:
         if not review.asks:
             return StepDecision(self.gate.guard(review.verdicts, self.app_guard), resumed=resumed)
         step = ParkedStep(message, tuple(_merge(parked, review.asks)))
-        answers = await self._ask(step, review.asks)
+        answers = await self._ask(step, review.asks, asked_before=parked is not None)
         verdicts = dict(review.verdicts)
         for request in review.asks:
             answer = answers.get(request.request_id)
@@ -134,7 +134,11 @@ class ApprovalFlow:
             return StepDecision(parked=step, resumed=resumed)
         return StepDecision(self.gate.guard(verdicts, self.app_guard), resumed=resumed)
 
-    async def _ask(self, step: ParkedStep, asks: list[PendingConfirmation]) -> dict[str, Answer]:
+    async def _ask(
+        self, step: ParkedStep, asks: list[PendingConfirmation], *, asked_before: bool
+    ) -> dict[str, Answer]:
+        """Announce the requests and collect the answers given (all of them, or — not waiting,
+        timed out or stopped — those given so far)."""
         ids = [r.request_id for r in asks]
         futures = self.gate.broker.open(self.session, asks)
         self.in_flight = step
@@ -143,7 +147,7 @@ class ApprovalFlow:
             for request in asks:
                 self.record(
                     RecordType.PERMISSION_CHANGED,
-                    {"action": "requested", **request.to_dict()},
+                    {"action": "requested", "again": asked_before, **request.to_dict()},
                 )
                 self.queue_event(
                     ConfirmationRequestEvent(
@@ -162,21 +166,20 @@ class ApprovalFlow:
                 if future.done() and not future.cancelled():
                     answers[request_id] = future.result()
             self.gate.broker.close(self.session, ids)
-            if self.in_flight is not None:
-                for request_id, answer in answers.items():
+            for request_id, answer in answers.items():
+                self.record(
+                    RecordType.PERMISSION_CHANGED,
+                    {
+                        "action": "answered",
+                        "request_id": request_id,
+                        "approved": answer.approved,
+                        "feedback": answer.feedback,
+                    },
+                )
+                if self.in_flight is not None:
                     self.in_flight = self.in_flight.with_answer(
                         request_id, answer.approved, answer.feedback
                     )
-        for request_id, answer in answers.items():
-            self.record(
-                RecordType.PERMISSION_CHANGED,
-                {
-                    "action": "answered",
-                    "request_id": request_id,
-                    "approved": answer.approved,
-                    "feedback": answer.feedback,
-                },
-            )
         self.in_flight = None
         return answers
 
