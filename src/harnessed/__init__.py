@@ -24,6 +24,7 @@ from harnessed.context import (
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
+    ConfirmationRequestEvent,
     CustomEvent,
     ErrorEvent,
     Event,
@@ -44,8 +45,22 @@ from harnessed.messages import (
     ToolUseBlock,
 )
 from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
+from harnessed.permissions import (
+    ConfirmationError,
+    PendingConfirmation,
+    PermissionDecision,
+    PermissionMode,
+    PermissionRule,
+)
 from harnessed.runtime import RuntimeContext
-from harnessed.state import AgentState, StateConflictError, TodoItem
+from harnessed.state import (
+    AgentState,
+    StateConflictError,
+    TaskContextState,
+    TaskContractConfig,
+    TaskRevisionConflictError,
+    TodoItem,
+)
 from harnessed.tools import Tool, ToolContext, ToolError, tool
 
 __version__ = "0.1.0"
@@ -56,6 +71,8 @@ __all__ = [
     "AgentStartEvent",
     "AgentState",
     "CompactionConfig",
+    "ConfirmationError",
+    "ConfirmationRequestEvent",
     "ContextBlock",
     "ContextBudgetExceededError",
     "ContextManifest",
@@ -75,10 +92,17 @@ __all__ = [
     "ModelError",
     "Msg",
     "PruneConfig",
+    "PendingConfirmation",
+    "PermissionDecision",
+    "PermissionMode",
+    "PermissionRule",
     "RateLimitError",
     "RuntimeContext",
     "SourceFailurePolicy",
     "StateConflictError",
+    "TaskContextState",
+    "TaskContractConfig",
+    "TaskRevisionConflictError",
     "TextBlock",
     "TextDeltaEvent",
     "ThinkingBlock",

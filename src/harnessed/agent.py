@@ -10,6 +10,7 @@ so a failure never leaves half a step (a tool call without its result) behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -33,6 +34,7 @@ from harnessed.context.sources import (
     validate_id,
 )
 from harnessed.context.workspace_refs import WorkspaceRefs, load_workspace_refs
+from harnessed.controls import SessionControls
 from harnessed.events import (
     AgentEndEvent,
     Event,
@@ -44,6 +46,12 @@ from harnessed.models.base import (
     ModelRequest,
 )
 from harnessed.models.registry import resolve_model
+from harnessed.permissions import (
+    ConfirmationMode,
+    PermissionMode,
+    PermissionRule,
+    ToolPermissionCheck,
+)
 from harnessed.runtime import RuntimeContext, SessionLocks
 from harnessed.session import (
     InMemorySessionLogStore,
@@ -56,6 +64,7 @@ from harnessed.session import (
 )
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.store import AgentStateStore, InMemoryStateStore, JsonFileStateStore
+from harnessed.state.task import TaskContractConfig
 from harnessed.tools.base import Tool
 from harnessed.tools.files import file_tools as make_file_tools
 from harnessed.tools.shell import ShellConfig, shell_tools
@@ -76,7 +85,7 @@ _DEFAULT_EVICTION = ToolResultEvictionConfig()
 _DEFAULT_PRUNE = PruneConfig()
 
 
-class HarnessAgent:
+class HarnessAgent(SessionControls):
     """A long-running agent: a model, tools, and a harness around every request.
 
     Args:
@@ -100,12 +109,24 @@ class HarnessAgent:
         max_iters: The most model requests one call may make (default 10).
         max_output_tokens: Limit on generated tokens per request (default: the model's).
         prepare: The step that turns state into each model request (the context compiler).
-        tool_guard: Checked before each tool call (plan mode, permissions).
+        tool_guard: The application's own check before each tool call (after plan mode and
+            permissions); returns ``None`` or the text of an error result.
         compaction: When and how the earlier history is summarized (on by default; ``None``
             turns summaries and provider-overflow recovery off).
         tool_result_eviction: Tool results too large for the context go to workspace files
             (on by default; needs a workspace; ``None`` turns it off).
         prune: Old, long tool output is shortened to previews (on by default; ``None`` = off).
+        enable_task_list: Give the model ``todo_write``; the list is shown in ``TASK_STATE``.
+        enable_plan_mode: Give the model ``plan_enter``, ``plan_write`` and ``plan_exit``
+            (needs a workspace: the plan is ``plans/PLAN.md``).
+        task_contract: What ``TASK_STATE`` shows of the task contract, and whether the model
+            may propose requirements (:class:`~harnessed.state.task.TaskContractConfig`).
+        permission_mode: ``default``, ``accept_edits``, ``explore``, ``bypass`` or
+            ``dont_ask``; ``None`` with no rules leaves permissions off.
+        permission_rules: :class:`~harnessed.permissions.PermissionRule` allow/deny/ask rules.
+        permission_checks: Extra per-tool permission checks (tool name → check).
+        confirmation_timeout: Seconds ``stream_events`` waits for answers before the call
+            ends as ``pending`` (``None``: wait as long as the stream is read).
     """
 
     def __init__(
@@ -132,6 +153,13 @@ class HarnessAgent:
         compaction: CompactionConfig | None = _DEFAULT_COMPACTION,
         tool_result_eviction: ToolResultEvictionConfig | None = _DEFAULT_EVICTION,
         prune: PruneConfig | None = _DEFAULT_PRUNE,
+        enable_task_list: bool = False,
+        enable_plan_mode: bool = False,
+        task_contract: TaskContractConfig | None = None,
+        permission_mode: PermissionMode | str | None = None,
+        permission_rules: Sequence[PermissionRule] = (),
+        permission_checks: Mapping[str, ToolPermissionCheck] | None = None,
+        confirmation_timeout: float | None = None,
     ) -> None:
         if (
             not isinstance(name, str)
@@ -205,6 +233,16 @@ class HarnessAgent:
         self.prepare: RequestPreparer = prepare or self.compiler
         self.tool_guard = tool_guard
         self._locks = SessionLocks()
+        # task list, plan mode, task contract and permissions (harnessed.controls)
+        self._setup_controls(
+            enable_task_list=enable_task_list,
+            enable_plan_mode=enable_plan_mode,
+            task_contract=task_contract,
+            permission_mode=permission_mode,
+            permission_rules=permission_rules,
+            permission_checks=permission_checks,
+            confirmation_timeout=confirmation_timeout,
+        )
 
     # -------------------------------------------------------- configuration
     def add_instruction(self, instruction_id: str, text: str) -> None:
@@ -250,7 +288,7 @@ class HarnessAgent:
     async def call(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
         """Run the agent on ``input`` and return its final reply."""
         reply: Msg | None = None
-        async for event in self.stream_events(input, ctx):
+        async for event in self.stream_events(input, ctx, confirmations="park"):
             if isinstance(event, AgentEndEvent):
                 reply = event.reply
         if reply is None:  # pragma: no cover - stream_events always ends with agent_end or raises
@@ -262,21 +300,29 @@ class HarnessAgent:
         return asyncio.run(self.call(input, ctx))
 
     async def stream_events(
-        self, input: AgentInput, ctx: RuntimeContext | None = None
+        self,
+        input: AgentInput,
+        ctx: RuntimeContext | None = None,
+        *,
+        confirmations: ConfirmationMode = "wait",
     ) -> AsyncIterator[Event]:
         """Run the agent on ``input``, yielding typed events as the work happens.
 
         The last event is :class:`AgentEndEvent` on success; on failure an
-        :class:`ErrorEvent` is yielded and the exception is raised.
+        :class:`ErrorEvent` is yielded and the exception is raised. When a tool call needs the
+        user's approval a :class:`ConfirmationRequestEvent` is yielded and, with
+        ``confirmations="wait"``, the run waits for :meth:`respond`; with ``"park"`` (what
+        :meth:`call` uses) the call ends at once with status ``pending``.
         """
         messages = _input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         key = StateKey(self.name, ctx.user_id, ctx.session)
         async with self._locks.hold(key.agent_id, key.user_id, key.session_id):
             state = await self.load_state(ctx)
-            run = AgentRun(self, ctx, state)
-            async for event in run.execute(messages):
-                yield event
+            run = AgentRun(self, ctx, state, confirmations)
+            async with contextlib.aclosing(run.execute(messages)) as events:
+                async for event in events:
+                    yield event
 
     async def close(self) -> None:
         """Release what the agent holds (the model's HTTP client, if it has one)."""

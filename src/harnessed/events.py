@@ -18,6 +18,7 @@ from harnessed.models.base import Usage
 __all__ = [
     "AgentEndEvent",
     "AgentStartEvent",
+    "ConfirmationRequestEvent",
     "CustomEvent",
     "ErrorEvent",
     "Event",
@@ -32,7 +33,8 @@ __all__ = [
     "ToolResultEvent",
 ]
 
-RunStatus: TypeAlias = Literal["completed", "max_iters", "error", "cancelled"]
+RunStatus: TypeAlias = Literal["completed", "max_iters", "error", "cancelled", "pending"]
+"""``pending``: the call stopped to wait for the user's answer to confirmation requests."""
 
 
 def _now() -> str:
@@ -81,6 +83,8 @@ class AgentEndEvent(EventBase):
     reply: Msg
     status: RunStatus
     iterations: int
+    pending: tuple[str, ...] = ()
+    """With status ``pending``: the confirmation requests still waiting for an answer."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -139,6 +143,21 @@ class CustomEvent(EventBase):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ConfirmationRequestEvent(EventBase):
+    """A tool call waits for the user's approval: answer with ``agent.respond``.
+
+    ``reason`` says why approval is needed; ``details`` carries extra data for the
+    confirmation UI (for ``plan_exit``: the plan file and its text).
+    """
+
+    type: ClassVar[str] = "confirmation_request"
+    request_id: str
+    call: ToolUseBlock
+    reason: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class MaxItersEvent(EventBase):
     """The loop stopped because it reached ``max_iters`` model requests."""
 
@@ -165,6 +184,7 @@ Event: TypeAlias = (
     | ToolCallEvent
     | ToolResultEvent
     | CustomEvent
+    | ConfirmationRequestEvent
     | MaxItersEvent
     | ErrorEvent
 )

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harnessed.compaction.recovery import overflow_not_recovered
 from harnessed.context.seam import PrepareInfo
@@ -42,10 +42,18 @@ from harnessed.models.base import (
     ToolCallReady,
 )
 from harnessed.models.errors import ContextOverflowError, ModelError
+from harnessed.permissions.flow import (
+    ApprovalFlow,
+    ConfirmationMode,
+    StepDecision,
+    pending_reply,
+)
+from harnessed.permissions.pending import ParkedStep
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.context import ToolContext
+from harnessed.tools.toolkit import ToolGuard
 
 if TYPE_CHECKING:
     from harnessed.agent import HarnessAgent
@@ -53,6 +61,8 @@ if TYPE_CHECKING:
 __all__ = ["AgentRun"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # Custom events the harness itself emits, and the session log record type of each.
 _HARNESS_RECORDS = {
@@ -68,7 +78,13 @@ _HARNESS_RECORDS = {
 class AgentRun:
     """Executes one call. Created by :meth:`HarnessAgent.stream_events` under the session lock."""
 
-    def __init__(self, agent: HarnessAgent, ctx: RuntimeContext, state: AgentState) -> None:
+    def __init__(
+        self,
+        agent: HarnessAgent,
+        ctx: RuntimeContext,
+        state: AgentState,
+        confirmations: ConfirmationMode = "wait",
+    ) -> None:
         self.agent = agent
         self.ctx = ctx
         self.state = state
@@ -79,6 +95,17 @@ class AgentRun:
         self.records: list[NewRecord] = []
         self.run_cache: dict[str, Any] = {}
         self.base: dict[str, Any] = {"run_id": self.run_id, "session_id": ctx.session}
+        self.approvals = ApprovalFlow(
+            agent.approval_gate,
+            (agent.name, ctx.user_id, ctx.session),
+            mode=confirmations,
+            base=self.base,
+            queue_event=self.pending.put_nowait,
+            record=self.record,
+            app_guard=agent.tool_guard,
+        )
+        self.ended: AgentEndEvent | None = None
+        self._work: asyncio.Future[Any] | None = None
 
     # ------------------------------------------------------ events, records
     def emit(self, name: str, data: Mapping[str, Any]) -> None:
@@ -116,7 +143,7 @@ class AgentRun:
         await self.agent.state_store.save(self.state)
 
     # ----------------------------------------------------------------- loop
-    async def execute(self, messages: list[Msg]) -> AsyncIterator[Event]:
+    async def execute(self, messages: list[Msg]) -> AsyncGenerator[Event, None]:
         agent, state = self.agent, self.state
         if messages:
             self.turn_id = messages[0].id
@@ -129,9 +156,20 @@ class AgentRun:
         iterations = 0
         try:
             self.record(RecordType.RUN_START, {"agent": agent.name, "user_id": self.ctx.user_id})
+            parked = self.approvals.parked(state)
+            if parked is not None and messages:  # new input closes the step left waiting
+                closing = self.approvals.close_parked(state, parked)
+                self.record_messages(*closing)
+                state.append(parked.message, *closing)
+                parked = None
             self.record_messages(*messages)
             await self.flush()
             state.append(*messages)
+            if parked is not None:  # no input: continue the step left waiting for answers
+                async for resumed in self._act(parked.message, iterations, parked):
+                    yield resumed
+                if self.ended is not None:
+                    return
             while True:
                 if iterations >= agent.max_iters:
                     yield MaxItersEvent(max_iters=agent.max_iters, **self.base)
@@ -156,20 +194,89 @@ class AgentRun:
                     yield await self._finish(message, "completed", iterations)
                     return
                 self.record_messages(message)
-                results: list[ToolResultBlock] = []
-                async for event in self._tool_step(calls, results):
+                async for event in self._act(message, iterations):
                     yield event
-                tool_messages = [_result_msg(r) for r in results]
-                self.record_messages(*tool_messages)
-                state.append(message, *tool_messages)
-                await self._commit_step()
+                if self.ended is not None:
+                    return
+        except GeneratorExit:
+            await self._abandon(closed=True)
+            raise
         except (Exception, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                await self._abandon(closed=False)
             for event in self._drain():
                 yield event
             await self._record_failure(exc)
             if not isinstance(exc, asyncio.CancelledError):
                 yield ErrorEvent(error_type=type(exc).__name__, message=str(exc), **self.base)
             raise
+
+    async def _act(
+        self, message: Msg, iterations: int, parked: ParkedStep | None = None
+    ) -> AsyncIterator[Event]:
+        """Approve the calls of ``message``, run them and commit the step — or park it."""
+        state = self.state
+        decided: list[StepDecision] = []
+        async for event in self._pump(self.approvals.decide(message, state, parked), decided):
+            yield event
+        decision = decided[0]
+        if decision.parked is not None:
+            state.set_permissions(decision.parked.store(state.permissions))
+            ids = tuple(r.request_id for r in decision.parked.open_requests)
+            self.record(
+                RecordType.RUN_END,
+                {"status": "pending", "iterations": iterations, "pending": list(ids)},
+            )
+            await self._commit_step()
+            self.ended = AgentEndEvent(
+                reply=pending_reply(decision.parked),
+                status="pending",
+                iterations=iterations,
+                pending=ids,
+                **self.base,
+            )
+            yield self.ended
+            return
+        results: list[ToolResultBlock] = []
+        async for event in self._tool_step(message.tool_uses, results, decision.guard):
+            yield event
+        tool_messages = [_result_msg(r) for r in results]
+        self.record_messages(*tool_messages)
+        state.append(message, *tool_messages)
+        if decision.resumed:
+            state.set_permissions(ParkedStep.clear(state.permissions))
+        await self._commit_step()
+
+    async def _pump(self, work: Awaitable[T], out: list[T]) -> AsyncIterator[Event]:
+        """Run ``work``, yielding queued events while it runs; its result goes to ``out``."""
+        task = self._work = asyncio.ensure_future(work)
+        try:
+            while not task.done():
+                getter = asyncio.ensure_future(self.pending.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            for event in self._drain():
+                yield event
+            out.append(task.result())
+        finally:
+            if not task.done():
+                task.cancel()
+                await _quietly(task)
+
+    async def _abandon(self, closed: bool) -> None:
+        """The stream was closed (``closed``) or cancelled: stop the work in progress, and if
+        the user was being asked, park the step so a later call can resume it."""
+        work, self._work = self._work, None
+        if work is not None and not work.done():
+            work.cancel()
+            await _quietly(work)
+        if self.approvals.park_aborted(self.state):
+            if closed:  # a cancelled run records its end with the failure
+                self.record(RecordType.RUN_END, {"status": "pending"})
+            await asyncio.shield(self._commit_step())
 
     async def _finish(self, reply: Msg, status: RunStatus, iterations: int) -> AgentEndEvent:
         self.record_messages(reply)
@@ -275,25 +382,11 @@ class AgentRun:
         """Prepare the request, yielding the events it emits while it runs (a summary made
         for compaction can take a while; a UI should see ``compaction_start`` meanwhile)."""
         draft = self.agent.draft_request(self.state, info.model_call_id)
-        task = asyncio.ensure_future(self.agent.prepare(self.state, draft, info))
-        try:
-            while not task.done():
-                getter = asyncio.ensure_future(self.pending.get())
-                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
-            for event in self._drain():
-                yield event
-            out.append(task.result())
-        finally:
-            if not task.done():
-                task.cancel()
-                await _quietly(task)
+        async for event in self._pump(self.agent.prepare(self.state, draft, info), out):
+            yield event
 
     async def _tool_step(
-        self, calls: list[ToolUseBlock], results: list[ToolResultBlock]
+        self, calls: list[ToolUseBlock], results: list[ToolResultBlock], guard: ToolGuard | None
     ) -> AsyncIterator[Event]:
         """Run the calls, yielding result and custom events while they run."""
         agent = self.agent
@@ -323,24 +416,12 @@ class AgentRun:
                 emit=self.emit,
             )
 
-        step = asyncio.ensure_future(
-            agent.toolkit.run_step(calls, make_context, agent.tool_guard, on_result)
-        )
-        try:
-            while not step.done():
-                getter = asyncio.ensure_future(self.pending.get())
-                await asyncio.wait({getter, step}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
-            for event in self._drain():
-                yield event
-            results.extend(step.result())
-        finally:
-            if not step.done():
-                step.cancel()
-                await _quietly(step)
+        done: list[list[ToolResultBlock]] = []
+        async for event in self._pump(
+            agent.toolkit.run_step(calls, make_context, guard, on_result), done
+        ):
+            yield event
+        results.extend(done[0])
 
 
 async def _quietly(task: Awaitable[Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harnessed.messages import Msg, ThinkingBlock, ToolUseBlock
-from harnessed.state import AgentState, PlanState, StateKey, TodoItem
+from harnessed.state import AgentState, PlanState, StateKey, TaskContextState, TodoItem
 
 
 def make_state() -> AgentState:
@@ -20,7 +20,7 @@ def make_state() -> AgentState:
     )
     state.set_todos([TodoItem("1", "list files", "in_progress")])
     state.set_plan(PlanState(active=True, plan_file="plan.md"))
-    state.set_task({"objective": "list", "requirements": ["all files"]})
+    state.set_task(TaskContextState.begin("ls", "list").add_requirement("constraint", "all files"))
     state.set_permissions({"mode": "auto"})
     state.metadata["k"] = {"v": [1, 2]}
     state.version = 7
@@ -69,19 +69,15 @@ def test_revisions_bump_on_each_change() -> None:
 
 def test_setters_copy_their_input() -> None:
     state = AgentState.new(StateKey("a", "u", "s"))
-    task: dict[str, Any] = {"requirements": ["x"]}
     permissions: dict[str, Any] = {"rules": [{"allow": True}]}
     todos = [TodoItem("1", "do it")]
     history = [Msg.user("hi")]
-    state.set_task(task)
     state.set_permissions(permissions)
     state.set_todos(todos)
     state.replace_history(history)
-    task["requirements"].append("y")
     permissions["rules"][0]["allow"] = False
     todos.clear()
     history.clear()
-    assert state.task == {"requirements": ["x"]}
     assert state.permissions == {"rules": [{"allow": True}]}
     assert len(state.todos) == 1 and len(state.history) == 1
 
@@ -92,11 +88,11 @@ def test_copy_is_independent() -> None:
     assert clone.to_dict() == state.to_dict()
     clone.append(Msg.user("more"))
     assert clone.task is not None
-    clone.task["requirements"].append("more")
+    clone.set_task(clone.task.reject("r1"))
     clone.metadata["k"]["v"].append(3)
     clone.permissions["mode"] = "ask"
     assert len(state.history) == 3
-    assert state.task == {"objective": "list", "requirements": ["all files"]}
+    assert state.task is not None and state.task.requirements[0].status == "confirmed"
     assert state.metadata == {"k": {"v": [1, 2]}}
     assert state.permissions == {"mode": "auto"}
 
@@ -140,3 +136,36 @@ def test_state_key_is_hashable_and_frozen() -> None:
     assert {key: 1}[StateKey("a", "u", "s")] == 1
     with pytest.raises(AttributeError):
         key.agent_id = "b"  # type: ignore[misc]
+
+
+def test_legacy_task_data_loads() -> None:
+    data = make_state().to_dict()
+    data["task"] = {"objective": "tests pass", "requirements": ["no skips"], "verify": None}
+    state = AgentState.from_dict(data)
+    assert state.task is not None
+    assert (state.task.task_id, state.task.objective) == ("task", "tests pass")
+    assert [(r.text, r.status) for r in state.task.requirements] == [("no skips", "confirmed")]
+    assert state.task.metadata == {"verify": None}
+    assert AgentState.from_dict(state.to_dict()).task == state.task
+
+
+def test_legacy_task_without_objective_is_kept_in_metadata() -> None:
+    data = make_state().to_dict()
+    data["task"] = {"requirements": ["x"], "owner": "ops"}
+    state = AgentState.from_dict(data)
+    assert state.task is None
+    assert state.metadata["legacy_task"] == {"requirements": ["x"], "owner": "ops"}
+
+
+def test_malformed_typed_task_is_an_error() -> None:
+    data = make_state().to_dict()
+    data["task"] = {"task_id": "t", "objective": "  "}
+    with pytest.raises(ValueError, match="objective"):
+        AgentState.from_dict(data)
+
+
+def test_set_task_accepts_a_mapping() -> None:
+    state = AgentState.new(StateKey("a", "u", "s"))
+    task = TaskContextState.begin("t", "ship it")
+    state.set_task(task.to_dict())
+    assert state.task == task

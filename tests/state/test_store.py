@@ -23,6 +23,7 @@ from harnessed.state import (
     TodoItem,
 )
 from harnessed.state.store import StateCorruptedError
+from harnessed.state.task import TaskContextState
 
 KEY = StateKey("agent", "user", "session")
 
@@ -50,7 +51,11 @@ def rich_state(key: StateKey = KEY) -> AgentState:
     )
     state.set_todos([TodoItem("1", "read the test", "completed"), TodoItem("2", "fix it")])
     state.set_plan(PlanState(active=True, plan_file="plans/fix.md"))
-    state.set_task({"objective": "tests pass", "requirements": ["no skips"], "verify": None})
+    state.set_task(
+        TaskContextState.begin("fix", "tests pass")
+        .add_requirement("constraint", "no skips")
+        .record("pytest", "failed", details="1 failed")
+    )
     state.set_permissions({"mode": "ask", "rules": [{"tool": "bash", "allow": False}]})
     state.metadata.update({"model": "m-1", "nested": {"list": [1, 2.5, "x", None, True]}})
     return state
@@ -88,7 +93,7 @@ async def test_load_returns_independent_copies(store: AgentStateStore) -> None:
     first = await store.load(KEY)
     assert first is not None
     assert first.task is not None
-    first.task["requirements"].append("changed")
+    first.set_task(first.task.reject("r1"))
     first.permissions["rules"][0]["allow"] = True
     first.metadata["nested"]["list"].clear()
     first.append(Msg.user("more"))
@@ -103,11 +108,13 @@ async def test_saved_state_is_not_affected_by_later_changes(store: AgentStateSto
     state = rich_state()
     await store.save(state)
     assert state.task is not None
-    state.task["requirements"].append("changed after save")
+    saved_task = state.task
+    state.set_task(state.task.with_subject_version("2"))
     state.metadata["nested"]["list"].append("also changed")
     loaded = await store.load(KEY)
     assert loaded is not None
-    assert loaded.task == {"objective": "tests pass", "requirements": ["no skips"], "verify": None}
+    assert loaded.task == saved_task
+    assert loaded.task.verifications[0].outcome == "failed"
     assert loaded.metadata["nested"]["list"] == [1, 2.5, "x", None, True]
 
 

@@ -34,6 +34,7 @@ from harnessed.context.workspace_refs import WorkspaceRefs
 from harnessed.messages import Msg
 from harnessed.models.base import ModelRequest, ModelResponse
 from harnessed.state.agent_state import AgentState
+from harnessed.state.task import TaskContractConfig
 from harnessed.tokens import default_estimator
 
 __all__ = ["ContextCompiler", "ManifestSink"]
@@ -85,6 +86,8 @@ class ContextCompiler:
         self.views: list[HistoryView] = list(views)
         """Request-only projections of the history, applied after validation (never stored)."""
         self.conventions = conventions
+        self.task_contract: TaskContractConfig | None = None
+        """What ``TASK_STATE`` shows of the task contract (requirements, verification)."""
         self.meter = Meter(self.policy.estimator or default_estimator())
         self.sinks: list[ManifestSink] = []
         self._last: OrderedDict[tuple[str, ...], ContextManifest] = OrderedDict()
@@ -158,7 +161,7 @@ class ContextCompiler:
         ratio = self.meter.ratio(session)
         raw_limit = int(build.limit / ratio)
         system_msg = render_system(system_items)
-        state_msg = render_state(state)
+        state_msg = render_state(state, self.task_contract)
         fixed = {
             "system": self.meter.message(system_msg) if system_msg else 0,
             "state": self.meter.message(state_msg) if state_msg else 0,

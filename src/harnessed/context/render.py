@@ -12,8 +12,11 @@ import hashlib
 from collections.abc import Iterable, Sequence
 
 from harnessed.context.materials import Material
+from harnessed.context.task_render import task_state_text
+from harnessed.context.xml import escape
 from harnessed.messages import Msg
 from harnessed.state.agent_state import AgentState
+from harnessed.state.task import TaskContractConfig
 
 __all__ = [
     "PROJECTION_KEY",
@@ -27,13 +30,7 @@ __all__ = [
 PROJECTION_KEY = "harness_projection"
 """Metadata key marking a message built for one request (never stored in history)."""
 
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 _EPOCH = "1970-01-01T00:00:00+00:00"
-
-
-def escape(text: str) -> str:
-    """Escape ``& < > "`` so material can never close or forge a tag."""
-    return text.translate(_ESCAPES)
 
 
 def sort_materials(materials: Iterable[Material]) -> list[Material]:
@@ -64,10 +61,10 @@ def render_system(instructions: Sequence[Material]) -> Msg | None:
     return _projection("system", "system", "\n\n".join(parts))
 
 
-def render_state(state: AgentState) -> Msg | None:
+def render_state(state: AgentState, task_contract: TaskContractConfig | None = None) -> Msg | None:
     """``TASK_STATE`` and ``RUNTIME_STATE`` for the current state, or ``None`` if both empty."""
     blocks: list[str] = []
-    task = _task_state(state)
+    task = task_state_text(state, task_contract)
     if task:
         blocks.append(f'<TASK_STATE revision="{state.task_revision}">\n{task}\n</TASK_STATE>')
     if state.plan.active or state.plan.plan_file:
@@ -88,19 +85,6 @@ def render_state(state: AgentState) -> Msg | None:
     if not blocks:
         return None
     return _projection("user", "state", "\n".join(blocks))
-
-
-def _task_state(state: AgentState) -> str:
-    lines: list[str] = []
-    task = state.task or {}
-    objective = task.get("objective")
-    if objective:
-        lines.append(f"objective: {escape(str(objective))}")
-    if state.todos:
-        lines.append("Current task list (replaces any earlier list in the conversation):")
-        for item in state.todos:
-            lines.append(f"- [{item.status}] {escape(item.content)} (id: {escape(item.id)})")
-    return "\n".join(lines)
 
 
 def render_references(items: Sequence[Material]) -> Msg | None:

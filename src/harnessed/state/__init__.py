@@ -1,6 +1,7 @@
 """Agent state and the stores that keep it between calls and processes."""
 
 from harnessed.state.agent_state import AgentState, PlanState, StateKey, TodoItem, TodoStatus
+from harnessed.state.editor import StateEditor
 from harnessed.state.store import (
     AgentStateStore,
     InMemoryStateStore,
@@ -8,6 +9,14 @@ from harnessed.state.store import (
     StateConflictError,
     StateCorruptedError,
 )
+from harnessed.state.task import (
+    Requirement,
+    TaskContextState,
+    TaskContractConfig,
+    TaskRevisionConflictError,
+    VerificationResult,
+)
+from harnessed.state.verification import VerificationService
 
 __all__ = [
     "AgentState",
@@ -15,9 +24,16 @@ __all__ = [
     "InMemoryStateStore",
     "JsonFileStateStore",
     "PlanState",
+    "Requirement",
     "StateConflictError",
     "StateCorruptedError",
+    "StateEditor",
     "StateKey",
+    "TaskContextState",
+    "TaskContractConfig",
+    "TaskRevisionConflictError",
     "TodoItem",
     "TodoStatus",
+    "VerificationResult",
+    "VerificationService",
 ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, get_args
 
 from harnessed.messages import Msg
+from harnessed.state.task import TaskContextState
 
 __all__ = ["AgentState", "PlanState", "StateKey", "TodoItem", "TodoStatus"]
 
@@ -86,8 +87,8 @@ class AgentState:
     history: list[Msg] = field(default_factory=list)
     todos: list[TodoItem] = field(default_factory=list)
     plan: PlanState = field(default_factory=PlanState)
-    task: dict[str, Any] | None = None
-    """The task contract (objective, requirements, verification), as JSON-compatible data."""
+    task: TaskContextState | None = None
+    """The task contract (objective, requirements, verification results)."""
     permissions: dict[str, Any] = field(default_factory=dict)
     """Session-level permission mode and rules, as JSON-compatible data."""
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -125,8 +126,11 @@ class AgentState:
         self.plan = plan
         self.task_revision += 1
 
-    def set_task(self, task: dict[str, Any] | None) -> None:
-        self.task = copy.deepcopy(task)
+    def set_task(self, task: TaskContextState | Mapping[str, Any] | None) -> None:
+        """Replace the task contract (a mapping is read with ``TaskContextState.from_dict``)."""
+        if task is not None and not isinstance(task, TaskContextState):
+            task = TaskContextState.from_dict(task)
+        self.task = task
         self.task_revision += 1
 
     def set_permissions(self, permissions: dict[str, Any]) -> None:
@@ -142,7 +146,7 @@ class AgentState:
             history=list(self.history),
             todos=list(self.todos),
             plan=self.plan,
-            task=copy.deepcopy(self.task),
+            task=self.task,
             permissions=copy.deepcopy(self.permissions),
             metadata=copy.deepcopy(self.metadata),
             version=self.version,
@@ -162,13 +166,25 @@ class AgentState:
             "history": [m.to_dict() for m in self.history],
             "todos": [t.to_dict() for t in self.todos],
             "plan": self.plan.to_dict(),
-            "task": copy.deepcopy(self.task),
+            "task": self.task.to_dict() if self.task is not None else None,
             "permissions": copy.deepcopy(self.permissions),
             "metadata": copy.deepcopy(self.metadata),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AgentState:
+        metadata = dict(data.get("metadata") or {})
+        raw_task = data.get("task")
+        task: TaskContextState | None = None
+        if isinstance(raw_task, Mapping) and "task_id" in raw_task:
+            task = TaskContextState.from_dict(raw_task)
+        elif isinstance(raw_task, Mapping) and raw_task:
+            try:
+                task = TaskContextState.from_dict(raw_task)
+            except ValueError:
+                # free-form task data from before the contract was typed, with nothing we can
+                # read as an objective: kept, not dropped, for the application to migrate
+                metadata["legacy_task"] = copy.deepcopy(dict(raw_task))
         try:
             return cls(
                 agent_id=data["agent_id"],
@@ -177,9 +193,9 @@ class AgentState:
                 history=[Msg.from_dict(m) for m in data.get("history", [])],
                 todos=[TodoItem.from_dict(t) for t in data.get("todos", [])],
                 plan=PlanState.from_dict(data.get("plan") or {}),
-                task=data.get("task"),
+                task=task,
                 permissions=dict(data.get("permissions") or {}),
-                metadata=dict(data.get("metadata") or {}),
+                metadata=metadata,
                 version=int(data.get("version", 0)),
                 task_revision=int(data.get("task_revision", 0)),
                 history_revision=int(data.get("history_revision", 0)),

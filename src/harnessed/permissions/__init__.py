@@ -1,0 +1,37 @@
+"""Permissions: which tool calls run, which are refused, and asking the user for the rest."""
+
+from harnessed.permissions.broker import ConfirmationError
+from harnessed.permissions.flow import ConfirmationMode
+from harnessed.permissions.gate import PLAN_MODE_TOOLS, ApprovalGate
+from harnessed.permissions.pending import ParkedStep, PendingConfirmation
+from harnessed.permissions.policy import (
+    EDIT_TOOLS,
+    HARNESS_STATE_TOOLS,
+    PermissionSettings,
+    ToolPermissionCheck,
+    evaluate,
+)
+from harnessed.permissions.rules import (
+    PermissionBehavior,
+    PermissionDecision,
+    PermissionMode,
+    PermissionRule,
+)
+
+__all__ = [
+    "EDIT_TOOLS",
+    "HARNESS_STATE_TOOLS",
+    "PLAN_MODE_TOOLS",
+    "ApprovalGate",
+    "ConfirmationError",
+    "ConfirmationMode",
+    "ParkedStep",
+    "PendingConfirmation",
+    "PermissionBehavior",
+    "PermissionDecision",
+    "PermissionMode",
+    "PermissionRule",
+    "PermissionSettings",
+    "ToolPermissionCheck",
+    "evaluate",
+]

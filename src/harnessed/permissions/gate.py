@@ -1,0 +1,188 @@
+"""The approval gate: decides a step's tool calls before they run, and guards them as they run.
+
+Before a step's tools run, :meth:`ApprovalGate.review` decides every call (see
+:mod:`harnessed.permissions.policy`): it runs, it is refused, or it needs the user's answer.
+Asking happens *before* any tool of the step runs, so a step waiting for answers can be parked
+and resumed without anything having half-happened.
+
+While the calls run, :class:`StepGuard` (the toolkit's guard for that step) enforces plan mode
+— checked at each call, because an earlier call of the same step may have entered it — applies
+refusals, re-runs a tool's own check for calls that were not approved (the state may have
+changed earlier in the step), and finally asks the application's own ``tool_guard``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolUseBlock
+from harnessed.permissions.broker import ConfirmationBroker
+from harnessed.permissions.pending import ParkedStep, PendingConfirmation
+from harnessed.permissions.policy import PermissionSettings, ToolPermissionCheck, evaluate
+from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.state.agent_state import AgentState
+from harnessed.tools.base import Tool
+from harnessed.tools.context import ToolContext
+from harnessed.tools.toolkit import ToolGuard, Toolkit
+
+__all__ = [
+    "PLAN_MODE_TOOLS",
+    "ApprovalGate",
+    "StepGuard",
+    "Verdict",
+    "declined_text",
+    "plan_mode_block",
+]
+
+PLAN_MODE_TOOLS = frozenset({"todo_write", "plan_enter", "plan_write", "plan_exit"})
+"""Besides read-only tools, the only tools that run in plan mode."""
+
+
+def plan_mode_block(call: ToolUseBlock, tool: Tool, state: AgentState) -> str | None:
+    """The refusal for a call that plan mode blocks, or ``None``."""
+    if not state.plan.active or tool.read_only or call.name in PLAN_MODE_TOOLS:
+        return None
+    return (
+        f"Blocked in plan mode: {call.name!r} can change things, and while planning only "
+        "read-only tools, the plan tools and todo_write run. Write the plan with plan_write, "
+        "then call plan_exit to ask the user to approve it."
+    )
+
+
+def declined_text(request: PendingConfirmation) -> str:
+    text = request.declined_message or (
+        f"The user declined this call to {request.call.name!r}, so it did not run."
+    )
+    if request.feedback:
+        text += f" The user said: {request.feedback}"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What happens to one call: it runs, it runs because the user approved, or it is refused."""
+
+    kind: Literal["run", "approved", "refused"]
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """The decisions for one step: verdicts, and the requests still needing an answer."""
+
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    asks: list[PendingConfirmation] = field(default_factory=list)
+
+
+class ApprovalGate:
+    """The agent's permission configuration and the tools' own checks."""
+
+    def __init__(
+        self,
+        toolkit: Toolkit,
+        *,
+        mode: PermissionMode | str | None = None,
+        rules: Sequence[PermissionRule] = (),
+        checks: Mapping[str, ToolPermissionCheck] | None = None,
+        confirmation_timeout: float | None = None,
+    ) -> None:
+        if confirmation_timeout is not None and confirmation_timeout <= 0:
+            raise ValueError("confirmation_timeout must be positive seconds or None")
+        for name, check in (checks or {}).items():
+            if not isinstance(name, str) or not name or not callable(check):
+                raise TypeError(
+                    f"permission_checks must map tool names to async check functions, got "
+                    f"{name!r}: {check!r}"
+                )
+        for rule in rules:
+            if not isinstance(rule, PermissionRule):
+                raise TypeError(f"permission_rules must hold PermissionRule objects, got {rule!r}")
+        self.toolkit = toolkit
+        self.mode = PermissionMode.parse(mode) if mode is not None else None
+        self.rules = tuple(rules)
+        self.checks: dict[str, ToolPermissionCheck] = dict(checks or {})
+        self.confirmation_timeout = confirmation_timeout
+        self.broker = ConfirmationBroker()
+
+    def settings(self, state: AgentState) -> PermissionSettings:
+        return PermissionSettings.resolve(self.mode, self.rules, state.permissions)
+
+    async def review(
+        self, calls: Sequence[ToolUseBlock], state: AgentState, parked: ParkedStep | None = None
+    ) -> Review:
+        """Decide every call; answers already given for a ``parked`` step are honoured."""
+        settings = self.settings(state)
+        review = Review()
+        for call in calls:
+            tool = self.toolkit.get(call.name)
+            if (
+                tool is None  # the toolkit answers with "unknown tool"
+                or INVALID_ARGUMENTS_KEY in call.input
+                or plan_mode_block(call, tool, state) is not None  # blocked anyway: never ask
+            ):
+                review.verdicts[call.id] = Verdict("run")
+                continue
+            earlier = parked.for_call(call.id) if parked is not None else None
+            if earlier is not None and earlier.answered:
+                review.verdicts[call.id] = (
+                    Verdict("approved")
+                    if earlier.approved
+                    else Verdict("refused", declined_text(earlier))
+                )
+                continue
+            decision = await evaluate(call, tool, state, settings, self.checks.get(call.name))
+            if decision.behavior == "allow":
+                review.verdicts[call.id] = Verdict("run")
+            elif decision.behavior == "deny":
+                review.verdicts[call.id] = Verdict(
+                    "refused", f"Permission denied: {decision.reason}. The call did not run."
+                )
+            elif earlier is not None:
+                review.asks.append(earlier)
+            else:
+                review.asks.append(
+                    PendingConfirmation.new(
+                        call, decision.reason, decision.details, decision.declined_message
+                    )
+                )
+        return review
+
+    def guard(
+        self, verdicts: Mapping[str, Verdict], app_guard: ToolGuard | None = None
+    ) -> StepGuard:
+        return StepGuard(self, dict(verdicts), app_guard)
+
+
+class StepGuard:
+    """The toolkit guard for one step (see the module docstring)."""
+
+    def __init__(
+        self, gate: ApprovalGate, verdicts: dict[str, Verdict], app_guard: ToolGuard | None
+    ) -> None:
+        self.gate = gate
+        self.verdicts = verdicts
+        self.app_guard = app_guard
+
+    async def __call__(self, call: ToolUseBlock, tool: Tool, context: ToolContext) -> str | None:
+        state = context.state
+        blocked = plan_mode_block(call, tool, state)
+        if blocked is not None:
+            return blocked
+        verdict = self.verdicts.get(call.id, Verdict("run"))
+        if verdict.kind == "refused":
+            return verdict.text
+        if verdict.kind == "run":
+            check = self.gate.checks.get(call.name)
+            decision = await check(call, state) if check is not None else None
+            if decision is not None and decision.behavior == "deny":
+                return f"Permission denied: {decision.reason}. The call did not run."
+            if decision is not None and decision.behavior == "ask":
+                return (
+                    f"This call now needs the user's approval ({decision.reason}) because the "
+                    "state changed earlier in this step; it did not run. Call it again to ask."
+                )
+        if self.app_guard is not None:
+            return await self.app_guard(call, tool, context)
+        return None

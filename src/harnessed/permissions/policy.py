@@ -1,0 +1,145 @@
+"""The permission check: which calls run, which are refused and which need the user's answer.
+
+Order of evaluation for one call (the first that decides wins):
+
+1. deny rules → deny
+2. ask rules → ask
+3. the tool's own check (e.g. ``plan_exit`` always asks to approve the plan) → its decision
+4. allow rules → allow
+5. ``bypass`` mode → allow
+6. the mode's default: read-only tools and the harness's state tools run; ``accept_edits`` also
+   runs file edits; ``explore`` denies everything else; other modes ask.
+
+In ``dont_ask`` mode every "ask" becomes "deny". Permissions are opt-in: with no mode and no
+rules (for the agent and the session) only step 3 applies, so every tool runs as it would
+without a permission system, except tools whose own check asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harnessed.messages import ToolUseBlock
+from harnessed.permissions.rules import PermissionDecision, PermissionMode, PermissionRule
+from harnessed.state.agent_state import AgentState
+from harnessed.tools.base import Tool
+
+__all__ = [
+    "EDIT_TOOLS",
+    "HARNESS_STATE_TOOLS",
+    "PermissionSettings",
+    "ToolPermissionCheck",
+    "evaluate",
+]
+
+HARNESS_STATE_TOOLS = frozenset(
+    {"todo_write", "plan_enter", "plan_write", "plan_exit", "task_requirement_propose"}
+)
+"""Tools that only change the harness's own task and plan state; they run like read-only tools."""
+EDIT_TOOLS = frozenset({"write_file", "edit_file"})
+"""File edits that ``accept_edits`` mode lets run without asking."""
+
+
+class ToolPermissionCheck(Protocol):
+    """A tool's own permission check: a decision, or ``None`` to leave it to rules and mode."""
+
+    async def __call__(
+        self, call: ToolUseBlock, state: AgentState
+    ) -> PermissionDecision | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionSettings:
+    """The mode and rules in force for one session (``mode=None``: permissions are off)."""
+
+    mode: PermissionMode | None = None
+    rules: tuple[PermissionRule, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.mode is not None or bool(self.rules)
+
+    @property
+    def effective_mode(self) -> PermissionMode:
+        return self.mode or PermissionMode.DEFAULT
+
+    @classmethod
+    def resolve(
+        cls,
+        agent_mode: PermissionMode | None,
+        agent_rules: Sequence[PermissionRule],
+        session: Mapping[str, Any],
+    ) -> PermissionSettings:
+        """The agent's configuration with the session's own mode and rules applied on top.
+
+        ``session`` is ``AgentState.permissions``: ``{"mode": ..., "rules": [...]}``. Bad data
+        raises ``ValueError`` naming the problem.
+        """
+        mode = agent_mode
+        raw_mode = session.get("mode")
+        if raw_mode is not None:
+            mode = PermissionMode.parse(raw_mode, "the session's permission mode")
+        raw_rules = session.get("rules") or []
+        if not isinstance(raw_rules, list):
+            raise ValueError("the session's permission rules must be a list")
+        rules = (*(PermissionRule.from_dict(r) for r in raw_rules), *agent_rules)
+        return cls(mode, tuple(rules))
+
+
+async def evaluate(
+    call: ToolUseBlock,
+    tool: Tool,
+    state: AgentState,
+    settings: PermissionSettings,
+    check: ToolPermissionCheck | None = None,
+) -> PermissionDecision:
+    """Decide one call (see the module docstring for the order)."""
+    decision = await _evaluate(call, tool, state, settings, check)
+    if decision.behavior == "ask" and settings.mode is PermissionMode.DONT_ASK:
+        return PermissionDecision.deny(
+            f"{decision.reason} — but this session runs without asking (dont_ask mode), so the "
+            "call is refused"
+        )
+    return decision
+
+
+async def _evaluate(
+    call: ToolUseBlock,
+    tool: Tool,
+    state: AgentState,
+    settings: PermissionSettings,
+    check: ToolPermissionCheck | None,
+) -> PermissionDecision:
+    first: dict[str, PermissionRule] = {}
+    for rule in settings.rules:  # one pass: the first matching rule of each behaviour
+        if rule.behavior not in first and rule.matches(call):
+            first[rule.behavior] = rule
+            if rule.behavior == "deny":
+                break
+    if "deny" in first:
+        return PermissionDecision.deny(f"a rule denies {first['deny'].describe()}")
+    if "ask" in first:
+        return PermissionDecision.ask(f"a rule asks before running {first['ask'].describe()}")
+    if check is not None:
+        own = await check(call, state)
+        if own is not None:
+            return own
+    if not settings.active:
+        return PermissionDecision.allow("no permission mode or rules are configured")
+    if "allow" in first:
+        return PermissionDecision.allow(f"a rule allows {first['allow'].describe()}")
+    mode = settings.effective_mode
+    if mode is PermissionMode.BYPASS:
+        return PermissionDecision.allow("bypass mode")
+    if tool.read_only or call.name in HARNESS_STATE_TOOLS:
+        return PermissionDecision.allow(f"{call.name!r} does not change anything outside the agent")
+    if mode is PermissionMode.ACCEPT_EDITS and call.name in EDIT_TOOLS:
+        return PermissionDecision.allow("accept_edits mode runs file edits")
+    if mode is PermissionMode.EXPLORE:
+        return PermissionDecision.deny(
+            f"explore mode runs only read-only tools, the plan tools and todo_write, and "
+            f"{call.name!r} can change things"
+        )
+    return PermissionDecision.ask(f"{call.name!r} can change things and needs your approval")

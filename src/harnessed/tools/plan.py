@@ -1,0 +1,132 @@
+"""Plan mode tools: ``plan_enter``, ``plan_write`` and ``plan_exit``.
+
+In plan mode the agent explores with read-only tools, writes its plan to ``plans/PLAN.md``
+(through the workspace filesystem, so any backend works) and keeps its task list; every other
+tool is blocked until the user approves the plan. ``plan_exit`` is that approval: its own
+permission check always asks the application (see :func:`plan_exit_check`), and the mode only
+changes when the user says yes. A plan is never approved by the model alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from harnessed.messages import ToolUseBlock
+from harnessed.permissions.rules import PermissionDecision
+from harnessed.state.agent_state import AgentState, PlanState
+from harnessed.tools.base import Tool, ToolError
+from harnessed.tools.context import ToolContext
+from harnessed.tools.decorator import tool
+from harnessed.workspace import Workspace
+from harnessed.workspace.errors import WorkspaceError
+
+__all__ = ["PLAN_PREVIEW_CHARS", "plan_exit_check", "plan_tools"]
+
+PLAN_PREVIEW_CHARS = 20_000
+"""How much of the plan a confirmation request carries for the application's UI."""
+
+
+def _changed(ctx: ToolContext, action: str, **extra: object) -> None:
+    ctx.emit(
+        "plan_changed",
+        {"action": action, "plan": ctx.state.plan.to_dict(), "by": "agent", **extra},
+    )
+
+
+def plan_tools(workspace: Workspace) -> list[Tool]:
+    """The three plan tools, writing the plan into ``workspace``."""
+    plan_file = workspace.PLAN_FILE
+
+    @tool
+    async def plan_enter(ctx: ToolContext) -> str:
+        """Switch to plan mode to investigate and plan before changing anything.
+
+        Use it when the work is large, risky or unclear. In plan mode only read-only tools,
+        the plan tools and todo_write run.
+        """
+        state = ctx.state
+        if state.plan.active:
+            return f"Already in plan mode. The plan file is {state.plan.plan_file or plan_file}."
+        state.set_plan(PlanState(active=True, plan_file=plan_file))
+        _changed(ctx, "enter")
+        return (
+            f"Plan mode is on. Investigate with read-only tools, write the plan with plan_write "
+            f"(it is saved to {plan_file}), keep the task list current with todo_write, then "
+            "call plan_exit to ask the user to approve the plan. Tools that change files or "
+            "run commands are blocked until then."
+        )
+
+    @tool
+    async def plan_write(content: str, ctx: ToolContext) -> str:
+        """Write the plan (the whole text, replacing any earlier version) to the plan file.
+
+        Args:
+            content: The plan in markdown: the goal, the steps, the files involved and how
+                the result will be checked.
+        """
+        if not content.strip():
+            raise ToolError("the plan is blank; write the whole plan as markdown")
+        try:
+            await workspace.fs.write_text(plan_file, content)
+        except (WorkspaceError, OSError, ValueError) as exc:
+            raise ToolError(f"could not write the plan to {plan_file}: {exc}") from exc
+        state = ctx.state
+        if state.plan.plan_file != plan_file:
+            state.set_plan(PlanState(active=state.plan.active, plan_file=plan_file))
+        digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+        _changed(ctx, "write", chars=len(content), sha256=digest)
+        lines = content.count("\n") + 1
+        follow = " Call plan_exit when it is ready for approval." if state.plan.active else ""
+        return f"Plan saved to {plan_file} ({lines} lines).{follow}"
+
+    @tool
+    async def plan_exit(ctx: ToolContext) -> str:
+        """Ask the user to approve the plan and leave plan mode.
+
+        Write the plan with plan_write first. If the user approves, you are back in build mode
+        and should carry out the plan; if not, revise it.
+        """
+        state = ctx.state
+        if not state.plan.active:
+            raise ToolError("not in plan mode; there is nothing to approve")
+        if not await workspace.fs.exists(plan_file):
+            raise ToolError(f"there is no plan yet: write it to {plan_file} with plan_write first")
+        state.set_plan(PlanState(active=False, plan_file=plan_file))
+        _changed(ctx, "exit", approved=True)
+        return (
+            f"The user approved the plan. You are in build mode now: carry out the plan in "
+            f"{plan_file} and keep the task list current."
+        )
+
+    return [plan_enter, plan_write, plan_exit]
+
+
+def plan_exit_check(workspace: Workspace) -> _PlanExitCheck:
+    """``plan_exit``'s own permission check: ask the user to approve the written plan."""
+    return _PlanExitCheck(workspace)
+
+
+class _PlanExitCheck:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    async def __call__(self, call: ToolUseBlock, state: AgentState) -> PermissionDecision | None:
+        plan_file = self.workspace.PLAN_FILE
+        if not state.plan.active:
+            return None  # the tool reports "not in plan mode"
+        try:
+            plan = await self.workspace.fs.read_text(plan_file)
+        except (WorkspaceError, OSError, ValueError, UnicodeDecodeError):
+            return None  # the tool reports that there is no plan yet
+        return PermissionDecision.ask(
+            f"approve the plan in {plan_file} and let the agent start working on it",
+            details={
+                "plan_file": plan_file,
+                "plan": plan[:PLAN_PREVIEW_CHARS],
+                "truncated": len(plan) > PLAN_PREVIEW_CHARS,
+            },
+            declined_message=(
+                "The user did not approve the plan, so you are still in plan mode. Ask what "
+                "to change or revise the plan with plan_write, then call plan_exit again."
+            ),
+        )
