@@ -165,9 +165,11 @@ async def maintain(
     runtime: RuntimeContext,
     emit: Emit,
 ) -> MaintenanceResult:
-    """Archive old ledgers, then consolidate; records ``now`` as the last maintenance."""
+    """Archive old ledgers, then consolidate; records ``now`` as the last maintenance when
+    there was something to do (a scope without memory files gets none written)."""
     archived = await ledger.archive_before(today - timedelta(days=config.archive_after_days))
     result = None
+    worked = bool(archived)
     try:
         if config.consolidate:
             result = await consolidate(
@@ -178,7 +180,12 @@ async def maintain(
                 runtime=runtime,
                 emit=emit,
             )
+            worked = worked or result.status == "merged"
+    except BaseException:
+        worked = True  # an attempt counts: the next one waits for the interval
+        raise
     finally:
-        state = await ledger.state()
-        await ledger.save_state(replace(state, maintained_at=now))
+        if worked:
+            state = await ledger.state()
+            await ledger.save_state(replace(state, maintained_at=now))
     return MaintenanceResult(tuple(archived), result)
