@@ -29,6 +29,7 @@ from harnessed.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from harnessed.memory import MemoryConfig
 from harnessed.messages import (
     ImageBlock,
     Msg,
@@ -63,6 +64,7 @@ __all__ = [
     "HarnessAgent",
     "ImageBlock",
     "MaxItersEvent",
+    "MemoryConfig",
     "ModelCallEndEvent",
     "ModelCallStartEvent",
     "ModelError",

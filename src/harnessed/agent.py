@@ -15,6 +15,7 @@ import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
 from harnessed.context.compiler import ContextCompiler
+from harnessed.context.hooks import MemoryFlusher
 from harnessed.context.manifest import ContextManifest
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.seam import PrepareInfo, RequestPreparer
@@ -233,7 +234,7 @@ class HarnessAgent:
         )
 
     @property
-    def memory_flusher(self) -> MemoryManager | None:
+    def memory_flusher(self) -> MemoryFlusher | None:
         """The flusher compaction awaits before summarizing (``None`` when turned off)."""
         if self.memory is None or not self.memory.config.flush_before_compaction:
             return None

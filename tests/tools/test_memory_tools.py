@@ -135,3 +135,29 @@ async def test_save_appends_to_todays_ledger_and_is_searchable(workspace: Path) 
 async def test_save_refuses_blank_content(workspace: Path) -> None:
     (result,) = await run_tools(workspace, ALICE, call("memory_save", content=" - \n "))
     assert result.is_error and "needs some text" in result.content
+
+
+async def test_a_global_scope_uses_the_classic_layout(tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("- Shared fact.\n")
+    agent = HarnessAgent(
+        "mem",
+        ScriptedModel(
+            [
+                call("memory_save", content="A global note."),
+                call("memory_search", query="note"),
+                "ok",
+            ]
+        ),
+        workspace=tmp_path,
+        isolation_scope="global",
+        memory=MemoryConfig(timezone="UTC"),
+    )
+    assert agent.memory is not None
+    agent.memory.clock = Clock()
+    results = [
+        e.result async for e in agent.stream_events("go", ALICE) if isinstance(e, ToolResultEvent)
+    ]
+    await agent.close()
+    assert results[0].content == "Saved to memory/2025-03-14.md."
+    assert "memory/2025-03-14.md#4: - A global note." in results[1].content
+    assert (tmp_path / "memory" / "2025-03-14.md").is_file()

@@ -82,6 +82,8 @@ class ScanSearchIndex:
                 if item is None:
                     continue
                 role, text, name = item
+                if text.isascii() and not _may_match(text.lower(), wanted, match):
+                    continue  # cheap rejection before splitting the text into words
                 text_words = words(text)
                 if not matches(text_words, wanted, match):
                     continue
@@ -97,3 +99,10 @@ class ScanSearchIndex:
 
     async def close(self) -> None:
         return None
+
+
+def _may_match(lowered: str, wanted: Sequence[str], match: MatchMode) -> bool:
+    """False when the text cannot match (a query word is not even a substring)."""
+    if match == "any":
+        return any(w in lowered for w in wanted)
+    return all(w in lowered for w in wanted)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal, Protocol, TypeAlias, get_args, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
-from harnessed.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from harnessed.messages import Msg
 from harnessed.session.record import RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
 
@@ -164,32 +164,44 @@ def matches(text_words: Sequence[str], wanted: Sequence[str], match: MatchMode) 
 
 def message_text(message: Msg) -> str:
     """The searchable text of a message: text, tool results and tool calls (no thinking)."""
+    return _dict_text(message.to_dict().get("content") or ())
+
+
+def _dict_text(blocks: Any) -> str:
     parts: list[str] = []
-    for block in message.content:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ToolResultBlock):
-            parts.append(block.content)
-        elif isinstance(block, ToolUseBlock):
-            arguments = json.dumps(dict(block.input), ensure_ascii=False)
-            parts.append(f"{block.name} {arguments}")
+    for block in blocks:
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text") or ""))
+        elif kind == "tool_result":
+            parts.append(str(block.get("content") or ""))
+        elif kind == "tool_use":
+            arguments = json.dumps(dict(block.get("input") or {}), ensure_ascii=False)
+            parts.append(f"{block.get('name')} {arguments}")
     return "\n".join(p for p in parts if p)
 
 
 def indexable(record: SessionRecord) -> tuple[str, str, str | None] | None:
-    """``(role, text, tool name)`` of a searchable record, ``None`` for anything else."""
+    """``(role, text, tool name)`` of a searchable record, ``None`` for anything else.
+
+    Reads the logged message data directly (no :class:`Msg` is built: indexing and scanning
+    call this for every record).
+    """
     if record.type != RecordType.MESSAGE:
         return None
-    try:
-        message = record.message
-    except (ValueError, KeyError, TypeError):
+    data = record.payload.get("message")
+    if not isinstance(data, Mapping):
         return None
-    if message is None:
+    content = data.get("content")
+    if not isinstance(content, list | tuple):
         return None
-    text = message_text(message)
+    text = _dict_text(content)
     if not text.strip():
         return None
-    return message.role, text, message.name
+    name = data.get("name")
+    return str(data.get("role")), text, name if isinstance(name, str) else None
 
 
 def timestamp_micros(timestamp: str) -> int:
