@@ -207,3 +207,24 @@ def test_flush_before_compaction_can_be_turned_off(tmp_path: Path) -> None:
     assert agent.memory is not None and agent.memory_flusher is None
     assert HarnessAgent("x", ScriptedModel(), workspace=tmp_path, memory=False).memory is None
     assert HarnessAgent("x", ScriptedModel()).memory is None  # no workspace, no memory
+
+
+async def test_a_slow_flush_never_holds_up_memory_save(tmp_path: Path) -> None:
+    gate = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        await gate.wait()
+        return "- Falcon ships on 2025-04-01.\n- The user saved a note already."
+
+    agent = memory_agent(tmp_path, ScriptedModel(responder=slow))
+    assert agent.memory is not None
+    flushing = asyncio.ensure_future(
+        agent.memory.flush_messages([Msg.user("Falcon ships April 1st")], CTX)
+    )
+    await asyncio.sleep(0.05)
+    path = await asyncio.wait_for(agent.memory.save(CTX, "The user saved a note already."), 1)
+    gate.set()
+    result = await flushing
+    assert result.facts == ("Falcon ships on 2025-04-01.",)  # the saved note is not repeated
+    text = (tmp_path / path).read_text()
+    assert text.count("The user saved a note already.") == 1 and "Falcon ships" in text

@@ -68,6 +68,7 @@ async def test_the_log_keeps_what_eviction_and_compaction_took_away(tmp_path: Pa
             "The report is in.",
             call("session_search", query="needle 4242"),
             call("session_history", last_n=50),
+            call("session_search", query="fetch the nightly report"),
             "Found it.",
         ]
     )
@@ -79,10 +80,12 @@ async def test_the_log_keeps_what_eviction_and_compaction_took_away(tmp_path: Pa
     state = await agent.load_state(ctx)
     assert all(NEEDLE not in m.text for m in state.history)  # the working history lost it
 
-    search, history = await tool_results(agent, "What did the report say about the needle?", ctx)
+    search, history, earlier = await tool_results(
+        agent, "What did the report say about the needle?", ctx
+    )
     state = await agent.load_state(ctx)
     assert state.history[0].text == "Summary: a report was fetched."  # compacted
-    assert all("Please fetch the nightly report" not in m.text for m in state.history)
+    assert all(m.text != "Please fetch the nightly report" for m in state.history)
     sent = model.requests[3]  # the request that received the search result
     assert all(BIG not in m.text for m in sent.messages)
 
@@ -95,6 +98,8 @@ async def test_the_log_keeps_what_eviction_and_compaction_took_away(tmp_path: Pa
     assert BIG in history.content  # the full original output
     assert "Please fetch the nightly report" in history.content  # summarized away, still here
     assert "→ call fetch_report {}" in history.content
+    assert "s1#2 [" in earlier.content  # the summarized first message, found by its words
+    assert "user]: Please fetch the nightly report" in earlier.content
 
 
 async def test_history_pages_back_with_before_seq(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ naming the time, the session and the reason; an answer without new bullets write
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -83,11 +84,13 @@ async def run_flush(
     now: datetime,
     reason: str,
     emit: Emit,
+    write_lock: Callable[[], AbstractAsyncContextManager[None]],
     run_cache: MutableMapping[str, Any] | None = None,
 ) -> FlushResult:
     """Ask for the facts of ``messages`` and append them to ``now``'s ledger.
 
-    The caller holds the scope's write lock. Errors propagate (the caller records them).
+    ``write_lock`` serializes the append with the scope's other ledger writers (facts another
+    flush wrote meanwhile are dropped again). Errors propagate (the caller records them).
     """
     window = flush_window(messages, config.flush_window_tokens, estimator)
     conversation = transcript(window)
@@ -116,6 +119,10 @@ async def run_flush(
     facts = parse_facts(answer, [*known_parts, today_text])
     if not facts:
         return FlushResult("nothing")
-    heading = f"{now:%H:%M} · session {runtime.session} · {reason}"
-    path = await ledger.append(day, heading, facts)
+    async with write_lock():  # only the append waits for other writers, never the model
+        facts = parse_facts("\n".join(f"- {f}" for f in facts), [await ledger.read(today_path)])
+        if not facts:
+            return FlushResult("nothing")
+        heading = f"{now:%H:%M} · session {runtime.session} · {reason}"
+        path = await ledger.append(day, heading, facts)
     return FlushResult("written", tuple(facts), path)

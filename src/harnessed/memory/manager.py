@@ -7,8 +7,10 @@ replaces the queued messages), throttled by ``MemoryConfig.flush_after_call``, f
 maintenance when it is due. Background errors are logged and recorded, never raised into a
 call; :meth:`wait_idle` (called by ``agent.close()``) waits until all of it is done.
 
-Writes to one scope's memory files are serialized, so flushes of several sessions of one user
-never interleave their ledger entries.
+Appends to one scope's ledger are serialized (only the append: a flush's model call never holds
+up a ``memory_save``), so flushes of several sessions of one user never interleave their
+entries; consolidation and maintenance take a second lock of their own. Ledger appends and a
+consolidation may overlap safely: consolidation moves the watermark only past the text it read.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class _Lane:
     task: asyncio.Task[None] | None = None
     queued: list[Msg] | None = None
     queued_ctx: RuntimeContext | None = None
+    maintain: bool = False
 
 
 @dataclass(slots=True)
@@ -152,19 +155,19 @@ class MemoryManager:
         ledger = self.ledger(runtime.user_id, runtime.session)
         send: Emit = emit or (lambda name, data: None)
         try:
-            async with self._writes.hold(ledger.place.ledger_dir):
-                result = await run_flush(
-                    messages,
-                    ledger=ledger,
-                    aux=self.aux,
-                    config=self.config,
-                    estimator=self.estimator,
-                    runtime=runtime,
-                    now=self._now(),
-                    reason=reason,
-                    emit=send,
-                    run_cache=run_cache,
-                )
+            result = await run_flush(
+                messages,
+                ledger=ledger,
+                aux=self.aux,
+                config=self.config,
+                estimator=self.estimator,
+                runtime=runtime,
+                now=self._now(),
+                reason=reason,
+                emit=send,
+                write_lock=lambda: self._writes.hold(ledger.place.ledger_dir, "ledger"),
+                run_cache=run_cache,
+            )
         except Exception as exc:
             logger.warning(
                 "memory flush (%s) of session %s failed; nothing was written",
@@ -186,12 +189,13 @@ class MemoryManager:
             return
         lane = self._lanes.get(key)
         if lane is not None and lane.task is not None and not lane.task.done():
+            lane.maintain = lane.maintain or maintenance
             if messages is not None:  # one flush queued, reading everything not yet read
                 seen = {m.id for m in lane.queued or []}
                 lane.queued = [*(lane.queued or []), *(m for m in messages if m.id not in seen)]
                 lane.queued_ctx = runtime
             return
-        lane = self._lanes[key] = _Lane()
+        lane = self._lanes[key] = _Lane(maintain=maintenance)
         task = asyncio.get_running_loop().create_task(
             self._run_lane(key, lane, runtime, messages), name=f"memory:{runtime.session}"
         )
@@ -241,7 +245,7 @@ class MemoryManager:
                 await self._guarded(runtime, "flush", flushing, recorder)
                 messages, lane.queued = lane.queued, None
                 runtime = lane.queued_ctx or runtime
-            if self.config.maintenance_interval_minutes is not None:
+            if lane.maintain:
                 recorder = _Recorder()
                 await self._guarded(
                     runtime, "maintenance", self.maintain(runtime, emit=recorder), recorder
@@ -296,7 +300,7 @@ class MemoryManager:
         """
         runtime = self._runtime(ctx)
         ledger = self.ledger(runtime.user_id, runtime.session)
-        async with self._writes.hold(ledger.place.ledger_dir):
+        async with self._writes.hold(ledger.place.ledger_dir, "curated"):
             return await consolidate(
                 ledger,
                 aux=self.aux,
@@ -314,7 +318,7 @@ class MemoryManager:
         runtime = self._runtime(ctx)
         ledger = self.ledger(runtime.user_id, runtime.session)
         now = self._now()
-        async with self._writes.hold(ledger.place.ledger_dir):
+        async with self._writes.hold(ledger.place.ledger_dir, "curated"):
             minutes = self.config.maintenance_interval_minutes or 0.0
             state = await ledger.state()
             if not force and now.timestamp() - state.maintained_at < minutes * 60:
@@ -356,7 +360,7 @@ class MemoryManager:
         runtime = self._runtime(ctx)
         ledger = self.ledger(runtime.user_id, runtime.session)
         now = self._now()
-        async with self._writes.hold(ledger.place.ledger_dir):
+        async with self._writes.hold(ledger.place.ledger_dir, "ledger"):
             heading = f"{now:%H:%M} · session {runtime.session} · saved"
             return await ledger.append(now.date(), heading, facts)
 

@@ -50,9 +50,11 @@ class _Log:
     segments: list[str] = field(default_factory=list)
     """Segment paths already parsed, in order."""
 
-    @property
-    def last_seq(self) -> int:
-        return max((r.seq for r in self.records), default=0)
+    last_seq: int = 0
+
+    def add(self, records: list[SessionRecord]) -> None:
+        self.records.extend(records)
+        self.last_seq = max([self.last_seq, *(r.seq for r in records)])
 
 
 class FilesystemSessionLogStore:
@@ -111,12 +113,13 @@ class FilesystemSessionLogStore:
             self._logs[key] = entry
         if size != entry.base_size:
             data = await fs.read(path) if size else b""
-            entry.records = _parse(data, path)
+            entry.records, entry.last_seq = [], 0
+            entry.add(_parse(data, path))
             entry.base_size = len(data)
             entry.base_torn = bool(data) and not data.endswith(b"\n")
             entry.segments = []
         for segment in segments[len(entry.segments) :]:
-            entry.records.extend(_parse(await fs.read(segment), segment))
+            entry.add(_parse(await fs.read(segment), segment))
             entry.segments.append(segment)
         return entry
 
@@ -137,7 +140,7 @@ class FilesystemSessionLogStore:
             else:
                 entry.base_size += len((fence + body).encode("utf-8"))
                 entry.base_torn = False
-            entry.records.extend(stored)
+            entry.add(stored)
             return stored
 
     # ----------------------------------------------------------------- read
