@@ -177,10 +177,14 @@ class HarnessAgent:
         self.tool_guard = tool_guard
         self._locks = SessionLocks()
         # --- session search and long-term memory (issue 5) ---
-        store = session_store or default_session_store(self.workspace)
-        self.session_store = IndexedSessionLogStore(
-            store, search_index or default_search_index(self.workspace, store)
-        )
+        store = default_session_store(self.workspace) if session_store is None else session_store
+        if isinstance(store, IndexedSessionLogStore):
+            if search_index is not None:
+                raise ValueError("pass search_index or an already indexed session_store, not both")
+            self.session_store = store
+        else:
+            index = search_index or default_search_index(self.workspace, store)
+            self.session_store = IndexedSessionLogStore(store, index)
         self.memory: MemoryManager | None = self._make_memory(memory)
         if memory_tools and self.workspace is not None:
             extra = make_session_tools(self.session_store)

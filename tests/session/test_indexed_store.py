@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessed import Msg
+from harnessed import HarnessAgent, Msg, RuntimeContext
+from harnessed.models import ScriptedModel
 from harnessed.session import (
     IndexedSessionLogStore,
     InMemorySessionLogStore,
@@ -135,3 +136,20 @@ async def test_rebuild_every_user_needs_a_store_that_lists_users(tmp_path: Path)
     with pytest.raises(TypeError, match="cannot list users"):
         await bare.rebuild("agent")
     await log.close()
+
+
+async def test_an_agent_takes_any_store_and_index(tmp_path: Path) -> None:
+    store = InMemorySessionLogStore()
+    index = SqliteSearchIndex(tmp_path / "index")
+    agent = HarnessAgent(
+        "a", ScriptedModel(["pong"]), workspace=tmp_path, session_store=store, search_index=index
+    )
+    assert agent.session_store.store is store and agent.session_store.index is index
+    await agent.call("ping kappa", RuntimeContext("u", "s"))
+    assert [h.text for h in await agent.session_search("kappa", "u")] == ["ping kappa"]
+    assert (tmp_path / "index" / "a" / "sessions" / "u" / "index.sqlite3").is_file()
+    ready = IndexedSessionLogStore(InMemorySessionLogStore(), SqliteSearchIndex(tmp_path / "x"))
+    assert HarnessAgent("b", ScriptedModel(), session_store=ready).session_store is ready
+    with pytest.raises(ValueError, match="not both"):
+        HarnessAgent("b", ScriptedModel(), session_store=ready, search_index=index)
+    await agent.close()
