@@ -54,3 +54,15 @@ def test_reindex_with_tantivy(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert (tmp_path / "agents/bot/sessions/alice/index.tantivy").is_dir()
     assert main(["search", "dentist", *base, "--user", "bob"]) == 0
     assert "Remind me about the dentist" in capsys.readouterr().out
+
+
+def test_reindex_can_switch_the_tokenizer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(record(tmp_path))  # indexed with the default word tokenizer
+    base = ["--workspace", str(tmp_path), "--agent", "bot", "--tokenizer", "trigram"]
+    assert main(["search", "voic", *base, "--user", "alice"]) == 2  # the index does not fit
+    assert "trigram" in capsys.readouterr().out
+    assert main(["reindex", *base]) == 0
+    assert main(["search", "voic", *base, "--user", "alice"]) == 0  # part of "invoice"
+    assert "Was the invoice for ACME paid?" in capsys.readouterr().out

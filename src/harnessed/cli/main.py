@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     reindex.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
     reindex.add_argument("--user", default=None, help="only this user (default: every user)")
     reindex.add_argument("--backend", choices=("sqlite", "tantivy"), default="sqlite")
+    reindex.add_argument(
+        "--tokenizer", default=None, help="SQLite FTS5 tokenizer, e.g. trigram (default: words)"
+    )
 
     search = sub.add_parser("search", help="search the messages of a user's sessions")
     search.add_argument("query", help="words to look for")
@@ -75,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--match", choices=("phrase", "all", "any"), default="phrase")
     search.add_argument("--limit", type=int, default=10, help="most hits (default: 10)")
     search.add_argument("--backend", choices=("sqlite", "tantivy"), default="sqlite")
+    search.add_argument("--tokenizer", default=None, help="as given to reindex")
 
     demo = sub.add_parser("demo", help="a scripted agent fixes a bug with real tools (no API key)")
     demo.add_argument("--workspace", default=None, help="directory for the demo (default: temp)")
@@ -159,7 +163,7 @@ def _sessions(args: argparse.Namespace, console: Console) -> int:
         console.print("[red]--limit must be between 1 and 200[/]")
         return 2
     try:
-        log = open_log(root, args.backend)
+        log = open_log(root, args.backend, args.tokenizer)
     except ImportError as exc:
         console.print(f"[red]{exc}[/]")
         return 2

@@ -16,18 +16,20 @@ from rich.markup import escape
 from harnessed.session.indexed import IndexedSessionLogStore
 from harnessed.session.jsonl import JsonlSessionLogStore
 from harnessed.session.search import MatchMode, SearchIndex, snippet
-from harnessed.session.sqlite_index import SqliteSearchIndex
+from harnessed.session.sqlite_index import DEFAULT_TOKENIZER, SqliteSearchIndex
 from harnessed.session.tantivy_index import TantivySearchIndex
 from harnessed.workspace.layout import Workspace
 
 __all__ = ["open_log", "reindex", "search"]
 
 
-def open_log(workspace: Path, backend: str) -> IndexedSessionLogStore:
+def open_log(workspace: Path, backend: str, tokenizer: str | None = None) -> IndexedSessionLogStore:
     """The indexed session log of a local workspace with the chosen index backend."""
     root = workspace.resolve() / Workspace.AGENTS_DIR
     index: SearchIndex = (
-        TantivySearchIndex(root) if backend == "tantivy" else SqliteSearchIndex(root)
+        TantivySearchIndex(root)
+        if backend == "tantivy"
+        else SqliteSearchIndex(root, tokenizer=tokenizer or DEFAULT_TOKENIZER)
     )
     return IndexedSessionLogStore(JsonlSessionLogStore(root), index)
 

@@ -37,7 +37,7 @@ from harnessed.session.search import (
 from harnessed.session.store import SessionLogStore
 from harnessed.workspace.paths import encode_part
 
-__all__ = ["INDEX_FILE", "SqliteSearchIndex", "fts_query"]
+__all__ = ["DEFAULT_TOKENIZER", "INDEX_FILE", "SqliteSearchIndex", "fts_query"]
 
 logger = logging.getLogger(__name__)
 
@@ -174,6 +174,14 @@ class SqliteSearchIndex:
             victim.close()
         return db
 
+    def _discard(self, path: Path) -> None:
+        with self._lock:
+            db = self._dbs.pop(path, None)
+        if db is not None:
+            db.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+
     def _use(self, path: Path, work: Callable[[sqlite3.Connection], T]) -> T:
         while True:
             db = self._open(path)
@@ -213,7 +221,14 @@ class SqliteSearchIndex:
         return found is not None
 
     async def rebuild(self, store: SessionLogStore, agent_id: str, user_id: str) -> int:
-        await self._run(agent_id, user_id, _clear)
+        """Index the user's sessions again. A database that cannot be opened as this index
+        (another tokenizer, a damaged file) is replaced."""
+        try:
+            await self._run(agent_id, user_id, _clear)
+        except (ValueError, sqlite3.DatabaseError) as exc:
+            logger.warning("replacing the search index of user %s: %s", user_id, exc)
+            await asyncio.to_thread(self._discard, self.path_for(agent_id, user_id))
+            await self._run(agent_id, user_id, _clear)
         total = 0
         for info in await store.sessions(agent_id, user_id):
             key = SessionKey(agent_id, user_id, info.session_id)
