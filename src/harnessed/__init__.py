@@ -36,6 +36,7 @@ from harnessed.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from harnessed.memory import MemoryConfig
 from harnessed.messages import (
     ImageBlock,
     Msg,
@@ -87,6 +88,7 @@ __all__ = [
     "HarnessAgent",
     "ImageBlock",
     "MaxItersEvent",
+    "MemoryConfig",
     "ModelCallEndEvent",
     "ModelCallStartEvent",
     "ModelError",

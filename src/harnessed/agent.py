@@ -40,6 +40,7 @@ from harnessed.events import (
     Event,
 )
 from harnessed.loop import AgentRun
+from harnessed.memory import AuxiliaryModel, MemoryConfig, MemoryManager
 from harnessed.messages import Msg
 from harnessed.models.base import (
     Model,
@@ -54,19 +55,22 @@ from harnessed.permissions import (
 )
 from harnessed.runtime import RuntimeContext, SessionLocks
 from harnessed.session import (
-    InMemorySessionLogStore,
-    JsonlSessionLogStore,
+    IndexedSessionLogStore,
     RecordType,
     SessionInfo,
     SessionKey,
     SessionLogStore,
     SessionRecord,
 )
+from harnessed.session.defaults import default_search_index, default_session_store
+from harnessed.session.search import MatchMode, SearchHit, SearchIndex, SearchOrder
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.store import AgentStateStore, InMemoryStateStore, JsonFileStateStore
 from harnessed.state.task import TaskContractConfig
 from harnessed.tools.base import Tool
 from harnessed.tools.files import file_tools as make_file_tools
+from harnessed.tools.memory import memory_tools as make_memory_tools
+from harnessed.tools.session import session_tools as make_session_tools
 from harnessed.tools.shell import ShellConfig, shell_tools
 from harnessed.tools.toolkit import ToolGuard, Toolkit
 from harnessed.workspace import Filesystem, IsolationScope, Workspace
@@ -105,7 +109,14 @@ class HarnessAgent(SessionControls):
         state_store: Where :class:`AgentState` is kept (default: JSON files in the workspace,
             or memory when there is no workspace).
         session_store: Where the append-only session log is kept (default: JSONL files in the
-            workspace under ``agents/``, or memory when there is no workspace).
+            workspace under ``agents/``; segment files for memory and object-store workspaces;
+            memory when there is no workspace).
+        search_index: The full-text index of the session log (default: SQLite FTS5 beside
+            the logs of a local workspace, else scanning the logs).
+        memory: Long-term memory (needs a workspace): ``True`` (default) for
+            :class:`MemoryConfig` defaults, a :class:`MemoryConfig`, or ``False`` for none.
+        memory_tools: Register the memory and session tools when there is a workspace
+            (default on).
         max_iters: The most model requests one call may make (default 10).
         max_output_tokens: Limit on generated tokens per request (default: the model's).
         prepare: The step that turns state into each model request (the context compiler).
@@ -160,6 +171,9 @@ class HarnessAgent(SessionControls):
         permission_rules: Sequence[PermissionRule] = (),
         permission_checks: Mapping[str, ToolPermissionCheck] | None = None,
         confirmation_timeout: float | None = None,
+        search_index: SearchIndex | None = None,
+        memory: MemoryConfig | bool = True,
+        memory_tools: bool = True,
     ) -> None:
         if (
             not isinstance(name, str)
@@ -193,13 +207,6 @@ class HarnessAgent(SessionControls):
                 else InMemoryStateStore()
             )
         self.state_store = state_store
-        if session_store is None:
-            session_store = (
-                JsonlSessionLogStore(local_root / "agents")
-                if local_root is not None
-                else InMemorySessionLogStore()
-            )
-        self.session_store = session_store
         self.max_iters = max_iters
         self.max_output_tokens = max_output_tokens
         self.max_context_tokens = max_context_tokens
@@ -209,8 +216,6 @@ class HarnessAgent(SessionControls):
         self.compaction = compaction
         self.tool_result_eviction = tool_result_eviction
         self.prune = prune
-        self.memory_flusher: MemoryFlusher | None = None
-        """Called on the prefix before each summary (set by the memory feature)."""
         transforms = history_transforms(
             agent_name=name,
             workspace=self.workspace,
@@ -233,6 +238,23 @@ class HarnessAgent(SessionControls):
         self.prepare: RequestPreparer = prepare or self.compiler
         self.tool_guard = tool_guard
         self._locks = SessionLocks()
+        # --- session search and long-term memory (issue 5) ---
+        store = default_session_store(self.workspace) if session_store is None else session_store
+        if isinstance(store, IndexedSessionLogStore):
+            if search_index is not None:
+                raise ValueError("pass search_index or an already indexed session_store, not both")
+            self.session_store = store
+        else:
+            index = search_index or default_search_index(self.workspace, store)
+            self.session_store = IndexedSessionLogStore(store, index)
+        self.memory: MemoryManager | None = self._make_memory(memory)
+        self._flusher_override: MemoryFlusher | None = None
+        if memory_tools and self.workspace is not None:
+            extra = make_session_tools(self.session_store)
+            extra += make_memory_tools(self.memory) if self.memory is not None else []
+            for builtin in extra:
+                if builtin.name not in self.toolkit:
+                    self.toolkit.add(builtin)
         # task list, plan mode, task contract and permissions (harnessed.controls)
         self._setup_controls(
             enable_task_list=enable_task_list,
@@ -270,6 +292,40 @@ class HarnessAgent(SessionControls):
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         return self.compiler.last_manifest(self.name, ctx.user_id, ctx.session)
 
+    def _make_memory(self, memory: MemoryConfig | bool) -> MemoryManager | None:
+        if memory is False:
+            return None
+        if self.workspace is None:
+            if isinstance(memory, MemoryConfig):
+                raise ValueError("memory needs a workspace: pass workspace=... to HarnessAgent")
+            return None
+        config = memory if isinstance(memory, MemoryConfig) else MemoryConfig()
+        model = resolve_model(config.model) if config.model is not None else self.model
+        return MemoryManager(
+            self.workspace,
+            agent_name=self.name,
+            aux=AuxiliaryModel(self.name, model, self.compiler),
+            config=config,
+            session_store=self.session_store,
+            estimator=self.compiler.meter.estimator,
+        )
+
+    @property
+    def memory_flusher(self) -> MemoryFlusher | None:
+        """The flusher compaction awaits before summarizing (``None`` when turned off).
+
+        Defaults to the agent's memory; assign another :class:`MemoryFlusher` to replace it.
+        """
+        if self._flusher_override is not None:
+            return self._flusher_override
+        if self.memory is None or not self.memory.config.flush_before_compaction:
+            return None
+        return self.memory
+
+    @memory_flusher.setter
+    def memory_flusher(self, flusher: MemoryFlusher | None) -> None:
+        self._flusher_override = flusher
+
     async def _load_workspace_refs(self, info: PrepareInfo) -> WorkspaceRefs:
         ws = self.workspace
         assert ws is not None
@@ -296,8 +352,20 @@ class HarnessAgent(SessionControls):
         return reply
 
     def call_sync(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
-        """Blocking form of :meth:`call` for scripts (not for use inside an event loop)."""
-        return asyncio.run(self.call(input, ctx))
+        """Blocking form of :meth:`call` for scripts (not for use inside an event loop).
+
+        It also waits for the call's background memory work, which would otherwise end with
+        the event loop.
+        """
+
+        async def settled() -> Msg:
+            try:
+                return await self.call(input, ctx)
+            finally:
+                if self.memory is not None:
+                    await self.memory.wait_idle()
+
+        return asyncio.run(settled())
 
     async def stream_events(
         self,
@@ -323,9 +391,15 @@ class HarnessAgent(SessionControls):
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:
                     yield event
+            if self.memory is not None:  # background flush / maintenance (issue 5)
+                self.memory.after_call(ctx, state.history)
 
     async def close(self) -> None:
-        """Release what the agent holds (the model's HTTP client, if it has one)."""
+        """Wait for background memory work, then release what the agent holds (index files,
+        the model's HTTP client)."""
+        if self.memory is not None:
+            await self.memory.wait_idle()
+        await self.session_store.close()
         closer = getattr(self.model, "aclose", None)
         if closer is not None:
             await closer()
@@ -357,6 +431,27 @@ class HarnessAgent(SessionControls):
     async def sessions(self, user_id: str = "default") -> list[SessionInfo]:
         """The sessions a user has with this agent, most recent first."""
         return await self.session_store.sessions(self.name, user_id)
+
+    async def session_search(
+        self,
+        query: str,
+        user_id: str = "default",
+        *,
+        max_results: int = 10,
+        match: MatchMode = "phrase",
+        order: SearchOrder = "recent",
+        session_id: str | None = None,
+    ) -> list[SearchHit]:
+        """Search the messages of a user's sessions (newest first by default)."""
+        return await self.session_store.search(
+            self.name,
+            user_id,
+            query,
+            max_results=max_results,
+            match=match,
+            order=order,
+            session_id=session_id,
+        )
 
     async def load_state(self, ctx: RuntimeContext | None = None) -> AgentState:
         """The stored state of a session (a fresh one when the session is new)."""

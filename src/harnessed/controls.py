@@ -24,8 +24,8 @@ from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.runtime import RuntimeContext, SessionLocks
+from harnessed.session.indexed import IndexedSessionLogStore
 from harnessed.session.record import RecordType
-from harnessed.session.store import SessionLogStore
 from harnessed.state.agent_state import AgentState, PlanState
 from harnessed.state.editor import StateEditor
 from harnessed.state.store import AgentStateStore
@@ -57,7 +57,7 @@ class SessionControls:
     compiler: ContextCompiler
     workspace: Workspace | None
     state_store: AgentStateStore
-    session_store: SessionLogStore
+    session_store: IndexedSessionLogStore
     _locks: SessionLocks
 
     approval_gate: ApprovalGate

@@ -72,6 +72,7 @@ _HARNESS_RECORDS = {
     "task_changed": RecordType.TASK_CHANGED,
     "plan_changed": RecordType.PLAN_CHANGED,
     "permission_changed": RecordType.PERMISSION_CHANGED,
+    "memory_flush": RecordType.MEMORY_FLUSH,
 }
 
 

@@ -21,6 +21,7 @@ async def run_session(workspace: Path) -> None:
         sys_prompt="You answer briefly.",
         workspace=workspace,
         context_policy=ContextPolicy(max_input_tokens=1_500),
+        memory_tools=False,  # the budget leaves room for the file tools only
     )
     ctx = RuntimeContext("u1", "s1")
     await agent.call("hello", ctx)

@@ -471,7 +471,12 @@ async def test_the_summary_request_is_auxiliary(tmp_path: Path) -> None:
 
     model = ScriptedModel([SUMMARY_1, "ok"])
     agent, _ = await seeded(
-        conversation(5), model, workspace=tmp_path, compaction=BY_MESSAGES, sys_prompt="SYS"
+        conversation(5),
+        model,
+        workspace=tmp_path,
+        compaction=BY_MESSAGES,
+        sys_prompt="SYS",
+        memory=False,  # no memory flush: this test looks at the summary request alone
     )
     agent.add_context_source("ci", status)
     state = await agent.load_state(CTX)

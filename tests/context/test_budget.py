@@ -155,6 +155,7 @@ async def test_memory_is_dropped_before_the_users_request_is_touched(tmp_path: P
         workspace=tmp_path,
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
+        memory_tools=False,
         context_files=["docs/spec.md"],
         max_context_tokens=50_000,
         context_policy=ContextPolicy(max_input_tokens=1_000),
@@ -187,6 +188,7 @@ async def test_memory_goes_before_knowledge(tmp_path: Path) -> None:
         workspace=tmp_path,
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
+        memory_tools=False,
         context_policy=ContextPolicy(max_input_tokens=400),
     )
     await agent.call("hi", CTX)
@@ -218,7 +220,12 @@ async def test_a_selection_policy_can_change_the_drop_order(
         return selection(items) if callable(selection) else []
 
     probe = HarnessAgent(
-        "probe", ScriptedModel(["ok"]), workspace=tmp_path, file_tools=False, shell=False
+        "probe",
+        ScriptedModel(["ok"]),
+        workspace=tmp_path,
+        file_tools=False,
+        shell=False,
+        memory_tools=False,
     )
     await probe.call("hi", CTX)
     full = probe.last_manifest(CTX)
@@ -231,6 +238,7 @@ async def test_a_selection_policy_can_change_the_drop_order(
         workspace=tmp_path,
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
+        memory_tools=False,
         context_policy=ContextPolicy(max_input_tokens=limit, selection_policy=recording),
     )
     await agent.call("hi", CTX)
@@ -256,6 +264,7 @@ async def test_a_selection_policy_naming_a_required_or_system_item_raises(
         workspace=tmp_path,
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
+        memory_tools=False,
         context_files=["docs/spec.md"],
         context_policy=ContextPolicy(selection_policy=lambda items: [named]),
     )
@@ -287,6 +296,7 @@ async def test_drop_order_is_memory_then_knowledge_then_lowest_priority_then_id(
         workspace=tmp_path,
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
+        memory_tools=False,
         context_policy=ContextPolicy(max_input_tokens=400),
     )
     agent.add_context_source("docs", docs)
@@ -350,6 +360,7 @@ async def test_required_material_that_cannot_fit_raises_after_optional_is_droppe
         workspace=tmp_path,
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
+        memory_tools=False,
         context_files=["docs/huge.md"],
         context_policy=ContextPolicy(max_input_tokens=800),
     )
@@ -392,6 +403,7 @@ async def test_compaction_gets_the_budget_left_after_system_state_references_and
         workspace=tmp_path,
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
+        memory_tools=False,
         tools=[lookup],
         sys_prompt="You help.",
     )

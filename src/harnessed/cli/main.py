@@ -1,4 +1,5 @@
-"""``harnessed run`` streams an agent's work; ``harnessed demo`` shows the harness end to end."""
+"""``harnessed run`` streams an agent's work; ``harnessed demo`` shows the harness end to end;
+``inspect``, ``reindex`` and ``search`` look into recorded sessions."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from harnessed.agent import HarnessAgent
 from harnessed.cli.demo import DEMO_TASK, demo_model, write_demo_project
 from harnessed.cli.inspect import inspect_session
 from harnessed.cli.render import EventPrinter
+from harnessed.cli.sessions import open_log, reindex, search
 from harnessed.models.base import Model
 from harnessed.runtime import RuntimeContext
 from harnessed.session import JsonlSessionLogStore, SessionKey
@@ -56,6 +58,27 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--session", default=None, help="session id (default: the agent name)")
     inspect.add_argument("--last", type=int, default=10, help="how many requests (default: 10)")
     inspect.add_argument("--json", action="store_true", help="print the manifests as JSON")
+
+    reindex = sub.add_parser(
+        "reindex", help="rebuild the search index of an agent's session logs from the JSONL files"
+    )
+    reindex.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    reindex.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    reindex.add_argument("--user", default=None, help="only this user (default: every user)")
+    reindex.add_argument("--backend", choices=("sqlite", "tantivy"), default="sqlite")
+    reindex.add_argument(
+        "--tokenizer", default=None, help="SQLite FTS5 tokenizer, e.g. trigram (default: words)"
+    )
+
+    search = sub.add_parser("search", help="search the messages of a user's sessions")
+    search.add_argument("query", help="words to look for")
+    search.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    search.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    search.add_argument("--user", default="default", help="user id (default: default)")
+    search.add_argument("--match", choices=("phrase", "all", "any"), default="phrase")
+    search.add_argument("--limit", type=int, default=10, help="most hits (default: 10)")
+    search.add_argument("--backend", choices=("sqlite", "tantivy"), default="sqlite")
+    search.add_argument("--tokenizer", default=None, help="as given to reindex")
 
     demo = sub.add_parser("demo", help="a scripted agent fixes a bug with real tools (no API key)")
     demo.add_argument("--workspace", default=None, help="directory for the demo (default: temp)")
@@ -131,6 +154,34 @@ def _inspect(args: argparse.Namespace, console: Console) -> int:
     return asyncio.run(inspect_session(store, key, console, last=args.last, as_json=args.json))
 
 
+def _sessions(args: argparse.Namespace, console: Console) -> int:
+    root = Path(args.workspace)
+    if not root.is_dir():
+        console.print(f"[red]no workspace at {root}[/]")
+        return 2
+    if args.command == "search" and not 1 <= args.limit <= 200:
+        console.print("[red]--limit must be between 1 and 200[/]")
+        return 2
+    try:
+        log = open_log(root, args.backend, args.tokenizer)
+    except ImportError as exc:
+        console.print(f"[red]{exc}[/]")
+        return 2
+    if args.command == "reindex":
+        return asyncio.run(reindex(log, args.agent, args.user, console))
+    return asyncio.run(
+        search(
+            log,
+            args.agent,
+            args.user,
+            args.query,
+            limit=args.limit,
+            match=args.match,
+            console=console,
+        )
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console()
@@ -138,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args, console)
     if args.command == "inspect":
         return _inspect(args, console)
+    if args.command in ("reindex", "search"):
+        return _sessions(args, console)
     return _demo(args, console)
 
 

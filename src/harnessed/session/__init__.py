@@ -1,17 +1,34 @@
-"""The session log: an append-only record of everything that happened in a session."""
+"""The session log: an append-only record of everything that happened in a session, and its
+search index."""
 
+from harnessed.session.fs_store import FilesystemSessionLogStore
+from harnessed.session.indexed import IndexedSessionLogStore
 from harnessed.session.jsonl import JsonlSessionLogStore
 from harnessed.session.memory import InMemorySessionLogStore
 from harnessed.session.record import NewRecord, RecordType, SessionKey, SessionRecord
-from harnessed.session.store import SessionInfo, SessionLogStore
+from harnessed.session.scan import ScanSearchIndex
+from harnessed.session.search import MatchMode, SearchHit, SearchIndex, SearchOrder
+from harnessed.session.sqlite_index import SqliteSearchIndex
+from harnessed.session.store import SessionCatalog, SessionInfo, SessionLogStore
+from harnessed.session.tantivy_index import TantivySearchIndex
 
 __all__ = [
+    "FilesystemSessionLogStore",
     "InMemorySessionLogStore",
+    "IndexedSessionLogStore",
     "JsonlSessionLogStore",
+    "MatchMode",
     "NewRecord",
     "RecordType",
+    "ScanSearchIndex",
+    "SearchHit",
+    "SearchIndex",
+    "SearchOrder",
+    "SessionCatalog",
     "SessionInfo",
     "SessionKey",
     "SessionLogStore",
     "SessionRecord",
+    "SqliteSearchIndex",
+    "TantivySearchIndex",
 ]

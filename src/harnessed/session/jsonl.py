@@ -140,6 +140,11 @@ class JsonlSessionLogStore:
         )
         return await asyncio.to_thread(_list_sessions, folder)
 
+    async def users(self, agent_id: str) -> list[str]:
+        """The users who have session logs with ``agent_id``, sorted."""
+        folder = self.root / encode_part(agent_id, "agent id") / "sessions"
+        return await asyncio.to_thread(_list_users, folder)
+
 
 def _list_sessions(folder: Path) -> list[SessionInfo]:
     if not folder.is_dir():
@@ -157,6 +162,12 @@ def _list_sessions(folder: Path) -> list[SessionInfo]:
             )
         )
     return sorted(infos, key=lambda i: (-i.updated_at, i.session_id))
+
+
+def _list_users(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return sorted(unquote(p.name) for p in folder.iterdir() if p.is_dir())
 
 
 def _records(path: Path) -> Iterator[SessionRecord]:

@@ -54,3 +54,6 @@ class InMemorySessionLogStore:
             if k.agent_id == agent_id and k.user_id == user_id
         ]
         return sorted(infos, key=lambda i: (-i.updated_at, i.session_id))
+
+    async def users(self, agent_id: str) -> list[str]:
+        return sorted({k.user_id for k in self._logs if k.agent_id == agent_id})

@@ -26,6 +26,7 @@ class RecordType:
     TASK_CHANGED = "task/changed"
     PLAN_CHANGED = "plan/changed"
     PERMISSION_CHANGED = "permission/changed"
+    MEMORY_FLUSH = "memory/flush"
     ERROR = "error"
 
 

@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 
-__all__ = ["SessionInfo", "SessionLogStore"]
+__all__ = ["SessionCatalog", "SessionInfo", "SessionLogStore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,4 +48,17 @@ class SessionLogStore(Protocol):
 
     async def sessions(self, agent_id: str, user_id: str) -> list[SessionInfo]:
         """The sessions one user has with one agent, most recent first."""
+        ...
+
+
+@runtime_checkable
+class SessionCatalog(Protocol):
+    """Optional: a store that can also list which users have sessions with an agent.
+
+    ``harnessed reindex`` and :func:`~harnessed.session.rebuild_index` use it to rebuild the
+    search index of every user at once.
+    """
+
+    async def users(self, agent_id: str) -> list[str]:
+        """The ids of the users who have at least one session with ``agent_id``, sorted."""
         ...

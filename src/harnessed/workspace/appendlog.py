@@ -34,17 +34,22 @@ class AppendLog:
     def __repr__(self) -> str:
         return f"AppendLog({self.path!r}, segmented={self.segmented})"
 
-    async def append(self, text: str) -> None:
-        """Add ``text`` at the end of the log (nothing is written for an empty string)."""
+    async def append(self, text: str) -> str | None:
+        """Add ``text`` at the end of the log (nothing is written for an empty string).
+
+        Returns the path written: the segment object when segmented, else the log file
+        (``None`` when there was nothing to write).
+        """
         if not text:
-            return
+            return None
         if not self.segmented:
             await self.fs.append_text(self.path, text)
-            return
+            return self.path
         stamp = max(time.time_ns(), self._last_ns + 1)
         self._last_ns = stamp
-        name = f"{stamp:020d}-{secrets.token_hex(4)}.part"
-        await self.fs.write_text(f"{self.segments_dir}/{name}", text)
+        segment = f"{self.segments_dir}/{stamp:020d}-{secrets.token_hex(4)}.part"
+        await self.fs.write_text(segment, text)
+        return segment
 
     async def read_text(self) -> str:
         """The whole log, in append order (``""`` when nothing was written yet)."""

@@ -1,0 +1,122 @@
+"""One memory flush: durable facts of a message window → today's ledger.
+
+The model sees the newest messages (up to ``flush_window_tokens``; summaries left out, since
+their facts were flushed before the messages they replaced), what ``MEMORY.md`` says and what
+today's ledger already noted. Its new bullets are appended to today's ledger under a heading
+naming the time, the session and the reason; an answer without new bullets writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from harnessed.compaction.markers import is_summary
+from harnessed.context.workspace_refs import fit_to_tokens
+from harnessed.memory.auxiliary import AuxiliaryModel, Emit
+from harnessed.memory.config import MemoryConfig
+from harnessed.memory.ledger import Ledger
+from harnessed.memory.prompts import FLUSH_INSTRUCTIONS, flush_prompt, parse_facts, transcript
+from harnessed.messages import Msg
+from harnessed.runtime import RuntimeContext
+from harnessed.tokens import TokenEstimator
+
+__all__ = ["FlushResult", "flush_window", "run_flush"]
+
+FlushStatus = Literal["written", "nothing", "empty", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class FlushResult:
+    """What a flush did: ``written`` facts, ``nothing`` new, ``empty`` (no messages to read,
+    no model call) or ``failed`` (``error`` names the exception; nothing was written)."""
+
+    status: FlushStatus
+    facts: tuple[str, ...] = ()
+    path: str | None = None
+    error: str | None = None
+
+    def payload(self, reason: str, session_id: str) -> dict[str, Any]:
+        return {
+            "reason": reason,
+            "session_id": session_id,
+            "status": self.status,
+            "facts": len(self.facts),
+            "path": self.path,
+            "error_type": self.error,
+        }
+
+
+def flush_window(
+    messages: Sequence[Msg], budget_tokens: int, estimator: TokenEstimator
+) -> list[Msg]:
+    """The newest conversation messages within ``budget_tokens`` (at least one)."""
+    usable = [m for m in messages if m.role != "system" and not is_summary(m) and m.content]
+    window: list[Msg] = []
+    used = 0
+    for message in reversed(usable):
+        cost = estimator.count_message(message)
+        if window and used + cost > budget_tokens:
+            break
+        window.append(message)
+        used += cost
+    window.reverse()
+    return window
+
+
+async def run_flush(
+    messages: Sequence[Msg],
+    *,
+    ledger: Ledger,
+    aux: AuxiliaryModel,
+    config: MemoryConfig,
+    estimator: TokenEstimator,
+    runtime: RuntimeContext,
+    now: datetime,
+    reason: str,
+    emit: Emit,
+    write_lock: Callable[[], AbstractAsyncContextManager[None]],
+    run_cache: MutableMapping[str, Any] | None = None,
+) -> FlushResult:
+    """Ask for the facts of ``messages`` and append them to ``now``'s ledger.
+
+    ``write_lock`` serializes the append with the scope's other ledger writers (facts another
+    flush wrote meanwhile are dropped again). Errors propagate (the caller records them).
+    """
+    window = flush_window(messages, config.flush_window_tokens, estimator)
+    conversation = transcript(window)
+    if not conversation.strip():
+        return FlushResult("empty")
+    budget = config.known_memory_tokens
+    known_parts = []
+    for path in ledger.place.curated_files() if budget else []:
+        text = await ledger.read(path)
+        if text.strip():
+            note = f"[{path} continues; the rest is known too]"
+            known_parts.append(fit_to_tokens(text, budget, estimator, note))
+    day = now.date()
+    today_path = ledger.place.ledger(day)
+    today_text = await ledger.read(today_path) if budget else ""
+    if estimator.count_text(today_text) > budget:
+        today_text = "[earlier entries of today omitted]\n" + today_text[-budget * 3 :]
+    answer = await aux.ask(
+        runtime,
+        FLUSH_INSTRUCTIONS,
+        flush_prompt(conversation, "\n\n".join(known_parts), today_text),
+        max_output_tokens=config.max_output_tokens,
+        emit=emit,
+        run_cache=run_cache,
+    )
+    facts = parse_facts(answer, [*known_parts, today_text])
+    if not facts:
+        return FlushResult("nothing")
+    async with write_lock():  # only the append waits for other writers, never the model
+        facts = parse_facts("\n".join(f"- {f}" for f in facts), [await ledger.read(today_path)])
+        if not facts:
+            return FlushResult("nothing")
+        heading = f"{now:%H:%M} · session {runtime.session} · {reason}"
+        path = await ledger.append(day, heading, facts)
+    return FlushResult("written", tuple(facts), path)

@@ -1,0 +1,126 @@
+"""The wording of memory's model requests, and reading their answers back.
+
+A flush asks for new durable facts as markdown bullets, or the single word NOTHING. Only
+bullet lines are ever written: prose, headings and an answer that means "nothing" write nothing,
+and a bullet that memory already holds word for word is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from harnessed.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+
+__all__ = [
+    "CONSOLIDATE_INSTRUCTIONS",
+    "FLUSH_INSTRUCTIONS",
+    "consolidate_prompt",
+    "flush_prompt",
+    "parse_document",
+    "parse_facts",
+    "transcript",
+]
+
+FLUSH_INSTRUCTIONS = """\
+You maintain the long-term memory of an assistant. From the conversation you are given, pick \
+out the facts that will still matter in future conversations: the user's stated preferences \
+and habits, decisions that were made, commitments and deadlines, names of people, projects, \
+systems and files, important dates, and lasting findings about the work.
+
+Leave out small talk, one-off steps, anything only relevant to the task at hand, guesses, and \
+anything the existing memory already says (even in other words).
+
+Answer with one markdown bullet per fact ("- ..."), each a short, self-contained sentence that \
+makes sense without the conversation. If there is nothing new worth keeping, answer with the \
+single word NOTHING."""
+
+CONSOLIDATE_INSTRUCTIONS = """\
+You curate MEMORY.md, the long-term memory file an assistant reads at the start of every \
+conversation. Merge the new ledger entries into the current file and return the complete new \
+file as markdown.
+
+Keep it organised under short headings, merge duplicates, and when a newer entry contradicts \
+an older one keep the newer fact. Drop what is no longer useful rather than exceed the size \
+limit. Never invent facts. Return only the file's content, with no commentary before or \
+after it."""
+
+_NOTHING = re.compile(
+    r"^(?:nothing|none|n/?a"
+    r"|no (?:new |other |more )?(?:durable |lasting |new )?(?:facts?|information|memories))\b",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(.*\S)\s*$")
+_FENCE = re.compile(r"^```[\w-]*\s*\n(.*?)\n```\s*$", re.DOTALL)
+_TOOL_CHARS = 2_000
+
+
+def transcript(messages: Sequence[Msg]) -> str:
+    """Messages as plain text for a memory request (long tool output shortened)."""
+    lines: list[str] = []
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, TextBlock) and block.text.strip():
+                lines.append(f"{message.role}: {block.text.strip()}")
+            elif isinstance(block, ToolUseBlock):
+                lines.append(f"{message.role} called {block.name} with {dict(block.input)}")
+            elif isinstance(block, ToolResultBlock):
+                content = block.content
+                if len(content) > _TOOL_CHARS:
+                    content = content[:_TOOL_CHARS] + f" … [{len(content) - _TOOL_CHARS} chars]"
+                lines.append(f"tool {block.name or ''} returned: {content}")
+    return "\n\n".join(lines)
+
+
+def flush_prompt(conversation: str, known: str, today_ledger: str) -> str:
+    return (
+        "What memory already holds (do not repeat any of it):\n"
+        f"<memory>\n{known.strip() or '(empty)'}\n</memory>\n\n"
+        "Already noted today:\n"
+        f"<ledger>\n{today_ledger.strip() or '(nothing yet)'}\n</ledger>\n\n"
+        "The conversation:\n"
+        f"<conversation>\n{conversation}\n</conversation>\n\n"
+        "List the new durable facts as bullets, or answer NOTHING."
+    )
+
+
+def consolidate_prompt(current: str, entries: str, max_tokens: int, note: str = "") -> str:
+    return (
+        f"Current MEMORY.md:\n<memory>\n{current.strip() or '(empty)'}\n</memory>\n\n"
+        f"New ledger entries, oldest first:\n<entries>\n{entries.strip()}\n</entries>\n\n"
+        f"Return the new MEMORY.md. It must stay under {max_tokens} tokens."
+        + (f"\n\n{note}" if note else "")
+    )
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".")
+
+
+def parse_facts(answer: str, known: Sequence[str] = ()) -> list[str]:
+    """The new facts of a flush answer: its bullet lines, minus those memory already holds.
+
+    An answer without bullets (NOTHING, an apology, prose) gives no facts; so does a bullet
+    that only says there is nothing new.
+    """
+    already = {_normal(b) for k in known for b in _bullets(k)}
+    facts: list[str] = []
+    for fact in _bullets(answer):
+        key = _normal(fact)
+        if key and key not in already and not _NOTHING.match(key):
+            already.add(key)
+            facts.append(fact)
+    return facts
+
+
+def _bullets(text: str) -> list[str]:
+    return [m[1] for m in (_BULLET.match(line) for line in text.splitlines()) if m]
+
+
+def parse_document(answer: str) -> str:
+    """A consolidation answer as a file: an enclosing code fence removed, one final newline."""
+    text = answer.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced[1].strip()
+    return text + "\n" if text else ""

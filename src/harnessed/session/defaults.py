@@ -1,0 +1,34 @@
+"""The session log store and search index an agent uses unless told otherwise.
+
+* local workspace: JSONL files under ``agents/`` and an SQLite FTS5 index beside them;
+* memory or object-store workspace (``memory://``, ``s3://`` …): segment files through the
+  workspace filesystem, searched by scanning (no local file can hold an index);
+* no workspace: process memory, searched by scanning.
+"""
+
+from __future__ import annotations
+
+from harnessed.session.fs_store import FilesystemSessionLogStore
+from harnessed.session.jsonl import JsonlSessionLogStore
+from harnessed.session.memory import InMemorySessionLogStore
+from harnessed.session.scan import ScanSearchIndex
+from harnessed.session.search import SearchIndex
+from harnessed.session.sqlite_index import SqliteSearchIndex
+from harnessed.session.store import SessionLogStore
+from harnessed.workspace.layout import Workspace
+
+__all__ = ["default_search_index", "default_session_store"]
+
+
+def default_session_store(workspace: Workspace | None) -> SessionLogStore:
+    if workspace is None:
+        return InMemorySessionLogStore()
+    if workspace.local_root is not None:
+        return JsonlSessionLogStore(workspace.local_root / Workspace.AGENTS_DIR)
+    return FilesystemSessionLogStore(workspace.fs, Workspace.AGENTS_DIR)
+
+
+def default_search_index(workspace: Workspace | None, store: SessionLogStore) -> SearchIndex:
+    if workspace is not None and workspace.local_root is not None:
+        return SqliteSearchIndex(workspace.local_root / Workspace.AGENTS_DIR)
+    return ScanSearchIndex(store)

@@ -1,0 +1,156 @@
+"""``IndexedSessionLogStore``: any session log store, with a search index kept up to date.
+
+Every append goes to the store first — the log is the truth — and then to the index. An index
+that fails or falls behind never fails an append: the session is remembered as behind and
+caught up from the log before the next search of its user (or by the next append, which
+notices the gap). A user whose index was never built (a workspace from before search existed,
+a deleted index file) is indexed from the log on the first search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from harnessed.runtime import SessionLocks
+from harnessed.session.record import NewRecord, SessionKey, SessionRecord
+from harnessed.session.search import MatchMode, SearchHit, SearchIndex, SearchOrder
+from harnessed.session.store import SessionCatalog, SessionInfo, SessionLogStore
+
+__all__ = ["IndexedSessionLogStore"]
+
+logger = logging.getLogger(__name__)
+
+
+class IndexedSessionLogStore:
+    """A :class:`SessionLogStore` that also maintains ``index`` and answers searches."""
+
+    def __init__(self, store: SessionLogStore, index: SearchIndex) -> None:
+        if isinstance(store, IndexedSessionLogStore):
+            raise TypeError("the store is already indexed; pass its .store instead")
+        self.store = store
+        self.index = index
+        self._behind: set[SessionKey] = set()
+        self._builds = SessionLocks()
+
+    def __repr__(self) -> str:
+        return f"IndexedSessionLogStore({self.store!r}, {self.index!r})"
+
+    # ------------------------------------------------------------ the store
+    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+        stored = await self.store.append(key, records)
+        if stored:
+            await self._index(key, stored)
+        return stored
+
+    async def read(
+        self,
+        key: SessionKey,
+        *,
+        after_seq: int = 0,
+        types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[SessionRecord]:
+        return await self.store.read(key, after_seq=after_seq, types=types, limit=limit)
+
+    async def tail(
+        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+    ) -> list[SessionRecord]:
+        return await self.store.tail(key, count, types=types)
+
+    async def sessions(self, agent_id: str, user_id: str) -> list[SessionInfo]:
+        return await self.store.sessions(agent_id, user_id)
+
+    async def users(self, agent_id: str) -> list[str]:
+        """The users with sessions (needs a store that is a :class:`SessionCatalog`)."""
+        if not isinstance(self.store, SessionCatalog):
+            raise TypeError(
+                f"{type(self.store).__name__} cannot list users; name the user to reindex"
+            )
+        return await self.store.users(agent_id)
+
+    # ------------------------------------------------------------ indexing
+    async def _index(self, key: SessionKey, stored: Sequence[SessionRecord]) -> None:
+        try:
+            through = await self.index.add(key, stored)
+            if through < stored[-1].seq:  # records another writer appended are missing
+                missing = await self.store.read(key, after_seq=through)
+                through = await self.index.add(key, missing)
+            if through < stored[-1].seq:
+                raise RuntimeError(f"index stopped at seq {through} of {stored[-1].seq}")
+        except asyncio.CancelledError:
+            self._behind.add(key)
+            raise
+        except Exception:
+            self._behind.add(key)
+            logger.warning(
+                "could not index session %s of user %s (the log is complete; the index "
+                "catches up before the next search)",
+                key.session_id,
+                key.user_id,
+                exc_info=True,
+            )
+        else:
+            self._behind.discard(key)
+
+    async def catch_up(self, key: SessionKey) -> int:
+        """Index whatever of the session's log the index does not have yet."""
+        through = await self.index.indexed_through(key)
+        missing = await self.store.read(key, after_seq=through)
+        if missing:
+            through = await self.index.add(key, missing)
+        self._behind.discard(key)
+        return through
+
+    async def _ready(self, agent_id: str, user_id: str) -> None:
+        scope = (agent_id, user_id)
+        async with self._builds.hold(agent_id, user_id):
+            if not await self.index.is_built(agent_id, user_id):
+                count = await self.index.rebuild(self.store, agent_id, user_id)
+                logger.info("indexed %d messages of user %s (agent %s)", count, user_id, agent_id)
+                self._behind = {k for k in self._behind if (k.agent_id, k.user_id) != scope}
+                return
+        for key in [k for k in self._behind if (k.agent_id, k.user_id) == scope]:
+            try:
+                await self.catch_up(key)
+            except Exception:
+                logger.warning("search index still behind for %s", key, exc_info=True)
+
+    # ------------------------------------------------------------ search
+    async def search(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        max_results: int = 10,
+        match: MatchMode = "phrase",
+        order: SearchOrder = "recent",
+        session_id: str | None = None,
+    ) -> list[SearchHit]:
+        """Messages of the user's sessions matching ``query`` (see :class:`SearchIndex`)."""
+        await self._ready(agent_id, user_id)
+        return await self.index.search(
+            agent_id,
+            user_id,
+            query,
+            max_results=max_results,
+            match=match,
+            order=order,
+            session_id=session_id,
+        )
+
+    async def rebuild(self, agent_id: str, user_id: str | None = None) -> int:
+        """Rebuild the index of one user (or of every user) from the log; returns messages."""
+        users = [user_id] if user_id is not None else await self.users(agent_id)
+        total = 0
+        for user in users:
+            scope = (agent_id, user)
+            async with self._builds.hold(agent_id, user):
+                total += await self.index.rebuild(self.store, agent_id, user)
+                self._behind = {k for k in self._behind if (k.agent_id, k.user_id) != scope}
+        return total
+
+    async def close(self) -> None:
+        await self.index.close()

@@ -1,0 +1,353 @@
+"""The default search index: SQLite FTS5 (Python's own ``sqlite3``, no extra dependency).
+
+One database per (agent, user), next to that user's session logs::
+
+    <root>/<agent>/sessions/<user>/index.sqlite3
+
+so one user's search can never read another user's messages, and a user's index stays as
+small as their own history. The row id of a message is its log timestamp in microseconds, so
+"newest first" is the index's natural order: a query stops after ``max_results`` hits however
+common its words are, and a rebuild (which visits sessions in any order) keeps that order.
+Databases run in WAL mode with a busy timeout, so several processes may index and search the
+same user at once. All SQLite work happens in worker threads, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from harnessed.session.record import SessionKey, SessionRecord
+from harnessed.session.search import (
+    MatchMode,
+    SearchHit,
+    SearchOrder,
+    check_search_args,
+    indexable,
+    query_words,
+    timestamp_micros,
+)
+from harnessed.session.store import SessionLogStore
+from harnessed.workspace.paths import encode_part
+
+__all__ = ["DEFAULT_TOKENIZER", "INDEX_FILE", "SqliteSearchIndex", "fts_query"]
+
+logger = logging.getLogger(__name__)
+
+INDEX_FILE = "index.sqlite3"
+DEFAULT_TOKENIZER = "unicode61 remove_diacritics 2"
+_SCHEMA_VERSION = "1"
+_REBUILD_CHUNK = 5_000
+
+T = TypeVar("T")
+
+
+def fts_query(query: str, match: MatchMode) -> str:
+    """The FTS5 query for ``query``: its words quoted, joined as a phrase, AND or OR."""
+    found = query_words(query)  # letters and digits only: nothing to escape
+    if match == "phrase":
+        return '"' + " ".join(found) + '"'
+    return (" AND " if match == "all" else " OR ").join(f'"{w}"' for w in found)
+
+
+class _Db:
+    """One open database and the lock that serializes its use."""
+
+    def __init__(self, path: Path, tokenizer: str) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.closed = False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(
+            path, timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._setup(tokenizer)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _setup(self, tokenizer: str) -> None:
+        conn = self.conn
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS sessions("
+                "session_id TEXT PRIMARY KEY, indexed_seq INTEGER NOT NULL)"
+            )
+            escaped = tokenizer.replace("'", "''")
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5("
+                "text, session_id UNINDEXED, seq UNINDEXED, role UNINDEXED, name UNINDEXED, "
+                f"timestamp UNINDEXED, tokenize='{escaped}')"
+            )
+            stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if not stored:
+                conn.executemany(
+                    "INSERT INTO meta(key, value) VALUES (?, ?)",
+                    [("version", _SCHEMA_VERSION), ("tokenizer", tokenizer)],
+                )
+            elif stored.get("tokenizer") != tokenizer:
+                raise ValueError(
+                    f"the search index {self.path} was built with tokenizer "
+                    f"{stored.get('tokenizer')!r}, not {tokenizer!r}; delete it and run "
+                    "`harnessed reindex` to rebuild it with the new tokenizer"
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                self.conn.close()
+
+
+class SqliteSearchIndex:
+    """Full-text search over session messages with SQLite FTS5.
+
+    Args:
+        root: The directory holding the session logs (a workspace's ``agents`` directory).
+        tokenizer: The FTS5 tokenizer. The default splits on anything but letters and digits
+            and ignores case and accents; ``"trigram"`` finds any substring of three or more
+            characters (useful for Chinese or Japanese text, at about three times the size).
+        max_open: Databases kept open at once (least recently used ones are closed).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        tokenizer: str = DEFAULT_TOKENIZER,
+        max_open: int = 32,
+    ) -> None:
+        if not tokenizer.strip():
+            raise ValueError("SqliteSearchIndex tokenizer must not be blank")
+        if max_open < 1:
+            raise ValueError(f"SqliteSearchIndex max_open must be at least 1, got {max_open}")
+        self.root = Path(root)
+        self.tokenizer = tokenizer
+        self.max_open = max_open
+        self._dbs: OrderedDict[Path, _Db] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SqliteSearchIndex({str(self.root)!r})"
+
+    def path_for(self, agent_id: str, user_id: str) -> Path:
+        """``<root>/<agent>/sessions/<user>/index.sqlite3``."""
+        return (
+            self.root
+            / encode_part(agent_id, "agent id")
+            / "sessions"
+            / encode_part(user_id, "user id")
+            / INDEX_FILE
+        )
+
+    # ------------------------------------------------------------ connections
+    def _open(self, path: Path) -> _Db:
+        with self._lock:
+            db = self._dbs.get(path)
+            if db is not None and not db.closed:
+                self._dbs.move_to_end(path)
+                return db
+            db = _Db(path, self.tokenizer)
+            self._dbs[path] = db
+            victims = []
+            while len(self._dbs) > self.max_open:
+                victims.append(self._dbs.popitem(last=False)[1])
+        for victim in victims:
+            victim.close()
+        return db
+
+    def _discard(self, path: Path) -> None:
+        with self._lock:
+            db = self._dbs.pop(path, None)
+        if db is not None:
+            db.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+    def _use(self, path: Path, work: Callable[[sqlite3.Connection], T]) -> T:
+        while True:
+            db = self._open(path)
+            with db.lock:
+                if db.closed:  # closed by eviction between open and lock: open again
+                    continue
+                return work(db.conn)
+
+    async def _run(self, agent_id: str, user_id: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        path = self.path_for(agent_id, user_id)
+        return await asyncio.to_thread(self._use, path, work)
+
+    # ------------------------------------------------------------------ write
+    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+        if not records:
+            return await self.indexed_through(key)
+        ordered = sorted(records, key=lambda r: r.seq)
+        return await self._run(
+            key.agent_id, key.user_id, lambda conn: _add(conn, key.session_id, ordered)
+        )
+
+    async def indexed_through(self, key: SessionKey) -> int:
+        if not self.path_for(key.agent_id, key.user_id).exists():
+            return 0
+        return await self._run(
+            key.agent_id, key.user_id, lambda conn: _indexed_seq(conn, key.session_id)
+        )
+
+    async def is_built(self, agent_id: str, user_id: str) -> bool:
+        if not self.path_for(agent_id, user_id).exists():
+            return False
+        found = await self._run(
+            agent_id,
+            user_id,
+            lambda conn: conn.execute("SELECT 1 FROM meta WHERE key = 'built'").fetchone(),
+        )
+        return found is not None
+
+    async def rebuild(self, store: SessionLogStore, agent_id: str, user_id: str) -> int:
+        """Index the user's sessions again. A database that cannot be opened as this index
+        (another tokenizer, a damaged file) is replaced."""
+        try:
+            await self._run(agent_id, user_id, _clear)
+        except (ValueError, sqlite3.DatabaseError) as exc:
+            logger.warning("replacing the search index of user %s: %s", user_id, exc)
+            await asyncio.to_thread(self._discard, self.path_for(agent_id, user_id))
+            await self._run(agent_id, user_id, _clear)
+        total = 0
+        for info in await store.sessions(agent_id, user_id):
+            key = SessionKey(agent_id, user_id, info.session_id)
+            records = await store.read(key)
+            total += sum(1 for r in records if indexable(r) is not None)
+            for start in range(0, len(records), _REBUILD_CHUNK):
+                await self.add(key, records[start : start + _REBUILD_CHUNK])
+        await self._run(agent_id, user_id, _mark_built)
+        return total
+
+    # ----------------------------------------------------------------- search
+    async def search(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        max_results: int = 10,
+        match: MatchMode = "phrase",
+        order: SearchOrder = "recent",
+        session_id: str | None = None,
+    ) -> list[SearchHit]:
+        check_search_args(max_results, match, order)
+        expression = fts_query(query, match)
+        if not self.path_for(agent_id, user_id).exists():
+            return []
+        sql = (
+            "SELECT session_id, seq, role, text, timestamp, name FROM messages "
+            "WHERE messages MATCH ?"
+            + (" AND session_id = ?" if session_id is not None else "")
+            + (" ORDER BY rowid DESC" if order == "recent" else " ORDER BY rank")
+            + " LIMIT ?"
+        )
+        params: tuple[object, ...] = (
+            (expression, session_id, max_results)
+            if session_id is not None
+            else (expression, max_results)
+        )
+        rows = await self._run(agent_id, user_id, lambda conn: conn.execute(sql, params).fetchall())
+        return [
+            SearchHit(str(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), r[5]) for r in rows
+        ]
+
+    async def close(self) -> None:
+        with self._lock:
+            dbs = list(self._dbs.values())
+            self._dbs.clear()
+        for db in dbs:
+            await asyncio.to_thread(db.close)
+
+
+# ---------------------------------------------------------------- SQL work
+def _indexed_seq(conn: sqlite3.Connection, session_id: str) -> int:
+    row = conn.execute(
+        "SELECT indexed_seq FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _add(conn: sqlite3.Connection, session_id: str, records: Sequence[SessionRecord]) -> int:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        last = start = _indexed_seq(conn, session_id)
+        for record in records:
+            if record.seq <= last:
+                continue  # already indexed (idempotent)
+            if record.seq != last + 1:
+                break  # a gap: the caller reads the missing records and calls again
+            item = indexable(record)
+            if item is not None:
+                role, text, name = item
+                _insert(conn, session_id, record, role, text, name)
+            last = record.seq
+        if last != start:
+            conn.execute(
+                "INSERT INTO sessions(session_id, indexed_seq) VALUES (?, ?) "
+                "ON CONFLICT(session_id) DO UPDATE SET indexed_seq = excluded.indexed_seq",
+                (session_id, last),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return last
+
+
+def _insert(
+    conn: sqlite3.Connection,
+    session_id: str,
+    record: SessionRecord,
+    role: str,
+    text: str,
+    name: str | None,
+) -> None:
+    rowid = timestamp_micros(record.timestamp)
+    while True:  # row ids are unique: messages logged in the same microsecond move up by one
+        try:
+            conn.execute(
+                "INSERT INTO messages(rowid, text, session_id, seq, role, name, timestamp) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rowid, text, session_id, record.seq, role, name, record.timestamp),
+            )
+            return
+        except sqlite3.IntegrityError:
+            rowid += 1
+
+
+def _clear(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM messages")
+        conn.execute("DELETE FROM sessions")
+        conn.execute("DELETE FROM meta WHERE key = 'built'")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _mark_built(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO messages(messages) VALUES ('optimize')")
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('built', '1')")

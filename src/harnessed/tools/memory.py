@@ -1,0 +1,89 @@
+"""Built-in memory tools: ``memory_search``, ``memory_get`` and ``memory_save``.
+
+They work on the calling user's memory scope (``MEMORY.md``, the shared workspace
+``MEMORY.md`` and the daily ledgers) as placed by the workspace's isolation scope;
+``memory_get`` reads nothing else, and the scope comes from the call's identity, never from the
+model's arguments.
+"""
+
+from __future__ import annotations
+
+from harnessed.memory.lookup import MemoryPathError
+from harnessed.memory.manager import MemoryManager
+from harnessed.tools.base import Tool, ToolError
+from harnessed.tools.context import ToolContext
+from harnessed.tools.decorator import tool
+from harnessed.workspace.errors import WorkspaceError
+
+__all__ = ["MEMORY_TOOL_NAMES", "memory_tools"]
+
+MEMORY_TOOL_NAMES = ("memory_search", "memory_get", "memory_save")
+MAX_MEMORY_RESULTS = 100
+
+
+def memory_tools(memory: MemoryManager) -> list[Tool]:
+    """The three memory tools over ``memory`` (search and get are read-only)."""
+
+    @tool(read_only=True)
+    async def memory_search(ctx: ToolContext, query: str, max_results: int = 20) -> str:
+        """Search long-term memory (MEMORY.md and the daily ledgers in memory/).
+
+        Lines containing every word of the query match, ignoring case; when none do, lines
+        with any of the words are shown. Each result is ``path#line: text``; read around it
+        with memory_get.
+
+        Args:
+            query: Words to look for.
+            max_results: How many lines to return (1-100).
+        """
+        if not 1 <= max_results <= MAX_MEMORY_RESULTS:
+            raise ToolError(
+                f"max_results must be between 1 and {MAX_MEMORY_RESULTS}, got {max_results}"
+            )
+        try:
+            found, every_word = await memory.search(ctx.runtime, query, max_results=max_results)
+        except (ValueError, WorkspaceError) as exc:
+            raise ToolError(str(exc)) from exc
+        if not found:
+            return f"Nothing in memory matches {query!r}."
+        head = (
+            f"{len(found)} line(s) matching {query!r}:"
+            if every_word
+            else f"No line has every word of {query!r}; {len(found)} line(s) with some of them:"
+        )
+        return "\n".join([head, *(str(m) for m in found)])
+
+    @tool(read_only=True)
+    async def memory_get(
+        ctx: ToolContext, path: str, start_line: int = 1, end_line: int | None = None
+    ) -> str:
+        """Read lines of a memory file (a path shown by memory_search), with line numbers.
+
+        Args:
+            path: The memory file, e.g. ``MEMORY.md`` or ``memory/2025-01-31.md``.
+            start_line: First line to show (1-based).
+            end_line: Last line to show (default: up to 500 lines from start_line).
+        """
+        try:
+            return await memory.get(ctx.runtime, path, start_line, end_line)
+        except (MemoryPathError, ValueError, WorkspaceError) as exc:
+            raise ToolError(str(exc)) from exc
+
+    @tool
+    async def memory_save(ctx: ToolContext, content: str) -> str:
+        """Write a fact worth remembering in later conversations to today's memory ledger.
+
+        Use it for durable things: preferences, decisions, commitments, names, dates. Each
+        line becomes one entry. Saved entries are searchable at once and are merged into
+        MEMORY.md by the next consolidation.
+
+        Args:
+            content: The fact(s) to remember, one per line, each understandable on its own.
+        """
+        try:
+            path = await memory.save(ctx.runtime, content)
+        except (ValueError, WorkspaceError) as exc:
+            raise ToolError(str(exc)) from exc
+        return f"Saved to {path}."
+
+    return [memory_search, memory_get, memory_save]

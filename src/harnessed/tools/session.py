@@ -1,0 +1,201 @@
+"""Built-in session tools: ``session_list``, ``session_history`` and ``session_search``.
+
+They read the append-only session log, never the working history, so they return what really
+happened — the full output of a tool result that the context later evicted or pruned, and the
+messages a summary replaced. Every call is scoped to the calling user (``ToolContext.user_id``):
+the user id never comes from the model, so no argument can reach another user's sessions.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Literal
+
+from harnessed.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from harnessed.session.indexed import IndexedSessionLogStore
+from harnessed.session.record import RecordType, SessionKey, SessionRecord
+from harnessed.tools.base import Tool, ToolError
+from harnessed.tools.context import ToolContext
+from harnessed.tools.decorator import tool
+
+__all__ = ["SESSION_TOOL_NAMES", "session_tools"]
+
+SESSION_TOOL_NAMES = ("session_list", "session_history", "session_search")
+MAX_LISTED = 100
+MAX_HISTORY = 200
+MAX_HITS = 50
+_FULL_HIT_CHARS = 1_000
+_SNIPPET_CHARS = 400
+_TITLE_CHARS = 80
+
+
+def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
+    """The three read-only session tools over ``log`` (the agent's session store)."""
+
+    @tool(read_only=True)
+    async def session_list(ctx: ToolContext, limit: int = 20) -> str:
+        """List your earlier sessions with this agent, newest first.
+
+        Each line gives the session id (for session_history and session_search), when it was
+        last written, and how it began.
+
+        Args:
+            limit: How many sessions to show (1-100).
+        """
+        if not 1 <= limit <= MAX_LISTED:
+            raise ToolError(f"limit must be between 1 and {MAX_LISTED}, got {limit}")
+        infos = await log.sessions(ctx.agent_name, ctx.user_id)
+        if not infos:
+            return "There are no recorded sessions yet."
+        lines = [f"{len(infos)} session(s), newest first:"]
+        for info in infos[:limit]:
+            key = SessionKey(ctx.agent_name, ctx.user_id, info.session_id)
+            first = await log.read(key, types=[RecordType.MESSAGE], limit=1)
+            title = _one_line(_record_text(first[0]), _TITLE_CHARS) if first else ""
+            here = " (this session)" if info.session_id == ctx.session_id else ""
+            when = _when(info.updated_at)
+            lines.append(f"- {info.session_id}{here} — last written {when}: {title}")
+        if len(infos) > limit:
+            lines.append(f"[{len(infos) - limit} older session(s) not shown; raise limit]")
+        return "\n".join(lines)
+
+    @tool(read_only=True)
+    async def session_history(
+        ctx: ToolContext,
+        session_id: str | None = None,
+        last_n: int = 20,
+        before_seq: int | None = None,
+    ) -> str:
+        """Read messages of a session exactly as they happened, from the session log.
+
+        Tool output appears in full even where your context shortened, evicted or summarized
+        it. Each message starts with ``#seq``; pass ``before_seq`` to page further back.
+
+        Args:
+            session_id: The session to read (default: this session). See session_list.
+            last_n: How many messages to return (1-200), the newest ones before before_seq.
+            before_seq: Only messages with a sequence number below this one.
+        """
+        if not 1 <= last_n <= MAX_HISTORY:
+            raise ToolError(f"last_n must be between 1 and {MAX_HISTORY}, got {last_n}")
+        if before_seq is not None and before_seq < 1:
+            raise ToolError(f"before_seq must be a positive sequence number, got {before_seq}")
+        sid = session_id or ctx.session_id
+        key = SessionKey(ctx.agent_name, ctx.user_id, sid)
+        records = await log.read(key, types=[RecordType.MESSAGE])
+        if not records:
+            raise ToolError(
+                f"there is no session {sid!r} with messages for you; session_list shows "
+                "your sessions"
+            )
+        earlier = [r for r in records if before_seq is None or r.seq < before_seq]
+        shown = earlier[-last_n:]
+        if not shown:
+            return f"Session {sid} has no messages before #{before_seq}."
+        header = (
+            f"Session {sid}: {len(shown)} of {len(records)} message(s), "
+            f"#{shown[0].seq} to #{shown[-1].seq}, as logged:"
+        )
+        body = [_format_record(r) for r in shown]
+        more = len(earlier) - len(shown)
+        footer = (
+            [f"[{more} earlier message(s): call session_history with before_seq={shown[0].seq}]"]
+            if more > 0
+            else []
+        )
+        return "\n\n".join([header, *body, *footer])
+
+    @tool(read_only=True)
+    async def session_search(
+        ctx: ToolContext,
+        query: str,
+        max_results: int = 10,
+        match: Literal["phrase", "all", "any"] = "phrase",
+        session_id: str | None = None,
+    ) -> str:
+        """Search the messages of your sessions (all of them, or one), newest matches first.
+
+        Words are matched whole, ignoring case and accents. Each hit is shown as
+        ``session#seq``; read it in full with session_history(session_id, before_seq=seq+1,
+        last_n=1).
+
+        Args:
+            query: The words to look for.
+            max_results: How many hits to return (1-50).
+            match: "phrase" (the words next to each other, in order), "all" (every word
+                somewhere in the message) or "any" (at least one word).
+            session_id: Only search this session.
+        """
+        if not 1 <= max_results <= MAX_HITS:
+            raise ToolError(f"max_results must be between 1 and {MAX_HITS}, got {max_results}")
+        try:
+            hits = await log.search(
+                ctx.agent_name,
+                ctx.user_id,
+                query,
+                max_results=max_results,
+                match=match,
+                session_id=session_id,
+            )
+        except (ValueError, TypeError) as exc:
+            raise ToolError(str(exc)) from exc
+        if not hits:
+            scope = f"session {session_id}" if session_id else "your sessions"
+            return f"No message in {scope} matches {query!r} (match={match})."
+        lines = [f"{len(hits)} match(es) for {query!r}, newest first:"]
+        for hit in hits:
+            who = f"{hit.role} {hit.name}" if hit.name else hit.role
+            text = (
+                _one_line(hit.text, _FULL_HIT_CHARS)
+                if len(hit.text) <= _FULL_HIT_CHARS
+                else hit.snippet(query, _SNIPPET_CHARS)
+            )
+            lines.append(f"- {hit.session_id}#{hit.seq} [{hit.timestamp[:19]} {who}]: {text}")
+        return "\n".join(lines)
+
+    return [session_list, session_history, session_search]
+
+
+def _when(epoch: float) -> str:
+    if epoch <= 0:
+        return "at an unknown time"
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _record_text(record: SessionRecord) -> str:
+    message = record.message
+    return message.text if message is not None else ""
+
+
+def _format_record(record: SessionRecord) -> str:
+    message = record.message
+    assert message is not None
+    return f"#{record.seq} [{record.timestamp[:19]}] {_format_message(message)}"
+
+
+def _format_message(message: Msg) -> str:
+    if message.role == "tool":
+        parts = []
+        for result in message.tool_results:
+            status = " (error)" if result.is_error else ""
+            parts.append(
+                f"tool result of {result.name or message.name or 'a tool'} for call "
+                f"{result.tool_use_id}{status}:\n{result.content}"
+            )
+        return "\n".join(parts) or "tool: (empty)"
+    lines = [f"{message.role}:"]
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            lines.append(block.text)
+        elif isinstance(block, ToolUseBlock):
+            arguments = json.dumps(dict(block.input), ensure_ascii=False)
+            lines.append(f"→ call {block.name} {arguments} (id {block.id})")
+        elif isinstance(block, ToolResultBlock):
+            lines.append(block.content)
+    return "\n".join(lines)
