@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
+from harnessed.session.index_files import user_session_file
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 from harnessed.session.store import SessionInfo
 from harnessed.workspace.paths import encode_part
@@ -40,13 +41,8 @@ class JsonlSessionLogStore:
         self._tails: dict[Path, tuple[int, int]] = {}  # path -> (file size, last seq)
 
     def path_for(self, key: SessionKey) -> Path:
-        return (
-            self.root
-            / encode_part(key.agent_id, "agent id")
-            / "sessions"
-            / encode_part(key.user_id, "user id")
-            / f"{encode_part(key.session_id, 'session id')}{_SUFFIX}"
-        )
+        name = f"{encode_part(key.session_id, 'session id')}{_SUFFIX}"
+        return user_session_file(self.root, key.agent_id, key.user_id, name)
 
     # ---------------------------------------------------------------- write
     async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
@@ -132,12 +128,7 @@ class JsonlSessionLogStore:
 
     async def sessions(self, agent_id: str, user_id: str) -> list[SessionInfo]:
         """The user's sessions of this agent, most recently written first."""
-        folder = (
-            self.root
-            / encode_part(agent_id, "agent id")
-            / "sessions"
-            / encode_part(user_id, "user id")
-        )
+        folder = user_session_file(self.root, agent_id, user_id, "")
         return await asyncio.to_thread(_list_sessions, folder)
 
     async def users(self, agent_id: str) -> list[str]:

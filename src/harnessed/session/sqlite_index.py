@@ -19,11 +19,11 @@ import logging
 import os
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from harnessed.session.index_files import HandlePool, rebuild_from_log, user_session_file
 from harnessed.session.record import SessionKey, SessionRecord
 from harnessed.session.search import (
     MatchMode,
@@ -35,7 +35,6 @@ from harnessed.session.search import (
     timestamp_micros,
 )
 from harnessed.session.store import SessionLogStore
-from harnessed.workspace.paths import encode_part
 
 __all__ = ["DEFAULT_TOKENIZER", "INDEX_FILE", "SqliteSearchIndex", "fts_query"]
 
@@ -142,57 +141,23 @@ class SqliteSearchIndex:
         self.root = Path(root)
         self.tokenizer = tokenizer
         self.max_open = max_open
-        self._dbs: OrderedDict[Path, _Db] = OrderedDict()
-        self._lock = threading.Lock()
+        self._pool: HandlePool[_Db] = HandlePool(lambda path: _Db(path, tokenizer), max_open)
 
     def __repr__(self) -> str:
         return f"SqliteSearchIndex({str(self.root)!r})"
 
     def path_for(self, agent_id: str, user_id: str) -> Path:
         """``<root>/<agent>/sessions/<user>/index.sqlite3``."""
-        return (
-            self.root
-            / encode_part(agent_id, "agent id")
-            / "sessions"
-            / encode_part(user_id, "user id")
-            / INDEX_FILE
-        )
-
-    # ------------------------------------------------------------ connections
-    def _open(self, path: Path) -> _Db:
-        with self._lock:
-            db = self._dbs.get(path)
-            if db is not None and not db.closed:
-                self._dbs.move_to_end(path)
-                return db
-            db = _Db(path, self.tokenizer)
-            self._dbs[path] = db
-            victims = []
-            while len(self._dbs) > self.max_open:
-                victims.append(self._dbs.popitem(last=False)[1])
-        for victim in victims:
-            victim.close()
-        return db
+        return user_session_file(self.root, agent_id, user_id, INDEX_FILE)
 
     def _discard(self, path: Path) -> None:
-        with self._lock:
-            db = self._dbs.pop(path, None)
-        if db is not None:
-            db.close()
+        self._pool.discard(path)
         for suffix in ("", "-wal", "-shm", "-journal"):
             path.with_name(path.name + suffix).unlink(missing_ok=True)
 
-    def _use(self, path: Path, work: Callable[[sqlite3.Connection], T]) -> T:
-        while True:
-            db = self._open(path)
-            with db.lock:
-                if db.closed:  # closed by eviction between open and lock: open again
-                    continue
-                return work(db.conn)
-
     async def _run(self, agent_id: str, user_id: str, work: Callable[[sqlite3.Connection], T]) -> T:
         path = self.path_for(agent_id, user_id)
-        return await asyncio.to_thread(self._use, path, work)
+        return await asyncio.to_thread(self._pool.use, path, lambda db: work(db.conn))
 
     # ------------------------------------------------------------------ write
     async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
@@ -229,13 +194,7 @@ class SqliteSearchIndex:
             logger.warning("replacing the search index of user %s: %s", user_id, exc)
             await asyncio.to_thread(self._discard, self.path_for(agent_id, user_id))
             await self._run(agent_id, user_id, _clear)
-        total = 0
-        for info in await store.sessions(agent_id, user_id):
-            key = SessionKey(agent_id, user_id, info.session_id)
-            records = await store.read(key)
-            total += sum(1 for r in records if indexable(r) is not None)
-            for start in range(0, len(records), _REBUILD_CHUNK):
-                await self.add(key, records[start : start + _REBUILD_CHUNK])
+        total = await rebuild_from_log(self.add, store, agent_id, user_id, _REBUILD_CHUNK)
         await self._run(agent_id, user_id, _mark_built)
         return total
 
@@ -273,11 +232,7 @@ class SqliteSearchIndex:
         ]
 
     async def close(self) -> None:
-        with self._lock:
-            dbs = list(self._dbs.values())
-            self._dbs.clear()
-        for db in dbs:
-            await asyncio.to_thread(db.close)
+        await asyncio.to_thread(self._pool.close_all)
 
 
 # ---------------------------------------------------------------- SQL work

@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harnessed.session.index_files import HandlePool, rebuild_from_log, user_session_file
 from harnessed.session.record import SessionKey, SessionRecord
 from harnessed.session.search import (
     MatchMode,
@@ -31,7 +31,6 @@ from harnessed.session.search import (
     timestamp_micros,
 )
 from harnessed.session.store import SessionLogStore
-from harnessed.workspace.paths import encode_part
 
 __all__ = ["TANTIVY_DIR", "TantivySearchIndex"]
 
@@ -127,48 +126,19 @@ class TantivySearchIndex:
         self.root = Path(root)
         self.writer_heap_bytes = writer_heap_bytes
         self.max_open = max_open
-        self._handles: OrderedDict[Path, _Handle] = OrderedDict()
-        self._lock = threading.Lock()
+        self._pool: HandlePool[_Handle] = HandlePool(
+            lambda path: _Handle(path, writer_heap_bytes), max_open
+        )
 
     def __repr__(self) -> str:
         return f"TantivySearchIndex({str(self.root)!r})"
 
     def path_for(self, agent_id: str, user_id: str) -> Path:
         """``<root>/<agent>/sessions/<user>/index.tantivy``."""
-        return (
-            self.root
-            / encode_part(agent_id, "agent id")
-            / "sessions"
-            / encode_part(user_id, "user id")
-            / TANTIVY_DIR
-        )
-
-    # ------------------------------------------------------------ handles
-    def _open(self, path: Path) -> _Handle:
-        with self._lock:
-            handle = self._handles.get(path)
-            if handle is not None and not handle.closed:
-                self._handles.move_to_end(path)
-                return handle
-            handle = _Handle(path, self.writer_heap_bytes)
-            self._handles[path] = handle
-            victims = []
-            while len(self._handles) > self.max_open:
-                victims.append(self._handles.popitem(last=False)[1])
-        for victim in victims:
-            victim.close()
-        return handle
-
-    def _use(self, path: Path, work: Callable[[_Handle], T]) -> T:
-        while True:
-            handle = self._open(path)
-            with handle.lock:
-                if handle.closed:
-                    continue
-                return work(handle)
+        return user_session_file(self.root, agent_id, user_id, TANTIVY_DIR)
 
     async def _run(self, agent_id: str, user_id: str, work: Callable[[_Handle], T]) -> T:
-        return await asyncio.to_thread(self._use, self.path_for(agent_id, user_id), work)
+        return await asyncio.to_thread(self._pool.use, self.path_for(agent_id, user_id), work)
 
     # ------------------------------------------------------------ write
     async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
@@ -189,13 +159,7 @@ class TantivySearchIndex:
 
     async def rebuild(self, store: SessionLogStore, agent_id: str, user_id: str) -> int:
         await self._run(agent_id, user_id, _clear)
-        total = 0
-        for info in await store.sessions(agent_id, user_id):
-            key = SessionKey(agent_id, user_id, info.session_id)
-            records = await store.read(key)
-            total += sum(1 for r in records if indexable(r) is not None)
-            for start in range(0, len(records), _REBUILD_CHUNK):
-                await self.add(key, records[start : start + _REBUILD_CHUNK])
+        total = await rebuild_from_log(self.add, store, agent_id, user_id, _REBUILD_CHUNK)
         await self._run(agent_id, user_id, lambda h: _set_mark(h, "", 1, commit=True))
         return total
 
@@ -250,11 +214,7 @@ class TantivySearchIndex:
         return await self._run(agent_id, user_id, work)
 
     async def close(self) -> None:
-        with self._lock:
-            handles = list(self._handles.values())
-            self._handles.clear()
-        for handle in handles:
-            await asyncio.to_thread(handle.close)
+        await asyncio.to_thread(self._pool.close_all)
 
 
 # ------------------------------------------------------------------ work
