@@ -341,3 +341,27 @@ async def test_openai_model_string_builds_the_adapter(monkeypatch: pytest.Monkey
 def test_call_sync_works_outside_an_event_loop() -> None:
     agent = HarnessAgent("sync", ScriptedModel(["hello"]))
     assert agent.call_sync("hi").text == "hello"
+
+
+async def test_close_releases_every_model_once(tmp_path: Path) -> None:
+    from harnessed import CompactionConfig, MemoryConfig
+
+    closed: list[str] = []
+
+    class Closing(ScriptedModel):
+        async def aclose(self) -> None:
+            closed.append(self.name)
+
+    main, summary, memory = Closing(name="main"), Closing(name="sum"), Closing(name="mem")
+    agent = HarnessAgent(
+        "closer",
+        main,
+        workspace=tmp_path,
+        compaction=CompactionConfig(model=summary),
+        memory=MemoryConfig(model=memory),
+    )
+    assert [m.name for m in agent.models()] == ["main", "sum", "mem"]
+    await agent.close()
+    assert sorted(closed) == ["main", "mem", "sum"]
+    shared = HarnessAgent("shared", Closing(name="one"), workspace=tmp_path / "b")
+    assert [m.name for m in shared.models()] == ["one"]

@@ -394,15 +394,28 @@ class HarnessAgent(SessionControls):
             if self.memory is not None:  # background flush / maintenance (issue 5)
                 self.memory.after_call(ctx, state.history)
 
+    def models(self) -> list[Model]:
+        """Every model the agent calls: its own, the summary model, the memory model."""
+        found: list[Model] = [self.model]
+        compactor = self.compiler.compactor
+        summarizer = getattr(compactor, "summarizer", None)
+        if summarizer is not None and summarizer.model is not None:
+            found.append(summarizer.model)
+        if self.memory is not None:
+            found.append(self.memory.aux.model)
+        unique: dict[int, Model] = {id(m): m for m in found}
+        return list(unique.values())
+
     async def close(self) -> None:
         """Wait for background memory work, then release what the agent holds (index files,
-        the model's HTTP client)."""
+        the HTTP clients of its models)."""
         if self.memory is not None:
             await self.memory.wait_idle()
         await self.session_store.close()
-        closer = getattr(self.model, "aclose", None)
-        if closer is not None:
-            await closer()
+        for model in self.models():
+            closer = getattr(model, "aclose", None)
+            if closer is not None:
+                await closer()
 
     async def __aenter__(self) -> HarnessAgent:
         return self
