@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from harnessed.compaction.config import ToolResultEvictionConfig
@@ -27,6 +28,7 @@ from harnessed.compaction.markers import (
 )
 from harnessed.compaction.prompts import eviction_notice
 from harnessed.context.hooks import HistoryBudget, HistoryOutcome
+from harnessed.context.meter import shared_prefix
 from harnessed.messages import ContentBlock, Msg, ToolResultBlock
 from harnessed.workspace.layout import Workspace
 from harnessed.workspace.paths import encode_part, join
@@ -36,6 +38,7 @@ __all__ = ["OFFLOAD_FAILED_EVENT", "OFFLOAD_TRANSFORM", "ToolResultEvictor"]
 logger = logging.getLogger(__name__)
 
 OFFLOAD_TRANSFORM = "tool_result_offload"
+_SESSIONS_KEPT = 1_024
 OFFLOAD_FAILED_EVENT = "tool_result_offload_failed"
 """Custom event emitted when a large result could not be written (it stays in context)."""
 
@@ -49,6 +52,8 @@ class ToolResultEvictor:
         self.config = config
         self.workspace = workspace
         self.agent_name = agent_name
+        self._checked: OrderedDict[tuple[str, str], list[Msg]] = OrderedDict()
+        """Per (user, session): the leading messages already checked, to skip next time."""
 
     def directory(self, user_id: str, session_id: str) -> str:
         """Where this agent's evicted results go for one user and session (by scope)."""
@@ -63,7 +68,11 @@ class ToolResultEvictor:
         directory: str | None = None
         changed: list[Msg] | None = None
         offloaded = 0
-        for index, message in enumerate(history):
+        session = (runtime.user_id, runtime.session)
+        start = shared_prefix(self._checked.pop(session, []), history)
+        failed_at: int | None = None
+        for index in range(start, len(history)):
+            message = history[index]
             if message.role != "tool" or not has_long_result(message, config.max_result_chars):
                 continue
             done = marks(message, OFFLOAD_KEY)
@@ -86,6 +95,7 @@ class ToolResultEvictor:
                 digest = _digest(block.content)
                 path = await self._write(directory, block, digest, budget)
                 if path is None:
+                    failed_at = index if failed_at is None else failed_at
                     continue
                 blocks[position] = ToolResultBlock(
                     block.tool_use_id,
@@ -106,8 +116,13 @@ class ToolResultEvictor:
             changed[index] = message.replace(
                 content=tuple(blocks), metadata={**message.metadata, OFFLOAD_KEY: new_marks}
             )
+        result = changed if changed is not None else history
+        # Remember what needs no second look (a failed write is tried again next time).
+        self._checked[session] = list(result[: len(result) if failed_at is None else failed_at])
+        while len(self._checked) > _SESSIONS_KEPT:
+            self._checked.popitem(last=False)
         transforms = (OFFLOAD_TRANSFORM,) if offloaded else ()
-        return HistoryOutcome(changed if changed is not None else history, transforms)
+        return HistoryOutcome(result, transforms)
 
     async def _write(
         self, directory: str, block: ToolResultBlock, digest: str, budget: HistoryBudget

@@ -32,10 +32,11 @@ from harnessed.compaction.config import CompactionConfig, PruneConfig
 from harnessed.compaction.cut import cut_for_messages, cut_for_tokens, last_group_start
 from harnessed.compaction.markers import SUMMARY_KEY, SUMMARY_NAME, is_summary
 from harnessed.compaction.prompts import summary_message_text
-from harnessed.compaction.prune import PRUNE_TRANSFORM, prune_tool_output
+from harnessed.compaction.prune import PRUNE_TRANSFORM, PruneMemo, prune_tool_output
 from harnessed.compaction.summarize import Summarizer
 from harnessed.compaction.truncate import TRUNCATE_TRANSFORM, truncate_tool_args
 from harnessed.context.hooks import HistoryBudget, HistoryOutcome, MemoryFlusher
+from harnessed.context.meter import HistoryMemo
 from harnessed.messages import Msg
 
 if TYPE_CHECKING:
@@ -64,20 +65,21 @@ class HistoryCompactor:
         self.compaction = compaction
         self.flusher = flusher
         self.summarizer = Summarizer(compaction, compiler) if compaction is not None else None
-        self._tallies: OrderedDict[tuple[str, ...], _Tally] = OrderedDict()
+        self._memos: OrderedDict[tuple[str, ...], tuple[HistoryMemo, PruneMemo]] = OrderedDict()
 
-    def _tally(self, session: tuple[str, ...]) -> _Tally:
-        """The session's running token count (so an unchanged prefix is not summed again)."""
-        tally = self._tallies.pop(session, None) or _Tally()
-        self._tallies[session] = tally
-        while len(self._tallies) > _SESSIONS_KEPT:
-            self._tallies.popitem(last=False)
-        return tally
+    def _session_memos(self, session: tuple[str, ...]) -> tuple[HistoryMemo, PruneMemo]:
+        """The session's running token count and prunable-token count, so an unchanged
+        prefix of the history is not measured again."""
+        memos = self._memos.pop(session, None) or (HistoryMemo(), PruneMemo())
+        self._memos[session] = memos
+        while len(self._memos) > _SESSIONS_KEPT:
+            self._memos.popitem(last=False)
+        return memos
 
     async def __call__(self, history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
         info = budget.info
         session = (info.agent_name, info.runtime.user_id, info.runtime.session)
-        run = _Run(list(history), budget, self._tally(session))
+        run = _Run(list(history), budget, *self._session_memos(session))
         forced = budget.force and self.compaction is not None
         if self.prune is not None:
             if forced:
@@ -219,38 +221,20 @@ def _represented(message: Msg) -> int:
     return 1
 
 
-class _Tally:
-    """Token total of the last history seen, with running sums to reuse an unchanged prefix."""
-
-    __slots__ = ("cumulative", "messages")
-
-    def __init__(self) -> None:
-        self.messages: list[Msg] = []
-        self.cumulative: list[int] = []
-
-    def total(self, history: Sequence[Msg], count: Callable[[Msg], int]) -> int:
-        previous = self.messages
-        limit = min(len(previous), len(history))
-        shared = 0
-        while shared < limit and previous[shared] is history[shared]:
-            shared += 1
-        cumulative = self.cumulative[:shared]
-        total = cumulative[-1] if cumulative else 0
-        for message in history[shared:]:
-            total += count(message)
-            cumulative.append(total)
-        self.messages = list(history)
-        self.cumulative = cumulative
-        return total
-
-
 class _Run:
     """The history being transformed in one preparation, and the transforms it earned."""
 
-    def __init__(self, history: list[Msg], budget: HistoryBudget, tally: _Tally) -> None:
+    def __init__(
+        self,
+        history: list[Msg],
+        budget: HistoryBudget,
+        tally: HistoryMemo,
+        prunable: PruneMemo,
+    ) -> None:
         self.history = history
         self.budget = budget
         self.tally = tally
+        self.prunable = prunable
         self.transforms: list[str] = []
         self.summarized = False
         self._tokens: int | None = None
@@ -285,6 +269,7 @@ class _Run:
             protect_tokens=protect,
             minimum_tokens=minimum,
             before=before,
+            memo=self.prunable,
         )
         if pruned.results:
             self.update(pruned.history, PRUNE_TRANSFORM)

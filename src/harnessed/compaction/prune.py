@@ -9,6 +9,7 @@ shrinks to the pointer to its file. Excluded tools are neither counted nor prune
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,9 +22,10 @@ from harnessed.compaction.markers import (
     result_tool_name,
 )
 from harnessed.compaction.prompts import eviction_header, prune_marker
+from harnessed.context.meter import HistoryMemo
 from harnessed.messages import ContentBlock, Msg, ToolResultBlock
 
-__all__ = ["PRUNE_TRANSFORM", "Pruned", "prune_tool_output"]
+__all__ = ["PRUNE_TRANSFORM", "PruneMemo", "Pruned", "prune_tool_output"]
 
 PRUNE_TRANSFORM = "tool_output_prune"
 
@@ -43,14 +45,24 @@ def prune_tool_output(
     protect_tokens: int | None = None,
     minimum_tokens: int | None = None,
     before: int | None = None,
+    memo: PruneMemo | None = None,
 ) -> Pruned:
     """Shorten old tool output; ``before`` limits pruning to ``history[:before]``.
 
     ``protect_tokens`` and ``minimum_tokens`` override the config (compaction asks for harder
-    pruning when the history does not fit).
+    pruning when the history does not fit). With a ``memo`` (kept per session), a history
+    that has too little prunable output is recognised by looking only at the protected tail
+    and at the messages added since the last call.
     """
     protect = config.protect_tokens if protect_tokens is None else protect_tokens
     minimum = config.minimum_tokens if minimum_tokens is None else minimum_tokens
+    if (
+        memo is not None
+        and before is None
+        and minimum > 0
+        and _prunable_at_most(history, config, count, protect, memo) < minimum
+    ):
+        return Pruned(history, 0)
     limit = len(history) if before is None else before
     protecting = protect > 0
     protected = 0
@@ -95,6 +107,73 @@ def prune_tool_output(
     for index, positions in victims.items():
         out[index] = _shortened(history[index], positions, config.max_output_chars)
     return Pruned(out, sum(len(p) for p in victims.values()))
+
+
+def _eligible_tokens(message: Msg, config: PruneConfig, count: Callable[[Msg], int]) -> int:
+    """Tokens of ``message``'s results that pruning could shorten once they are old enough."""
+    if message.role != "tool" or not has_long_result(message, config.max_output_chars):
+        return 0
+    results = [
+        block
+        for block in message.content
+        if isinstance(block, ToolResultBlock)
+        and result_tool_name(message, block) not in config.excluded_tools
+    ]
+    if not results:
+        return 0
+    done = marks(message, PRUNED_KEY)
+    total_chars = sum(len(block.content) for block in results) or 1
+    tokens = count(message)
+    return sum(
+        tokens * len(block.content) // total_chars
+        for block in results
+        if len(block.content) > config.max_output_chars and block.tool_use_id not in done
+    )
+
+
+class PruneMemo:
+    """Running sums a session keeps between preparations (see :func:`prune_tool_output`)."""
+
+    __slots__ = ("eligible", "weight")
+
+    def __init__(self) -> None:
+        self.eligible = HistoryMemo()
+        """Tokens pruning could shorten, per message."""
+        self.weight = HistoryMemo()
+        """Tokens of tool output that counts toward the protected tail, per message."""
+
+
+def _weight(message: Msg, config: PruneConfig, count: Callable[[Msg], int]) -> int:
+    if message.role != "tool":
+        return 0
+    for block in message.content:
+        if (
+            isinstance(block, ToolResultBlock)
+            and result_tool_name(message, block) not in config.excluded_tools
+        ):
+            return count(message)
+    return 0
+
+
+def _prunable_at_most(
+    history: Sequence[Msg],
+    config: PruneConfig,
+    count: Callable[[Msg], int],
+    protect: int,
+    memo: PruneMemo,
+) -> int:
+    """An upper bound of what :func:`prune_tool_output` would find prunable.
+
+    Both running sums only measure the messages added since the last call; the message where
+    the protected tail ends is found by bisection and counted whole.
+    """
+    memo.eligible.total(history, lambda m: _eligible_tokens(m, config, count))
+    total = memo.weight.total(history, lambda m: _weight(m, config, count))
+    if total <= protect:
+        return 0
+    boundary = bisect_left(memo.weight.cumulative, total - protect)
+    older = memo.eligible.cumulative[boundary - 1] if boundary > 0 else 0
+    return _eligible_tokens(history[boundary], config, count) + older
 
 
 def _shortened(message: Msg, positions: list[int], keep: int) -> Msg:

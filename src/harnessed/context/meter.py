@@ -12,14 +12,16 @@ import json
 import math
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import compress, count
+from operator import is_not
 from typing import TypeVar
 
 from harnessed.messages import Msg
 from harnessed.models.base import ToolSchema
 from harnessed.tokens import TokenEstimator
 
-__all__ = ["HistoryMemo", "Meter"]
+__all__ = ["HistoryMemo", "Meter", "shared_prefix"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -28,8 +30,21 @@ _MIN_RATIO, _MAX_RATIO = 0.5, 4.0
 _TRACKED = 4_096
 
 
+def shared_prefix(previous: Sequence[Msg], history: Sequence[Msg]) -> int:
+    """How many leading messages two histories share as the *same objects* (messages are
+    immutable, so an unchanged prefix is recognised without comparing content)."""
+    limit = min(len(previous), len(history))
+    # map/compress run in C: a 10,000-message comparison costs tens of microseconds
+    first_different = next(compress(count(), map(is_not, previous, history)), None)
+    return limit if first_different is None else first_different
+
+
 class HistoryMemo:
-    """What was measured of one session's history last time, to measure only what changed."""
+    """A running per-message sum over the last history seen, reused for its unchanged prefix.
+
+    Preparing the next request of a session usually adds a few messages at the end; only
+    those are counted again.
+    """
 
     __slots__ = ("cumulative", "messages", "pairs_checked")
 
@@ -40,13 +55,23 @@ class HistoryMemo:
         """How many leading messages of ``messages`` are known to pair up correctly."""
 
     def shared_prefix(self, history: Sequence[Msg]) -> int:
-        """How many leading messages ``history`` shares (as the same objects) with the last one."""
-        previous = self.messages
-        limit = min(len(previous), len(history))
-        index = 0
-        while index < limit and previous[index] is history[index]:
-            index += 1
-        return index
+        return shared_prefix(self.messages, history)
+
+    def total(self, history: Sequence[Msg], count: Callable[[Msg], int]) -> int:
+        """``sum(count(m) for m in history)``, counting only messages not seen last time.
+
+        Afterwards ``cumulative[i]`` is the sum over ``history[: i + 1]``.
+        """
+        shared = self.shared_prefix(history)
+        cumulative = self.cumulative[:shared]
+        total = cumulative[-1] if cumulative else 0
+        for message in history[shared:]:
+            total += count(message)
+            cumulative.append(total)
+        self.pairs_checked = min(self.pairs_checked, shared)
+        self.messages = list(history)
+        self.cumulative = cumulative
+        return total
 
 
 class Meter:
@@ -73,16 +98,7 @@ class Meter:
 
     def history(self, memo: HistoryMemo, history: Sequence[Msg]) -> int:
         """Total tokens of ``history``, re-measuring only messages not seen last time."""
-        shared = memo.shared_prefix(history)
-        cumulative = memo.cumulative[:shared]
-        total = cumulative[-1] if cumulative else 0
-        for message in history[shared:]:
-            total += self.message(message)
-            cumulative.append(total)
-        memo.pairs_checked = min(memo.pairs_checked, shared)
-        memo.messages = list(history)
-        memo.cumulative = cumulative
-        return total
+        return memo.total(history, self.message)
 
     def text(self, text: str) -> int:
         count = self._texts.get(text)
