@@ -106,12 +106,16 @@ class AgentRun:
             app_guard=agent.tool_guard,
         )
         self.ended: AgentEndEvent | None = None
+        self.summary_error: str | None = None
+        """The last failed compaction of this run (named when overflow recovery fails)."""
         self._work: asyncio.Future[Any] | None = None
 
     # ------------------------------------------------------ events, records
     def emit(self, name: str, data: Mapping[str, Any]) -> None:
         """Queue a custom event (yielded at the next opportunity) and its log record."""
         self.pending.put_nowait(CustomEvent(name=name, data=dict(data), **self.base))
+        if name == "compaction_end" and data.get("status") == "failed":
+            self.summary_error = f"{data.get('error_type')}: {data.get('error')}"
         record_type = _HARNESS_RECORDS.get(name)
         if record_type is not None:
             self.record(record_type, data)
@@ -318,12 +322,15 @@ class AgentRun:
             force_compaction=overflow is not None,
         )
         revision = self.state.history_revision
+        self.summary_error = None
         prepared: list[ModelRequest] = []
         async for event in self._prepare(info, prepared):
             yield event
         request = prepared[0]
         if overflow is not None and self.state.history_revision == revision:
-            raise overflow_not_recovered(overflow, shrunk=False) from overflow
+            raise overflow_not_recovered(
+                overflow, shrunk=False, summary_error=self.summary_error
+            ) from overflow
         await self.flush()
         yield ModelCallStartEvent(
             model_call_id=model_call_id, iteration=iteration, model=agent.model.name, **self.base

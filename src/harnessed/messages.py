@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import Any, Literal, TypeAlias, get_args
 
 __all__ = [
     "INVALID_ARGUMENTS_KEY",
+    "clean_text",
     "ContentBlock",
     "ImageBlock",
     "Msg",
@@ -41,6 +43,21 @@ it into an error tool result that quotes the raw text, so the model can correct 
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES: frozenset[str] = frozenset(get_args(Role))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with UTF-16 surrogates repaired: a split pair becomes its character again and a
+    lone half becomes U+FFFD, so the text can always be written as UTF-8.
+
+    Some gateways split characters outside the BMP into two escaped halves across stream
+    chunks; joined naively they are unencodable and would break logs and state files.
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def new_id(prefix: str = "") -> str:
@@ -288,7 +305,7 @@ class Msg:
         )
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        return clean_text(json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")))
 
     @classmethod
     def from_json(cls, text: str) -> Msg:

@@ -259,9 +259,18 @@ class _Shared:
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """A SeaweedFS S3 server for the whole test session; errors (never skips) if it cannot run."""
     if _Shared.server is None:
-        starting = start_s3_server(tmp_path_factory.mktemp("seaweedfs"))
-        _Shared.server = starting.__enter__()
-        _Shared.manager = starting
+        # A start can lose a race for its randomly chosen ports with another process on the
+        # machine; try again on new ports before giving up (an error, never a skip).
+        for attempt in range(3):
+            starting = start_s3_server(tmp_path_factory.mktemp("seaweedfs"))
+            try:
+                _Shared.server = starting.__enter__()
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+                continue
+            _Shared.manager = starting
+            break
     _Shared.users += 1
     try:
         yield _Shared.server

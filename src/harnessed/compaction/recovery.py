@@ -13,10 +13,19 @@ from harnessed.models.errors import ContextOverflowError
 __all__ = ["overflow_not_recovered"]
 
 
-def overflow_not_recovered(error: ContextOverflowError, *, shrunk: bool) -> ContextOverflowError:
+def overflow_not_recovered(
+    error: ContextOverflowError, *, shrunk: bool, summary_error: str | None = None
+) -> ContextOverflowError:
     """The error for a failed recovery; ``shrunk`` says whether the forced compaction changed
-    the history (and the request was retried) or could not make it any smaller."""
-    if shrunk:
+    the history (and the request was retried) or could not make it any smaller, and
+    ``summary_error`` names the failure of the summary that recovery needed, if it failed."""
+    if summary_error is not None and not shrunk:
+        what = (
+            "overflow recovery was attempted, but the summary it needed failed "
+            f"({summary_error}), so the history could not be made smaller and the request "
+            "was not retried"
+        )
+    elif shrunk:
         what = (
             "the request was still too large for the model after a forced compaction and one "
             "retry (overflow recovery was attempted)"

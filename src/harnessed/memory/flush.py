@@ -24,7 +24,7 @@ from harnessed.messages import Msg
 from harnessed.runtime import RuntimeContext
 from harnessed.tokens import TokenEstimator
 
-__all__ = ["FlushResult", "flush_window", "run_flush"]
+__all__ = ["FlushResult", "flush_window", "flush_windows", "run_flush"]
 
 FlushStatus = Literal["written", "nothing", "empty", "failed"]
 
@@ -50,21 +50,53 @@ class FlushResult:
         }
 
 
+def _usable(messages: Sequence[Msg]) -> list[Msg]:
+    return [m for m in messages if m.role != "system" and not is_summary(m) and m.content]
+
+
+def _cost(message: Msg, estimator: TokenEstimator) -> int:
+    """What the message costs in the flush prompt (its transcript clips long tool output)."""
+    return estimator.count_text(transcript([message]))
+
+
 def flush_window(
     messages: Sequence[Msg], budget_tokens: int, estimator: TokenEstimator
 ) -> list[Msg]:
     """The newest conversation messages within ``budget_tokens`` (at least one)."""
-    usable = [m for m in messages if m.role != "system" and not is_summary(m) and m.content]
     window: list[Msg] = []
     used = 0
-    for message in reversed(usable):
-        cost = estimator.count_message(message)
+    for message in reversed(_usable(messages)):
+        cost = _cost(message, estimator)
         if window and used + cost > budget_tokens:
             break
         window.append(message)
         used += cost
     window.reverse()
     return window
+
+
+def flush_windows(
+    messages: Sequence[Msg], budget_tokens: int, estimator: TokenEstimator
+) -> list[list[Msg]]:
+    """Every conversation message, oldest first, cut into consecutive windows of at most
+    ``budget_tokens`` (a single larger message is a window of its own).
+
+    A compaction flushes the whole prefix this way, so facts from its beginning are not lost
+    behind a few large tool results near its end.
+    """
+    windows: list[list[Msg]] = []
+    current: list[Msg] = []
+    used = 0
+    for message in _usable(messages):
+        cost = _cost(message, estimator)
+        if current and used + cost > budget_tokens:
+            windows.append(current)
+            current, used = [], 0
+        current.append(message)
+        used += cost
+    if current:
+        windows.append(current)
+    return windows
 
 
 async def run_flush(
@@ -75,13 +107,15 @@ async def run_flush(
     config: MemoryConfig,
     estimator: TokenEstimator,
     runtime: RuntimeContext,
-    now: datetime,
+    clock: Callable[[], datetime],
     reason: str,
     emit: Emit,
     write_lock: Callable[[], AbstractAsyncContextManager[None]],
     run_cache: MutableMapping[str, Any] | None = None,
 ) -> FlushResult:
-    """Ask for the facts of ``messages`` and append them to ``now``'s ledger.
+    """Ask for the facts of ``messages`` and append them to the ledger of the day they are
+    written (``clock`` is read again after the model answered, so a flush that spans midnight
+    writes to the new day's ledger, which consolidation has not passed yet).
 
     ``write_lock`` serializes the append with the scope's other ledger writers (facts another
     flush wrote meanwhile are dropped again). Errors propagate (the caller records them).
@@ -97,8 +131,7 @@ async def run_flush(
         if text.strip():
             note = f"[{path} continues; the rest is known too]"
             known_parts.append(fit_to_tokens(text, budget, estimator, note))
-    day = now.date()
-    today_path = ledger.place.ledger(day)
+    today_path = ledger.place.ledger(clock().date())
     today_text = await ledger.read(today_path) if budget else ""
     if estimator.count_text(today_text) > budget:
         today_text = "[earlier entries of today omitted]\n" + today_text[-budget * 3 :]
@@ -114,7 +147,10 @@ async def run_flush(
     if not facts:
         return FlushResult("nothing")
     async with write_lock():  # only the append waits for other writers, never the model
-        facts = parse_facts("\n".join(f"- {f}" for f in facts), [await ledger.read(today_path)])
+        now = clock()
+        day = now.date()
+        current = await ledger.read(ledger.place.ledger(day))
+        facts = parse_facts("\n".join(f"- {f}" for f in facts), [current])
         if not facts:
             return FlushResult("nothing")
         heading = f"{now:%H:%M} · session {runtime.session} · {reason}"

@@ -76,20 +76,25 @@ async def search_memory(
     return loose, False
 
 
-def resolve_memory_path(fs: Filesystem, place: MemoryPlace, path: str) -> str:
-    """The workspace path of a memory file named by ``path``, or :class:`MemoryPathError`."""
+def memory_path_candidates(fs: Filesystem, place: MemoryPlace, path: str) -> list[str]:
+    """The memory files ``path`` may name: the workspace path as written first, then the same
+    path inside the caller's scope (so ``MEMORY.md`` is the shared file when there is one,
+    else the user's own curated memory); raises :class:`MemoryPathError` when it names none."""
     raw = path.strip().replace("\\", "/")
     if not raw:
         raise MemoryPathError("memory_get needs the path of a memory file")
     if ".." in raw.split("/"):
         raise MemoryPathError(f"memory_get does not accept '..' in paths: {path!r}")
+    found: list[str] = []
     for candidate in (raw, join(place.home, raw) if place.home else raw):
         try:
             normal = fs.normalize(candidate)
         except (WorkspaceError, ValueError) as exc:
             raise MemoryPathError(str(exc)) from exc
-        if place.owns(normal):
-            return normal
+        if place.owns(normal) and normal not in found:
+            found.append(normal)
+    if found:
+        return found
     allowed = ", ".join([*place.curated_files(), f"{place.ledger_dir}/*.md"])
     raise MemoryPathError(
         f"{path!r} is not a memory file; memory_get reads only {allowed} "
@@ -105,8 +110,13 @@ async def read_memory(
         raise ValueError(f"start_line must be 1 or more, got {start_line}")
     if end_line is not None and end_line < start_line:
         raise ValueError(f"end_line ({end_line}) must not be before start_line ({start_line})")
-    target = resolve_memory_path(ledger.fs, ledger.place, path)
-    if not await ledger.fs.exists(target):
+    candidates = memory_path_candidates(ledger.fs, ledger.place, path)
+    target = candidates[0]
+    for candidate in candidates:
+        if await ledger.fs.exists(candidate):
+            target = candidate
+            break
+    else:
         raise MemoryPathError(f"{target} does not exist (yet)")
     lines = (await ledger.fs.read_text(target)).splitlines()
     last = len(lines) if end_line is None else min(end_line, len(lines))

@@ -33,7 +33,7 @@ from harnessed.memory.consolidate import (
     consolidate,
     maintain,
 )
-from harnessed.memory.flush import FlushResult, run_flush
+from harnessed.memory.flush import FlushResult, flush_windows, run_flush
 from harnessed.memory.ledger import Ledger, MemoryPlace
 from harnessed.memory.lookup import MemoryMatch, read_memory, search_memory
 from harnessed.messages import Msg
@@ -133,9 +133,16 @@ class MemoryManager:
         """The :class:`MemoryFlusher` hook: flush ``messages`` now (errors are logged)."""
         if reason == "compaction" and not self.config.flush_before_compaction:
             return
-        await self.flush_messages(
-            messages, info.runtime, reason=reason, emit=info.emit, run_cache=info.run_cache
-        )
+        if reason != "compaction":
+            await self.flush_messages(
+                messages, info.runtime, reason=reason, emit=info.emit, run_cache=info.run_cache
+            )
+            return
+        # The whole prefix is about to be summarized: read all of it, oldest first.
+        for window in flush_windows(messages, self.config.flush_window_tokens, self.estimator):
+            await self.flush_messages(
+                window, info.runtime, reason=reason, emit=info.emit, run_cache=info.run_cache
+            )
 
     async def flush_messages(
         self,
@@ -162,7 +169,7 @@ class MemoryManager:
                 config=self.config,
                 estimator=self.estimator,
                 runtime=runtime,
-                now=self._now(),
+                clock=self._now,
                 reason=reason,
                 emit=send,
                 write_lock=lambda: self._writes.hold(ledger.place.ledger_dir, "ledger"),

@@ -25,6 +25,7 @@ from harnessed.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    clean_text,
 )
 from harnessed.models.base import (
     ModelEvent,
@@ -249,7 +250,8 @@ def _convert_messages(messages: Sequence[Msg]) -> tuple[str, list[dict[str, Any]
 def _block_param(block: ContentBlock, role: str) -> dict[str, Any] | None:
     """One content block in API form, or ``None`` when the API has no place for it."""
     if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text} if block.text else None
+        # the API rejects whitespace-only text blocks; such a block carries nothing anyway
+        return {"type": "text", "text": block.text} if block.text.strip() else None
     if role == "assistant":
         if isinstance(block, ThinkingBlock) and block.redacted:
             return {"type": "redacted_thinking", "data": block.redacted}
@@ -383,8 +385,8 @@ class _StreamState:
         partial = self.open.pop(index, None)
         if partial is None:
             return []
-        text = "".join(partial.parts)
-        if partial.kind == "text" and text:
+        text = clean_text("".join(partial.parts))
+        if partial.kind == "text" and text.strip():
             self.done[index] = TextBlock(text)
         elif partial.kind == "thinking":
             self.done[index] = ThinkingBlock(text, signature=partial.signature or None)

@@ -26,6 +26,7 @@ from harnessed.messages import (
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
+    clean_text,
     new_id,
 )
 from harnessed.models.base import (
@@ -192,6 +193,10 @@ class OpenAIChatModel:
             raise _transient(f"malformed event in the model's stream: {exc}") from exc
         if not state.received:
             raise _transient("the server closed the stream without sending any chunk")
+        if state.finish_reason is None:
+            # A clean close before any finish_reason: the answer (or a tool call's arguments)
+            # may be cut off, so it must not pass as a finished reply.
+            raise _transient("the stream ended before the model finished (no finish_reason)")
         for event in state.finish():
             yield event
 
@@ -265,14 +270,16 @@ class _StreamState:
     def finish(self) -> list[ModelEvent]:
         """The tool calls, in index order, followed by the final response."""
         calls = [
-            ToolUseBlock(p.id or new_id("call_"), p.name, _parse_arguments("".join(p.arguments)))
+            ToolUseBlock(
+                p.id or new_id("call_"), p.name, _parse_arguments(clean_text("".join(p.arguments)))
+            )
             for _, p in sorted(self.calls.items())
         ]
         blocks: list[ContentBlock] = []
         if self.thinking:
-            blocks.append(ThinkingBlock("".join(self.thinking)))
+            blocks.append(ThinkingBlock(clean_text("".join(self.thinking))))
         if self.text:
-            blocks.append(TextBlock("".join(self.text)))
+            blocks.append(TextBlock(clean_text("".join(self.text))))
         blocks.extend(calls)
         final = ModelResponse(Msg.assistant(blocks), self.usage, self.finish_reason, self.model)
         return [*(ToolCallReady(call) for call in calls), final]

@@ -32,6 +32,8 @@ class IndexedSessionLogStore:
         self.store = store
         self.index = index
         self._behind: set[SessionKey] = set()
+        self._verified: set[tuple[str, str]] = set()
+        """Users whose every session was compared with the index in this process."""
         self._builds = SessionLocks()
 
     def __repr__(self) -> str:
@@ -110,7 +112,17 @@ class IndexedSessionLogStore:
                 count = await self.index.rebuild(self.store, agent_id, user_id)
                 logger.info("indexed %d messages of user %s (agent %s)", count, user_id, agent_id)
                 self._behind = {k for k in self._behind if (k.agent_id, k.user_id) != scope}
+                self._verified.add(scope)
                 return
+            if scope not in self._verified:
+                # A process that stopped between writing the log and the index (a crash, a
+                # kill) left no note of it: compare every session once per process.
+                for info in await self.store.sessions(agent_id, user_id):
+                    key = SessionKey(agent_id, user_id, info.session_id)
+                    last = await self.store.tail(key, 1)
+                    if last and await self.index.indexed_through(key) < last[-1].seq:
+                        self._behind.add(key)
+                self._verified.add(scope)
         for key in [k for k in self._behind if (k.agent_id, k.user_id) == scope]:
             try:
                 await self.catch_up(key)

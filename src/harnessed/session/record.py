@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from harnessed.messages import Msg, new_id
+from harnessed.messages import Msg, clean_text, new_id
 
 __all__ = ["NewRecord", "RecordType", "SessionKey", "SessionRecord"]
 
@@ -100,7 +100,7 @@ class SessionRecord:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        return clean_text(json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionRecord:

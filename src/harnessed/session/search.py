@@ -124,11 +124,15 @@ def words(text: str) -> list[str]:
     return _WORD.findall(fold(text))
 
 
-def query_words(query: str) -> list[str]:
-    """The words of a query; raises ``ValueError`` when it has none."""
+def query_words(query: str, *, folded: bool = True) -> list[str]:
+    """The words of a query; raises ``ValueError`` when it has none.
+
+    ``folded=False`` keeps each word as typed, for an index whose own tokenizer folds the
+    query exactly as it folded the text (SQLite FTS5).
+    """
     if not isinstance(query, str):
         raise TypeError(f"a search query must be a string, got {type(query).__name__}")
-    found = words(query)
+    found = words(query) if folded else _WORD.findall(query)
     if not found:
         raise ValueError(f"the search query {query!r} has no words to look for (letters or digits)")
     return found
@@ -167,10 +171,14 @@ def message_text(message: Msg) -> str:
     return _dict_text(message.to_dict().get("content") or ())
 
 
+_SEARCH_TOOLS = frozenset({"session_search", "memory_search"})
+"""Searches and their answers are not indexed: a later search would find its own echoes."""
+
+
 def _dict_text(blocks: Any) -> str:
     parts: list[str] = []
     for block in blocks:
-        if not isinstance(block, Mapping):
+        if not isinstance(block, Mapping) or block.get("name") in _SEARCH_TOOLS:
             continue
         kind = block.get("type")
         if kind == "text":

@@ -49,8 +49,13 @@ T = TypeVar("T")
 
 
 def fts_query(query: str, match: MatchMode) -> str:
-    """The FTS5 query for ``query``: its words quoted, joined as a phrase, AND or OR."""
-    found = query_words(query)  # letters and digits only: nothing to escape
+    """The FTS5 query for ``query``: its words quoted, joined as a phrase, AND or OR.
+
+    The words are passed as typed (letters and digits only, so nothing to escape): FTS5 runs
+    them through the same tokenizer as the indexed text, so case and accents are folded the
+    same way on both sides (``Hauptstraße`` finds ``Hauptstraße``, ``café`` finds ``Café``).
+    """
+    found = query_words(query, folded=False)
     if match == "phrase":
         return '"' + " ".join(found) + '"'
     return (" AND " if match == "all" else " OR ").join(f'"{w}"' for w in found)

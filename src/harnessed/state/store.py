@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
+from harnessed.messages import clean_text
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.workspace.paths import encode_part
 
@@ -178,7 +179,7 @@ class JsonFileStateStore:
 
     def _save(self, key: StateKey, expected: int, data: dict[str, Any]) -> None:
         path = self.path_for(key)
-        text = json.dumps(data, ensure_ascii=False, indent=1)
+        text = clean_text(json.dumps(data, ensure_ascii=False, indent=1))
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked(path):
             current = self._read(path)

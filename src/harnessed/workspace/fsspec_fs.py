@@ -128,7 +128,24 @@ class FsspecFilesystem(BaseFilesystem):
             self.fs.pipe_file(full, data)
 
     def _delete(self, rel: str, is_dir: bool) -> None:
-        self.fs.rm(self._full(rel), recursive=is_dir)
+        # fsspec's rm() expands glob characters; a path like "notes/[a].md" or "tmp/*" must
+        # delete exactly that entry, so files go through rm_file and directories are emptied
+        # entry by entry (find() takes the path literally), deepest first.
+        full = self._full(rel)
+        if not is_dir:
+            self.fs.rm_file(full)
+            return
+        entries = self.fs.find(full, withdirs=True, detail=True)
+        for path in sorted(entries, key=len, reverse=True):
+            if path.rstrip("/") == full.rstrip("/"):
+                continue
+            if entries[path].get("type") == "directory":
+                with contextlib.suppress(FileNotFoundError, OSError):
+                    self.fs.rmdir(path)
+            else:
+                self.fs.rm_file(path)
+        with contextlib.suppress(FileNotFoundError, OSError):
+            self.fs.rmdir(full)
 
     def _makedirs(self, rel: str) -> None:
         with contextlib.suppress(FileExistsError):

@@ -202,7 +202,8 @@ def scan_page(
             break
         lines.append(text[:room])
         clipped = True
-        reader.skip_rest_of_line()
+        if not complete:  # the rest of this line is still unread: skip it, not the next line
+            reader.skip_rest_of_line()
         break
 
     more = held_back is not None or not reader.at_end()
