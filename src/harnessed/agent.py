@@ -41,7 +41,7 @@ from harnessed.events import (
 )
 from harnessed.loop import AgentRun
 from harnessed.memory import AuxiliaryModel, MemoryConfig, MemoryManager
-from harnessed.messages import Msg
+from harnessed.messages import Msg, TextBlock
 from harnessed.models.base import (
     Model,
     ModelRequest,
@@ -522,10 +522,19 @@ def _input_messages(input: AgentInput) -> list[Msg]:
         if not input.strip():
             raise ValueError("agent input must not be blank")
         return [Msg.user(input)]
-    if isinstance(input, Msg):
-        return [input]
-    messages = list(input)
+    messages = [input] if isinstance(input, Msg) else list(input)
     for m in messages:
         if not isinstance(m, Msg):
             raise TypeError(f"agent input must be a str, a Msg or a list of Msg, got {m!r}")
+        if m.role == "system":
+            raise ValueError(
+                "agent input must not be a system message: instructions belong in sys_prompt, "
+                "instructions= or add_instruction() (the request has one system message)"
+            )
+        if not m.content or (
+            m.role == "user"
+            and not m.text.strip()
+            and all(isinstance(b, TextBlock) for b in m.content)
+        ):
+            raise ValueError(f"agent input message {m.id} is blank")
     return messages

@@ -331,6 +331,13 @@ class SessionControls:
             # a call of this session is running and waiting for other answers: the stored
             # state cannot hold this request now, and waiting for the lock would wait for ever
             raise ConfirmationError(_unknown(request_id, ctx))
+        if request_id in broker.parking(session):
+            # The running call stopped waiting (confirmation_timeout) and is parking the step;
+            # waiting for its session lock from inside its own stream would never end.
+            raise ConfirmationError(
+                f"confirmation request {request_id!r} timed out while the call was running and "
+                "its step is being parked; answer it again once the call has ended"
+            )
         posted = broker.post(session, request_id, Answer(approved, feedback))
         if posted.consumed.is_set():
             return

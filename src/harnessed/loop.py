@@ -167,6 +167,14 @@ class AgentRun:
                 self.record_messages(*closing)
                 state.append(parked.message, *closing)
                 parked = None
+                # Settle the closed step at once: if this call fails later, a resumed call
+                # must not find the cancelled step still waiting (and run what was approved).
+                await self._commit_step()
+            if not messages and parked is None and not state.history:
+                raise ValueError(
+                    f"nothing to continue: session {self.ctx.session!r} has no history yet; "
+                    "pass the user's input"
+                )
             self.record_messages(*messages)
             await self.flush()
             state.append(*messages)
@@ -215,6 +223,8 @@ class AgentRun:
             if not isinstance(exc, asyncio.CancelledError):
                 yield ErrorEvent(error_type=type(exc).__name__, message=str(exc), **self.base)
             raise
+        finally:
+            self.agent.approval_gate.broker.run_ended(self.approvals.session)
 
     async def _act(
         self, message: Msg, iterations: int, parked: ParkedStep | None = None
@@ -282,6 +292,14 @@ class AgentRun:
             if closed:  # a cancelled run records its end with the failure
                 self.record(RecordType.RUN_END, {"status": "pending"})
             await asyncio.shield(self._commit_step())
+        elif closed:
+            # The consumer stopped reading: whatever already happened (a tool that ran, the
+            # model's message) still belongs in the log, and so does the end of the run.
+            self.record(RecordType.RUN_END, {"status": "closed"})
+            try:
+                await asyncio.shield(self.flush())
+            except Exception:
+                logger.exception("could not log the end of closed run %s", self.run_id)
 
     async def _finish(self, reply: Msg, status: RunStatus, iterations: int) -> AgentEndEvent:
         self.record_messages(reply)

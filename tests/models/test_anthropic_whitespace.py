@@ -33,7 +33,7 @@ def reply(text="\n\n", tool=True):
                 "type": "message",
                 "role": "assistant",
                 "content": [],
-                "model": "claude-sonnet-4-5",
+                "model": "claude-sonnet-4-6",
                 "stop_reason": None,
                 "stop_sequence": None,
                 "usage": {"input_tokens": 3, "output_tokens": 1},
@@ -81,7 +81,7 @@ async def test_whitespace_only_text_is_not_sent(server, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     server.queue(reply("ok", tool=False))
     model = AnthropicModel(
-        "claude-sonnet-4-5", api_key="k", base_url=server.url, retry=RetryPolicy(max_attempts=1)
+        "claude-sonnet-4-6", api_key="k", base_url=server.url, retry=RetryPolicy(max_attempts=1)
     )
     history = (
         Msg.user("list files"),

@@ -51,6 +51,8 @@ class ConfirmationBroker:
     def __init__(self) -> None:
         self._waiters: dict[SessionId, dict[str, _Waiter]] = {}
         self._mailbox: dict[SessionId, dict[str, Posted]] = {}
+        self._parking: dict[SessionId, set[str]] = {}
+        """Requests a live run stopped waiting for and is parking (until the run ends)."""
 
     def open(
         self, session: SessionId, requests: list[PendingConfirmation]
@@ -81,8 +83,17 @@ class ConfirmationBroker:
             waiter = waiting.pop(request_id, None)
             if waiter is not None and not waiter.future.done():
                 waiter.future.cancel()
+                self._parking.setdefault(session, set()).add(request_id)
         if not waiting:
             del self._waiters[session]
+
+    def parking(self, session: SessionId) -> frozenset[str]:
+        """Requests the session's running call gave up waiting for (being parked)."""
+        return frozenset(self._parking.get(session, ()))
+
+    def run_ended(self, session: SessionId) -> None:
+        """The session's call ended: its parked requests are now answered through the state."""
+        self._parking.pop(session, None)
 
     def waiting(self, session: SessionId) -> list[PendingConfirmation]:
         """The requests a live run of the session is waiting for."""

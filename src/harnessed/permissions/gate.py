@@ -125,19 +125,19 @@ class ApprovalGate:
                 review.verdicts[call.id] = Verdict("run")
                 continue
             earlier = parked.for_call(call.id) if parked is not None else None
-            if earlier is not None and earlier.answered:
-                review.verdicts[call.id] = (
-                    Verdict("approved")
-                    if earlier.approved
-                    else Verdict("refused", declined_text(earlier))
-                )
-                continue
+            # Rules and mode are decided first: a deny set after the user approved still wins.
             decision = await evaluate(call, tool, state, settings, self.checks.get(call.name))
             if decision.behavior == "allow":
                 review.verdicts[call.id] = Verdict("run")
             elif decision.behavior == "deny":
                 review.verdicts[call.id] = Verdict(
                     "refused", f"Permission denied: {decision.reason}. The call did not run."
+                )
+            elif earlier is not None and earlier.answered:
+                review.verdicts[call.id] = (
+                    Verdict("approved")
+                    if earlier.approved
+                    else Verdict("refused", declined_text(earlier))
                 )
             elif earlier is not None:
                 review.asks.append(earlier)
@@ -174,11 +174,15 @@ class StepGuard:
         if verdict.kind == "refused":
             return verdict.text
         if verdict.kind == "run":
-            check = self.gate.checks.get(call.name)
-            decision = await check(call, state) if check is not None else None
-            if decision is not None and decision.behavior == "deny":
+            # Decided before the step ran; the state may have changed since (plan mode left,
+            # a tool's own check): decide again with everything, rules and mode included.
+            gate = self.gate
+            decision = await evaluate(
+                call, tool, state, gate.settings(state), gate.checks.get(call.name)
+            )
+            if decision.behavior == "deny":
                 return f"Permission denied: {decision.reason}. The call did not run."
-            if decision is not None and decision.behavior == "ask":
+            if decision.behavior == "ask":
                 return (
                     f"This call now needs the user's approval ({decision.reason}) because the "
                     "state changed earlier in this step; it did not run. Call it again to ask."

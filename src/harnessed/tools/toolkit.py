@@ -126,7 +126,16 @@ class Toolkit:
             )
         context = make_context(call)
         if guard is not None:
-            refusal = await guard(call, tool, context)
+            try:
+                refusal = await guard(call, tool, context)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a broken check refuses this call; the step goes on
+                logger.warning("the permission check of %s raised", call.name, exc_info=True)
+                return _error(
+                    call,
+                    f"Permission check failed: {type(exc).__name__}: {exc}. The call did not run.",
+                )
             if refusal is not None:
                 return _error(call, refusal)
         try:
