@@ -317,3 +317,9 @@ def test_importing_harnessed_does_not_import_tiktoken() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_whitespace_is_never_free() -> None:
+    estimator = ApproxTokenEstimator()
+    assert estimator.count_text(" " * 6_400) >= 100
+    assert estimator.count_text("\t" * 6_400) >= 100

@@ -227,7 +227,9 @@ class ApproxTokenEstimator:
         if not text:
             return 0
         estimate: float = sum(map(operator.mul, _WEIGHTS, _features(text)))
-        return max(1, round(estimate))
+        # Whitespace runs cost little but not nothing (o200k: ~1 token per 128 spaces, per 16
+        # tabs); a floor of one token per 64 characters keeps degenerate text from being free.
+        return max(1, round(estimate), len(text) // 64)
 
     def count_message(self, message: Msg) -> int:
         """Estimated tokens of one message, framing overheads included."""

@@ -14,7 +14,7 @@ import pytest
 
 from harnessed.messages import ToolResultBlock, ToolUseBlock
 from harnessed.runtime import RuntimeContext
-from harnessed.state.agent_state import AgentState
+from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.tools import Tool, ToolContext, Toolkit
 from harnessed.tools.shell import ShellConfig, run_command, shell_tools
 from harnessed.workspace import MemoryFilesystem, Workspace
@@ -221,3 +221,13 @@ def test_needs_a_local_workspace() -> None:
 def test_config_is_validated(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ValueError, match=field):
         ShellConfig(**kwargs)  # type: ignore[arg-type]
+
+
+async def test_nul_bytes_in_output_are_shown_as_a_symbol(tmp_path: Path) -> None:
+    execute = shell_tools(Workspace(tmp_path))[0]
+    toolkit = Toolkit([execute])
+    call = ToolUseBlock("n1", "execute", {"command": "printf 'a\\000b'"})
+    state = AgentState.new(StateKey("a", "u", "s"))
+    context = ToolContext("a", RuntimeContext("u", "s"), state, "n1", Workspace(tmp_path))
+    [result] = await toolkit.run_step([call], lambda c: context)
+    assert "\x00" not in result.content and "a\u2400b" in result.content

@@ -229,7 +229,9 @@ async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None
 
 def format_result(result: CommandResult, *, timeout: float, config: ShellConfig) -> str:
     """The text the model sees: the output, then bracketed notes and the exit status."""
-    parts = [result.output.rstrip("\n") if result.output.strip() else "(no output)"]
+    # NUL bytes are shown as the NUL symbol: they break many stores and mean nothing to a model
+    output = result.output.replace("\x00", "\u2400")
+    parts = [output.rstrip("\n") if output.strip() else "(no output)"]
     if result.truncated:
         parts.append(
             f"[output truncated: {result.total_bytes:,} bytes in total, only the first and "
