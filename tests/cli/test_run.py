@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -95,3 +96,52 @@ def test_run_reports_a_provider_error(
     code = main(["run", "hi", "--model", "openai:gpt-test", "--workspace", str(tmp_path)])
     assert code == 1
     assert "ContextOverflowError" in capsys.readouterr().out
+
+
+def tool_call_reply(command: str) -> Reply:
+    call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "execute", "arguments": json.dumps({"command": command})},
+    }
+    return Reply(
+        sse=[
+            chunk({"role": "assistant", "tool_calls": [call]}),
+            chunk({}, finish="tool_calls"),
+            "data: [DONE]\n\n",
+        ]
+    )
+
+
+@pytest.mark.parametrize("approve", [True, False])
+def test_run_asks_before_a_tool_runs_with_a_permission_mode(
+    approve: bool,
+    http_server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli_main = importlib.import_module("harnessed.cli.main")  # the module, not main()
+    monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    questions: list[str] = []
+
+    def answer(question: str) -> bool:
+        questions.append(question)
+        return approve
+
+    monkeypatch.setattr(cli_main, "ask_user", answer)
+    http_server.queue(
+        tool_call_reply("echo APPROVED-RAN > out.txt"),
+        Reply(sse=[chunk({"content": "Finished."}, finish="stop"), "data: [DONE]\n\n"]),
+    )
+    args = ["--model", "openai:gpt-test", "--workspace", str(tmp_path)]
+    assert main(["run", "write a file", *args, "--permission-mode", "default"]) == 0
+    out = capsys.readouterr().out
+    assert "approval needed" in out and "execute" in out
+    assert questions and questions[0].startswith("Allow execute")
+    assert (tmp_path / "out.txt").exists() is approve
+    result = http_server.requests[1].json()["messages"][-1]
+    assert result["role"] == "tool"
+    assert ("declined" in result["content"].lower()) is not approve

@@ -18,6 +18,7 @@ from harnessed.cli.demo import DEMO_TASK, demo_model, write_demo_project
 from harnessed.cli.inspect import inspect_session
 from harnessed.cli.render import EventPrinter
 from harnessed.cli.sessions import open_log, reindex, search
+from harnessed.events import ConfirmationRequestEvent
 from harnessed.models.base import Model
 from harnessed.runtime import RuntimeContext
 from harnessed.session import JsonlSessionLogStore, SessionKey
@@ -48,6 +49,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--system", default="", help="system prompt")
     run.add_argument("--max-iters", type=int, default=10, help="model requests per call")
     run.add_argument("--no-thinking", action="store_true", help="hide streamed thinking")
+    run.add_argument(
+        "--permission-mode",
+        choices=("default", "accept_edits", "explore", "bypass", "dont_ask"),
+        default=None,
+        help="ask before tools run (default: permissions off); you answer each request here",
+    )
+    run.add_argument("--tasks", action="store_true", help="give the model a task list")
+    run.add_argument("--plan", action="store_true", help="give the model plan mode")
 
     inspect = sub.add_parser(
         "inspect", help="show what the model saw: per-request budget breakdown of a session"
@@ -85,12 +94,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def ask_user(question: str) -> bool:
+    """Ask a yes/no question on the terminal (blocking; run it in a thread)."""
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 async def _stream(
     agent: HarnessAgent, task: str, ctx: RuntimeContext, printer: EventPrinter
 ) -> int:
     try:
         async for event in agent.stream_events(task, ctx):
             printer.handle(event)
+            if isinstance(event, ConfirmationRequestEvent):
+                printer.close()  # no spinner while the user reads and answers
+                approved = await asyncio.to_thread(
+                    ask_user, f"Allow {event.call.name} ({event.reason})?"
+                )
+                await agent.respond(ctx, event.request_id, approved)
     except Exception:  # the error event was printed already
         printer.close()
         return 1
@@ -111,6 +135,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             sys_prompt=args.system,
             workspace=args.workspace,
             max_iters=args.max_iters,
+            permission_mode=args.permission_mode,
+            enable_task_list=args.tasks,
+            enable_plan_mode=args.plan,
         )
     except (ValueError, TypeError, ImportError) as exc:
         console.print(f"[red]cannot start the agent:[/] {exc}")

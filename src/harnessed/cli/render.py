@@ -13,6 +13,7 @@ from rich.status import Status
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
+    ConfirmationRequestEvent,
     CustomEvent,
     ErrorEvent,
     Event,
@@ -124,6 +125,14 @@ class EventPrinter:
         elif isinstance(event, CustomEvent):
             self._print_above_status(
                 f"[magenta]• {escape(event.name)}[/] [dim]{_data(event.data)}[/]"
+            )
+        elif isinstance(event, ConfirmationRequestEvent):
+            self._set_status(None)
+            self._end_text()
+            args = json.dumps(dict(event.call.input), ensure_ascii=False)
+            self.console.print(
+                f"[bold yellow]? approval needed:[/] {escape(event.call.name)} "
+                f"[dim]{escape(_short(args, 200))}[/] — {escape(event.reason)}"
             )
         elif isinstance(event, MaxItersEvent):
             self._end_text()
