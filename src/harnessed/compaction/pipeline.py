@@ -36,7 +36,6 @@ from harnessed.compaction.prune import PRUNE_TRANSFORM, PruneMemo, prune_tool_ou
 from harnessed.compaction.summarize import Summarizer
 from harnessed.compaction.truncate import TRUNCATE_TRANSFORM, truncate_tool_args
 from harnessed.context.hooks import HistoryBudget, HistoryOutcome, MemoryFlusher
-from harnessed.context.meter import HistoryMemo
 from harnessed.messages import Msg
 
 if TYPE_CHECKING:
@@ -65,12 +64,12 @@ class HistoryCompactor:
         self.compaction = compaction
         self.flusher = flusher
         self.summarizer = Summarizer(compaction, compiler) if compaction is not None else None
-        self._memos: OrderedDict[tuple[str, ...], tuple[HistoryMemo, PruneMemo]] = OrderedDict()
+        self._memos: OrderedDict[tuple[str, ...], PruneMemo] = OrderedDict()
 
-    def _session_memos(self, session: tuple[str, ...]) -> tuple[HistoryMemo, PruneMemo]:
-        """The session's running token count and prunable-token count, so an unchanged
-        prefix of the history is not measured again."""
-        memos = self._memos.pop(session, None) or (HistoryMemo(), PruneMemo())
+    def _session_memos(self, session: tuple[str, ...]) -> PruneMemo:
+        """The session's running prunable-token counts, so an unchanged prefix of the history
+        is not scanned again (token totals come from the compiler's memo via the budget)."""
+        memos = self._memos.pop(session, None) or PruneMemo()
         self._memos[session] = memos
         while len(self._memos) > _SESSIONS_KEPT:
             self._memos.popitem(last=False)
@@ -79,7 +78,7 @@ class HistoryCompactor:
     async def __call__(self, history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
         info = budget.info
         session = (info.agent_name, info.runtime.user_id, info.runtime.session)
-        run = _Run(list(history), budget, *self._session_memos(session))
+        run = _Run(list(history), budget, self._session_memos(session))
         forced = budget.force and self.compaction is not None
         if self.prune is not None:
             if forced:
@@ -228,12 +227,10 @@ class _Run:
         self,
         history: list[Msg],
         budget: HistoryBudget,
-        tally: HistoryMemo,
         prunable: PruneMemo,
     ) -> None:
         self.history = history
         self.budget = budget
-        self.tally = tally
         self.prunable = prunable
         self.transforms: list[str] = []
         self.summarized = False
@@ -241,7 +238,7 @@ class _Run:
 
     def tokens(self) -> int:
         if self._tokens is None:
-            self._tokens = self.tally.total(self.history, self.budget.count)
+            self._tokens = self.budget.total(self.history)
         return self._tokens
 
     def last_group_tokens(self) -> int:

@@ -205,7 +205,14 @@ class ContextCompiler:
 
         compacted = await self.compactor(
             history,
-            HistoryBudget(raw_limit - fixed_total, count, info, state, info.force_compaction),
+            HistoryBudget(
+                raw_limit - fixed_total,
+                count,
+                info,
+                state,
+                info.force_compaction,
+                lambda h: self.meter.history(memo, h),
+            ),
         )
         build.transforms.extend(compacted.transforms)
         history = list(compacted.history)

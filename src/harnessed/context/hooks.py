@@ -36,6 +36,15 @@ class HistoryBudget:
     info: PrepareInfo
     state: AgentState
     force: bool = False
+    measure: Callable[[Sequence[Msg]], int] | None = None
+    """Total tokens of a history; the compiler passes one that reuses what it measured for
+    the session already (only messages it has not seen are counted)."""
+
+    def total(self, history: Sequence[Msg]) -> int:
+        """Total tokens of ``history`` with ``measure``, or message by message."""
+        if self.measure is not None:
+            return self.measure(history)
+        return sum(self.count(m) for m in history)
 
 
 @dataclass(frozen=True, slots=True)
