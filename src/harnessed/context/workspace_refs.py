@@ -9,11 +9,12 @@ from typing import Protocol
 
 from harnessed.context.materials import Material
 from harnessed.tokens import TokenEstimator
+from harnessed.workspace.layout import Workspace
 
 __all__ = ["WorkspaceFiles", "WorkspaceRefs", "fit_to_tokens", "load_workspace_refs"]
 
-KNOWLEDGE_DIR = "knowledge"
-KNOWLEDGE_INDEX = "knowledge/KNOWLEDGE.md"
+KNOWLEDGE_DIR = Workspace.KNOWLEDGE_DIR
+KNOWLEDGE_INDEX = f"{KNOWLEDGE_DIR}/KNOWLEDGE.md"
 _LISTED_FILES = 200
 
 
@@ -59,7 +60,7 @@ async def load_workspace_refs(
     estimator: TokenEstimator,
     *,
     max_context_tokens: int = 8_000,
-    memory_files: Sequence[str] = ("MEMORY.md",),
+    memory_files: Sequence[str] = (Workspace.MEMORY_MD,),
     context_files: Sequence[str] = (),
 ) -> WorkspaceRefs:
     """Read AGENTS.md, the MEMORY.md files, knowledge and the extra context files.
@@ -67,7 +68,8 @@ async def load_workspace_refs(
     ``memory_files`` are the shared ``MEMORY.md`` and the one of the isolation scope (a user's
     own memory); they share the ``max_context_tokens`` budget.
     """
-    agents_md = await files.read_text("AGENTS.md") if await files.exists("AGENTS.md") else None
+    agents_path = Workspace.AGENTS_MD
+    agents_md = await files.read_text(agents_path) if await files.exists(agents_path) else None
     materials: list[Material] = []
     present = [p for p in memory_files if await files.exists(p)]
     for path in present:

@@ -27,7 +27,7 @@ from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 from harnessed.session.store import SessionInfo
 from harnessed.workspace.appendlog import SEGMENTS_SUFFIX, AppendLog
 from harnessed.workspace.filesystem import Filesystem
-from harnessed.workspace.paths import encode_part, join
+from harnessed.workspace.paths import encode_part, join, session_dir_parts
 
 __all__ = ["FilesystemSessionLogStore"]
 
@@ -79,12 +79,7 @@ class FilesystemSessionLogStore:
         return f"FilesystemSessionLogStore({self.fs!r}, {self.root!r})"
 
     def _user_dir(self, agent_id: str, user_id: str) -> str:
-        return join(
-            self.root,
-            encode_part(agent_id, "agent id"),
-            "sessions",
-            encode_part(user_id, "user id"),
-        )
+        return join(self.root, *session_dir_parts(agent_id, user_id))
 
     def path_for(self, key: SessionKey) -> str:
         name = encode_part(key.session_id, "session id") + _SUFFIX

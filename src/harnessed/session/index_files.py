@@ -12,7 +12,7 @@ from typing import Generic, Protocol, TypeVar
 from harnessed.session.record import SessionKey, SessionRecord
 from harnessed.session.search import indexable
 from harnessed.session.store import SessionLogStore
-from harnessed.workspace.paths import encode_part
+from harnessed.workspace.paths import session_dir_parts
 
 __all__ = ["Handle", "HandlePool", "rebuild_from_log", "user_session_file"]
 
@@ -21,13 +21,7 @@ T = TypeVar("T")
 
 def user_session_file(root: Path, agent_id: str, user_id: str, name: str) -> Path:
     """``<root>/<agent>/sessions/<user>/<name>``: a file among one user's session logs."""
-    return (
-        root
-        / encode_part(agent_id, "agent id")
-        / "sessions"
-        / encode_part(user_id, "user id")
-        / name
-    )
+    return root.joinpath(*session_dir_parts(agent_id, user_id), name)
 
 
 class Handle(Protocol):

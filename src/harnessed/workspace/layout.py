@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlparse
 from harnessed.workspace.filesystem import Filesystem
 from harnessed.workspace.fsspec_fs import FsspecFilesystem
 from harnessed.workspace.local import LocalFilesystem
-from harnessed.workspace.paths import encode_part, join
+from harnessed.workspace.paths import encode_part, join, session_dir_parts
 
 __all__ = ["IsolationScope", "RuntimeKind", "Workspace"]
 
@@ -102,12 +102,7 @@ class Workspace:
 
     def sessions_dir(self, agent_id: str, user_id: str) -> str:
         """``agents/<agent>/sessions/<user>``: where one user's session logs of an agent live."""
-        return join(
-            self.AGENTS_DIR,
-            encode_part(agent_id, "agent_id"),
-            "sessions",
-            encode_part(user_id, "user_id"),
-        )
+        return join(self.AGENTS_DIR, *session_dir_parts(agent_id, user_id))
 
     def session_log_path(self, agent_id: str, user_id: str, session_id: str) -> str:
         """``agents/<agent>/sessions/<user>/<session>.log.jsonl`` (BEHAVIOUR.md §5)."""

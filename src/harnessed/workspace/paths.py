@@ -90,6 +90,12 @@ def encode_part(value: str, what: str = "id") -> str:
     return "%2E" * (len(encoded) - len(stripped)) + stripped
 
 
+def session_dir_parts(agent_id: str, user_id: str) -> tuple[str, str, str]:
+    """``(<agent>, "sessions", <user>)``: where one user's session logs of an agent live, below
+    the workspace's ``agents`` directory (BEHAVIOUR.md §5), ids encoded."""
+    return (encode_part(agent_id, "agent_id"), "sessions", encode_part(user_id, "user_id"))
+
+
 def glob_literal_prefix(pattern: str) -> str:
     """The leading directories of ``pattern`` that contain no wildcard (where a walk starts)."""
     parts = pattern.split("/")
