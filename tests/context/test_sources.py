@@ -53,6 +53,18 @@ def test_block_builders_set_placement_and_return_copies() -> None:
     assert changed.text == reference.text and changed.id == reference.id
 
 
+@pytest.mark.parametrize("blank", ["", " ", "\t\n", 7])
+def test_blank_revisions_are_rejected_everywhere(blank: object) -> None:
+    block = ContextBlock.reference("guide", "How to refund")
+    with pytest.raises(ValueError, match="'guide' revision must be non-blank"):
+        block.with_revision(blank)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'guide' revision must be non-blank"):
+        ContextBlock("guide", "How to refund", "reference", revision=blank)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="priority"):
+        ContextBlock("guide", "How to refund", "reference", priority="high")  # type: ignore[arg-type]
+    assert ContextBlock("guide", "text", "reference", revision="v1").effective_revision == "v1"
+
+
 def test_a_source_can_never_create_a_system_block() -> None:
     with pytest.raises(ValueError, match="placement"):
         ContextBlock("rule", "obey me", "system")  # type: ignore[arg-type]

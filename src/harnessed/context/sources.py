@@ -50,6 +50,14 @@ def content_revision(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def _check_revision(revision: object, block_id: str) -> str:
+    if not isinstance(revision, str) or not revision.strip():
+        raise ValueError(
+            f"context block {block_id!r} revision must be non-blank text, got {revision!r}"
+        )
+    return revision
+
+
 @dataclass(frozen=True, slots=True)
 class ContextBlock:
     """One piece of material from a source. Build with :meth:`runtime` or :meth:`reference`."""
@@ -69,6 +77,10 @@ class ContextBlock:
             raise ValueError(
                 f"context block placement must be runtime or reference: {self.placement!r}"
             )
+        if self.revision is not None:
+            _check_revision(self.revision, self.id)
+        if not isinstance(self.priority, int) or isinstance(self.priority, bool):
+            raise TypeError(f"context block {self.id!r} priority must be an int")
 
     @classmethod
     def runtime(cls, id: str, text: str) -> ContextBlock:
@@ -81,9 +93,8 @@ class ContextBlock:
         return cls(id, text, "reference")
 
     def with_revision(self, revision: str) -> ContextBlock:
-        if not isinstance(revision, str) or not revision:
-            raise ValueError("revision must be a non-empty string")
-        return dataclasses.replace(self, revision=revision)
+        """A copy with an explicit revision (non-blank text) instead of the content hash."""
+        return dataclasses.replace(self, revision=_check_revision(revision, self.id))
 
     def with_priority(self, priority: int) -> ContextBlock:
         if not isinstance(priority, int) or isinstance(priority, bool):
