@@ -119,6 +119,39 @@ async def test_model_proposals_stay_candidates_until_confirmed() -> None:
     ]
 
 
+async def test_allowing_proposals_shows_the_model_its_candidates_and_the_outcome() -> None:
+    propose = ScriptedResponse(
+        tool_calls=[
+            ScriptedToolCall(
+                "task_requirement_propose", {"kind": "constraint", "text": "keep v1 API"}, id="p"
+            )
+        ]
+    )
+    model = ScriptedModel([propose, "proposed", "noted"])
+    config = TaskContractConfig(allow_requirement_proposals=True)  # showing is not asked for
+    assert config.show_requirements is True
+    agent = agent_for(model, task_contract=config)
+    await agent.begin_task(CTX, "t", "ship the release")
+    await agent.call("go", CTX)
+    assert "r1 constraint [candidate: proposed, not confirmed]: keep v1 API" in task_state(
+        model.requests[1]
+    )
+    await agent.reject_requirement(CTX, "r1", note="v1 is being retired")
+    await agent.call("next", CTX)
+    assert "r1 constraint [rejected: v1 is being retired]: keep v1 API" in task_state(
+        model.requests[2]
+    )
+
+
+def test_proposing_without_showing_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError, match="show_requirements=False cannot be combined"):
+        TaskContractConfig(show_requirements=False, allow_requirement_proposals=True)
+    assert TaskContractConfig().show_requirements is False
+    assert TaskContractConfig(show_requirements=True).show_requirements is True
+    with pytest.raises(ValueError, match="show_requirements must be a bool"):
+        TaskContractConfig(show_requirements="yes")  # type: ignore[arg-type]
+
+
 async def test_proposals_need_permission_and_a_task() -> None:
     model = ScriptedModel(["a", "b"])
     await agent_for(model).call("x", CTX)

@@ -77,22 +77,37 @@ class TaskContractConfig:
     """How an agent shows and extends the task contract.
 
     Showing the contract is opt-in: by default ``TASK_STATE`` names the task and its objective
-    only.
+    only. Allowing proposals turns showing the requirements on, because the model must see its
+    candidates and whether they were confirmed or rejected; asking for proposals while
+    explicitly hiding the requirements is refused at construction.
     """
 
-    show_requirements: bool = False
-    """Show the requirements (confirmed, candidate and rejected) in ``TASK_STATE``."""
+    show_requirements: bool | None = None
+    """Show the requirements (confirmed, candidate and rejected) in ``TASK_STATE``. ``None``
+    (the default) follows ``allow_requirement_proposals``; after construction it is a bool."""
     show_verification: bool = False
     """Show the latest verification results, marking results for an older subject version as
     STALE, and whether the task counts as verified."""
     allow_requirement_proposals: bool = False
     """Give the model the ``task_requirement_propose`` tool. Proposals stay candidates until
-    application code confirms them."""
+    application code confirms them. Implies ``show_requirements``."""
 
     def __post_init__(self) -> None:
-        for name in ("show_requirements", "show_verification", "allow_requirement_proposals"):
+        for name in ("show_verification", "allow_requirement_proposals"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"TaskContractConfig.{name} must be a bool")
+        show = self.show_requirements
+        if show is None:
+            object.__setattr__(self, "show_requirements", self.allow_requirement_proposals)
+        elif not isinstance(show, bool):
+            raise ValueError("TaskContractConfig.show_requirements must be a bool or None")
+        elif self.allow_requirement_proposals and not show:
+            raise ValueError(
+                "TaskContractConfig.show_requirements=False cannot be combined with "
+                "allow_requirement_proposals=True: the model would propose requirements without "
+                "ever seeing them or whether they were confirmed or rejected. Leave "
+                "show_requirements unset (or True) when proposals are allowed"
+            )
 
 
 @dataclass(frozen=True, slots=True)
