@@ -39,15 +39,16 @@ def tool_texts(messages: list[Msg]) -> list[str]:
 
 
 def newest_within(history: list[Msg], protect: int) -> int:
-    """How many of the newest tool results fit in ``protect`` tokens (the protected ones)."""
+    """How many of the newest tool results are protected: whole results are kept until they
+    reach ``protect`` tokens, the one crossing the line included."""
     total = 0
     kept = 0
     for message in reversed(history):
         if message.role != "tool":
             continue
-        total += COUNT(message)
-        if total > protect:
+        if total >= protect:
             break
+        total += COUNT(message)
         kept += 1
     return kept
 
@@ -88,7 +89,8 @@ async def test_pruning_keeps_the_newest_40000_tokens_of_tool_output() -> None:
 
 async def test_old_output_is_pruned_only_in_batches_of_the_minimum() -> None:
     one = COUNT(result("c0", text_of(20_000, "step0")))  # every result here costs the same
-    config = PruneConfig(protect_tokens=2 * one + 10, minimum_tokens=4 * one - 10)
+    # the second newest result crosses the protected line and is kept whole with the newest
+    config = PruneConfig(protect_tokens=2 * one - 10, minimum_tokens=4 * one - 10)
     history = conversation(4, output_chars=20_000)
     model = ScriptedModel(
         [
@@ -158,6 +160,24 @@ def test_an_evicted_result_shrinks_to_the_pointer_to_its_file() -> None:
     assert prune_tool_output(pruned.history, PruneConfig(0, 0), COUNT).results == 0
 
 
+def test_the_result_crossing_the_protected_line_stays_whole() -> None:
+    history: list[Msg] = [Msg.user("go")]
+    for i in range(3):
+        history += [use(f"c{i}"), result(f"c{i}", text_of(9_000, f"s{i}"))]
+    one = COUNT(history[-1])  # every result here costs the same
+
+    def pruned_ids(protect: int) -> list[str]:
+        config = PruneConfig(protect_tokens=protect, minimum_tokens=0)
+        out = prune_tool_output(history, config, COUNT).history
+        return [m.tool_results[0].tool_use_id for m in out if "chars pruned" in m.text]
+
+    # the newest result stays under the line; the second crosses it and is kept whole too
+    assert pruned_ids(one + 1) == ["c0"]
+    # the newest result alone reaches the line exactly: everything older is prunable
+    assert pruned_ids(one) == ["c0", "c1"]
+    assert pruned_ids(2 * one + 1) == []  # the third crosses: all three are protected
+
+
 def test_parallel_results_of_one_step_are_pruned_individually() -> None:
     step = Msg.assistant([use("a").tool_uses[0], use("b").tool_uses[0]])
     history = [
@@ -168,9 +188,10 @@ def test_parallel_results_of_one_step_are_pruned_individually() -> None:
         use("c"),
         result("c", text_of(9_000, "c")),
     ]
-    config = PruneConfig(protect_tokens=3_000, minimum_tokens=0)
+    config = PruneConfig(protect_tokens=2_000, minimum_tokens=0)
     pruned = prune_tool_output(history, config, COUNT)
-    # the newest result (~2.9k tokens) is protected; of the older step only the long one shrinks
+    # the newest result (~2.9k tokens) crosses the line and stays protected whole; of the older
+    # step only the long one shrinks
     assert pruned.results == 1
     assert "chars pruned" in pruned.history[2].text
     assert pruned.history[3] is history[3] and pruned.history[5] is history[5]

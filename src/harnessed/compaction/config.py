@@ -99,13 +99,15 @@ class ToolResultEvictionConfig:
 class PruneConfig:
     """Old, long tool output is shortened to a head and tail preview (no model call).
 
-    The newest ``protect_tokens`` of tool output are never touched. Older output is pruned
+    The newest tool results are never touched: whole results, counted from the newest back,
+    until they reach ``protect_tokens`` (the result crossing that line is kept too). Older output is pruned
     only once there is at least ``minimum_tokens`` of it, so pruning happens in worthwhile
     batches rather than one message at a time.
     """
 
     protect_tokens: int = 40_000
-    """Tokens of the newest tool output that are always kept in full."""
+    """Tokens of the newest tool output that are always kept in full (whole results: the one
+    crossing the line is kept too)."""
     minimum_tokens: int = 20_000
     """Prune only when the older, prunable output adds up to at least this many tokens."""
     max_output_chars: int = 2_000

@@ -1,7 +1,7 @@
 """Pruning: old, long tool output becomes a short head and tail preview (no model call).
 
-Walking from the newest message back, the first ``protect_tokens`` of tool output are kept in
-full. Older results longer than ``max_output_chars`` are prunable; they are shortened only when
+Walking from the newest message back, whole tool results are kept in full until together they
+reach ``protect_tokens``: the result that crosses the line is kept too. Older results longer than ``max_output_chars`` are prunable; they are shortened only when
 together they reach ``minimum_tokens``, so the history changes in a few worthwhile batches (which
 also keeps provider prompt caches warm) rather than a little at every step. An evicted result
 shrinks to the pointer to its file. Excluded tools are neither counted nor pruned.
@@ -90,8 +90,8 @@ def prune_tool_output(
         for position, block in reversed(results):
             tokens = message_tokens * len(block.content) // total_chars
             if protecting:
-                protected += tokens
-                if protected <= protect:
+                if protected < protect:  # whole results: the one crossing the line is kept
+                    protected += tokens
                     continue
                 protecting = False
             if block.tool_use_id in done:
