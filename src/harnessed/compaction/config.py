@@ -100,9 +100,9 @@ class PruneConfig:
     """Old, long tool output is shortened to a head and tail preview (no model call).
 
     The newest tool results are never touched: whole results, counted from the newest back,
-    until they reach ``protect_tokens`` (the result crossing that line is kept too). Older output is pruned
-    only once there is at least ``minimum_tokens`` of it, so pruning happens in worthwhile
-    batches rather than one message at a time.
+    until they reach ``protect_tokens`` (the result crossing that line is kept too). Older output
+    is pruned only once there is at least ``minimum_tokens`` of it, so pruning happens in
+    worthwhile batches rather than one message at a time.
     """
 
     protect_tokens: int = 40_000

@@ -1,10 +1,11 @@
 """Pruning: old, long tool output becomes a short head and tail preview (no model call).
 
 Walking from the newest message back, whole tool results are kept in full until together they
-reach ``protect_tokens``: the result that crosses the line is kept too. Older results longer than ``max_output_chars`` are prunable; they are shortened only when
-together they reach ``minimum_tokens``, so the history changes in a few worthwhile batches (which
-also keeps provider prompt caches warm) rather than a little at every step. An evicted result
-shrinks to the pointer to its file. Excluded tools are neither counted nor pruned.
+reach ``protect_tokens``: the result that crosses the line is kept too. Older results longer
+than ``max_output_chars`` are prunable; they are shortened only when together they reach
+``minimum_tokens``, so the history changes in a few worthwhile batches (which also keeps
+provider prompt caches warm) rather than a little at every step. An evicted result shrinks to
+the pointer to its file. Excluded tools are neither counted nor pruned.
 """
 
 from __future__ import annotations
