@@ -132,6 +132,27 @@ async def test_save_appends_to_todays_ledger_and_is_searchable(workspace: Path) 
     assert "2025-03-14.md#" in found.content and "Carol owns the demo." in found.content
 
 
+@pytest.mark.parametrize(
+    ("config", "promise"),
+    [
+        (MemoryConfig(), "at most once every 30 minutes"),
+        (MemoryConfig(maintenance_interval_minutes=0), "after each conversation turn"),
+        (MemoryConfig(maintenance_interval_minutes=None), "only when the application runs"),
+        (MemoryConfig(consolidate=False), "Nothing copies them into MEMORY.md"),
+    ],
+)
+async def test_save_tells_the_model_it_writes_only_the_ledger(
+    tmp_path: Path, config: MemoryConfig, promise: str
+) -> None:
+    model = ScriptedModel(["ok"])
+    agent = HarnessAgent("mem", model, workspace=tmp_path, memory=config)
+    await agent.call("hi", ALICE)
+    await agent.close()
+    (save,) = [t for t in model.requests[0].tools if t.name == "memory_save"]
+    assert "today's memory ledger" in save.description
+    assert "never edits MEMORY.md" in save.description and promise in save.description
+
+
 async def test_save_refuses_blank_content(workspace: Path) -> None:
     (result,) = await run_tools(workspace, ALICE, call("memory_save", content=" - \n "))
     assert result.is_error and "needs some text" in result.content

@@ -8,6 +8,7 @@ model's arguments.
 
 from __future__ import annotations
 
+from harnessed.memory.config import MemoryConfig
 from harnessed.memory.lookup import MemoryPathError
 from harnessed.memory.manager import MemoryManager
 from harnessed.tools.base import Tool, ToolError
@@ -15,7 +16,7 @@ from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
 from harnessed.workspace.errors import WorkspaceError
 
-__all__ = ["MEMORY_TOOL_NAMES", "memory_tools"]
+__all__ = ["MEMORY_TOOL_NAMES", "memory_tools", "save_description"]
 
 MEMORY_TOOL_NAMES = ("memory_search", "memory_get", "memory_save")
 MAX_MEMORY_RESULTS = 100
@@ -69,13 +70,9 @@ def memory_tools(memory: MemoryManager) -> list[Tool]:
         except (MemoryPathError, ValueError, WorkspaceError) as exc:
             raise ToolError(str(exc)) from exc
 
-    @tool
+    @tool(description=save_description(memory.config))
     async def memory_save(ctx: ToolContext, content: str) -> str:
-        """Write a fact worth remembering in later conversations to today's memory ledger.
-
-        Use it for durable things: preferences, decisions, commitments, names, dates. Each
-        line becomes one entry. Saved entries are searchable at once and are merged into
-        MEMORY.md by the next consolidation.
+        """Append facts to today's ledger (the model reads :func:`save_description`).
 
         Args:
             content: The fact(s) to remember, one per line, each understandable on its own.
@@ -87,3 +84,28 @@ def memory_tools(memory: MemoryManager) -> list[Tool]:
         return f"Saved to {path}."
 
     return [memory_search, memory_get, memory_save]
+
+
+def save_description(config: MemoryConfig) -> str:
+    """What ``memory_save`` tells the model: it writes the daily ledger, never ``MEMORY.md``,
+    and when (if ever) the ledger reaches ``MEMORY.md`` under this configuration."""
+    head = (
+        "Write a fact worth remembering in later conversations to today's memory ledger "
+        "(memory/YYYY-MM-DD.md). Use it for durable things: preferences, decisions, "
+        "commitments, names, dates; each line becomes one entry. It only appends to the ledger "
+        "and never edits MEMORY.md, the curated memory shown at the start of every "
+        "conversation. Saved entries can be found with memory_search at once. "
+    )
+    minutes = config.maintenance_interval_minutes
+    if not config.consolidate:
+        tail = "Nothing copies them into MEMORY.md automatically."
+    elif minutes is None:
+        tail = "They reach MEMORY.md only when the application runs a consolidation."
+    elif minutes == 0:
+        tail = "A consolidation after each conversation turn merges them into MEMORY.md."
+    else:
+        tail = (
+            "A consolidation merges them into MEMORY.md after a conversation turn, at most "
+            f"once every {minutes:g} minutes."
+        )
+    return head + tail
