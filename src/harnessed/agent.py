@@ -117,6 +117,9 @@ class HarnessAgent(SessionControls):
             :class:`MemoryConfig` defaults, a :class:`MemoryConfig`, or ``False`` for none.
         memory_tools: Register the memory and session tools when there is a workspace
             (default on).
+        readable_session_agents: Other agents whose sessions (of the same user, in the same
+            session store) the session tools may read with ``agent_id``; default none: only
+            this agent's own.
         max_iters: The most model requests one call may make (default 10).
         max_output_tokens: Limit on generated tokens per request (default: the model's).
         prepare: The step that turns state into each model request (the context compiler).
@@ -174,6 +177,7 @@ class HarnessAgent(SessionControls):
         search_index: SearchIndex | None = None,
         memory: MemoryConfig | bool = True,
         memory_tools: bool = True,
+        readable_session_agents: Sequence[str] = (),
     ) -> None:
         if (
             not isinstance(name, str)
@@ -250,7 +254,7 @@ class HarnessAgent(SessionControls):
         self.memory: MemoryManager | None = self._make_memory(memory)
         self._flusher_override: MemoryFlusher | None = None
         if memory_tools and self.workspace is not None:
-            extra = make_session_tools(self.session_store)
+            extra = make_session_tools(self.session_store, readable_agents=readable_session_agents)
             extra += make_memory_tools(self.memory) if self.memory is not None else []
             for builtin in extra:
                 if builtin.name not in self.toolkit:

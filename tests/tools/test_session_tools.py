@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from harnessed import HarnessAgent, Msg, RuntimeContext, ToolResultEvent, tool
 from harnessed.context import HistoryBudget, HistoryOutcome
 from harnessed.messages import ToolResultBlock
@@ -194,3 +196,54 @@ def test_session_tools_are_registered_with_a_workspace_only(tmp_path: Path) -> N
     for name in (*SESSION_TOOL_NAMES, "memory_search", "memory_get"):
         found = mine.toolkit.get(name)
         assert found is not None and (found.read_only or found is session_list)
+
+
+async def test_an_allowed_agent_reads_another_agents_sessions_of_the_same_user(
+    tmp_path: Path,
+) -> None:
+    alice = RuntimeContext("alice", "sup-1")
+    coder = HarnessAgent("coder", ScriptedModel(["patched", "hello bob"]), workspace=tmp_path)
+    await coder.call("Fix the flaky migration test", RuntimeContext("alice", "c-1"))
+    await coder.call("Bob's secret plan", RuntimeContext("bob", "c-bob"))
+    await coder.close()
+
+    asks = [
+        call("session_list", agent_id="coder"),
+        call("session_history", agent_id="coder", session_id="c-1"),
+        call("session_search", query="flaky migration", agent_id="coder"),
+        call("session_history", agent_id="coder", session_id="c-bob"),
+        call("session_list", agent_id="reviewer"),
+        call("session_history", agent_id="coder"),
+        "summary done",
+    ]
+    supervisor = HarnessAgent(
+        "supervisor",
+        ScriptedModel(asks),
+        workspace=tmp_path,
+        readable_session_agents=["coder"],
+    )
+    listing, history, search, bobs, other, no_id = await tool_results(supervisor, "report", alice)
+    assert "1 session(s) of agent coder" in listing.content and "- c-1 —" in listing.content
+    assert "this session" not in listing.content and "c-bob" not in listing.content
+    assert "Fix the flaky migration test" in history.content and "patched" in history.content
+    assert not search.is_error and "c-1#" in search.content
+    # another user's session of the same agent stays out of reach
+    assert bobs.is_error and "no session 'c-bob' of agent coder" in bobs.content
+    assert other.is_error and "may not read the sessions of agent 'reviewer'" in other.content
+    assert no_id.is_error and "name the session of agent coder" in no_id.content
+    described = {t.name: t.description for t in supervisor.toolkit.schemas()}
+    assert (
+        "you may read the sessions of these agents (pass agent_id): coder"
+        in (described["session_list"])
+    )
+    await supervisor.close()
+
+    # by default an agent reads only its own sessions
+    plain = HarnessAgent(
+        "plain", ScriptedModel([call("session_list", agent_id="coder"), "ok"]), workspace=tmp_path
+    )
+    (refused,) = await tool_results(plain, "peek", alice)
+    assert refused.is_error and "agents you may read: plain" in refused.content
+    await plain.close()
+    with pytest.raises(ValueError, match="readable_agents: 'a b'"):
+        HarnessAgent("x", ScriptedModel(), workspace=tmp_path, readable_session_agents=["a b"])

@@ -4,11 +4,19 @@ They read the append-only session log, never the working history, so they return
 happened — the full output of a tool result that the context later evicted or pruned, and the
 messages a summary replaced. Every call is scoped to the calling user (``ToolContext.user_id``):
 the user id never comes from the model, so no argument can reach another user's sessions.
+
+``agent_id`` names whose sessions to read. By default an agent reads only its own; the
+application may let it read the sessions of named other agents (a supervisor reading its
+workers, say) with ``readable_agents`` — always the same user's sessions, and only those kept
+in the same session store (agents sharing a workspace share its default store).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -28,13 +36,32 @@ MAX_HITS = 50
 _FULL_HIT_CHARS = 1_000
 _SNIPPET_CHARS = 400
 _TITLE_CHARS = 80
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
-    """The three read-only session tools over ``log`` (the agent's session store)."""
+def session_tools(
+    log: IndexedSessionLogStore, *, readable_agents: Sequence[str] = ()
+) -> list[Tool]:
+    """The three read-only session tools over ``log`` (the agent's session store).
+
+    ``readable_agents`` names the other agents whose sessions (of the calling user) the tools
+    may read besides the calling agent's own.
+    """
+    others = _agent_names(readable_agents)
+
+    def agent_of(ctx: ToolContext, agent_id: str | None) -> str:
+        if agent_id is None or agent_id == ctx.agent_name:
+            return ctx.agent_name
+        if agent_id not in others:
+            allowed = ", ".join([ctx.agent_name, *sorted(others - {ctx.agent_name})])
+            raise ToolError(
+                f"you may not read the sessions of agent {agent_id!r}; agents you may read: "
+                f"{allowed}"
+            )
+        return agent_id
 
     @tool(read_only=True)
-    async def session_list(ctx: ToolContext, limit: int = 20) -> str:
+    async def session_list(ctx: ToolContext, limit: int = 20, agent_id: str | None = None) -> str:
         """List your earlier sessions with this agent, newest first.
 
         Each line gives the session id (for session_history and session_search), when it was
@@ -42,18 +69,24 @@ def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
 
         Args:
             limit: How many sessions to show (1-100).
+            agent_id: Whose sessions to list: this agent's (the default) or another agent's,
+                if you are allowed to read them.
         """
         if not 1 <= limit <= MAX_LISTED:
             raise ToolError(f"limit must be between 1 and {MAX_LISTED}, got {limit}")
-        infos = await log.sessions(ctx.agent_name, ctx.user_id)
+        agent = agent_of(ctx, agent_id)
+        infos = await log.sessions(agent, ctx.user_id)
         if not infos:
-            return "There are no recorded sessions yet."
-        lines = [f"{len(infos)} session(s), newest first:"]
+            whose = "" if agent == ctx.agent_name else f" for agent {agent}"
+            return f"There are no recorded sessions{whose} yet."
+        whose = "" if agent == ctx.agent_name else f" of agent {agent}"
+        lines = [f"{len(infos)} session(s){whose}, newest first:"]
         for info in infos[:limit]:
-            key = SessionKey(ctx.agent_name, ctx.user_id, info.session_id)
+            key = SessionKey(agent, ctx.user_id, info.session_id)
             first = await log.read(key, types=[RecordType.MESSAGE], limit=1)
             title = _one_line(_record_text(first[0]), _TITLE_CHARS) if first else ""
-            here = " (this session)" if info.session_id == ctx.session_id else ""
+            mine = agent == ctx.agent_name and info.session_id == ctx.session_id
+            here = " (this session)" if mine else ""
             when = _when(info.updated_at)
             lines.append(f"- {info.session_id}{here} — last written {when}: {title}")
         if len(infos) > limit:
@@ -66,6 +99,7 @@ def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
         session_id: str | None = None,
         last_n: int = 20,
         before_seq: int | None = None,
+        agent_id: str | None = None,
     ) -> str:
         """Read messages of a session exactly as they happened, from the session log.
 
@@ -76,18 +110,27 @@ def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
             session_id: The session to read (default: this session). See session_list.
             last_n: How many messages to return (1-200), the newest ones before before_seq.
             before_seq: Only messages with a sequence number below this one.
+            agent_id: Whose session to read: this agent's (the default) or another agent's,
+                if you are allowed to read them (then session_id is required).
         """
         if not 1 <= last_n <= MAX_HISTORY:
             raise ToolError(f"last_n must be between 1 and {MAX_HISTORY}, got {last_n}")
         if before_seq is not None and before_seq < 1:
             raise ToolError(f"before_seq must be a positive sequence number, got {before_seq}")
+        agent = agent_of(ctx, agent_id)
+        if agent != ctx.agent_name and not session_id:
+            raise ToolError(
+                f"name the session of agent {agent} to read: session_list(agent_id={agent!r}) "
+                "shows them"
+            )
         sid = session_id or ctx.session_id
-        key = SessionKey(ctx.agent_name, ctx.user_id, sid)
+        key = SessionKey(agent, ctx.user_id, sid)
         records = await log.read(key, types=[RecordType.MESSAGE])
         if not records:
+            whose = "" if agent == ctx.agent_name else f" of agent {agent}"
             raise ToolError(
-                f"there is no session {sid!r} with messages for you; session_list shows "
-                "your sessions"
+                f"there is no session {sid!r}{whose} with messages for you; session_list shows "
+                "the sessions"
             )
         earlier = [r for r in records if before_seq is None or r.seq < before_seq]
         shown = earlier[-last_n:]
@@ -113,6 +156,7 @@ def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
         max_results: int = 10,
         match: Literal["phrase", "all", "any"] = "phrase",
         session_id: str | None = None,
+        agent_id: str | None = None,
     ) -> str:
         """Search the messages of your sessions (all of them, or one), newest matches first.
 
@@ -126,12 +170,15 @@ def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
             match: "phrase" (the words next to each other, in order), "all" (every word
                 somewhere in the message) or "any" (at least one word).
             session_id: Only search this session.
+            agent_id: Whose sessions to search: this agent's (the default) or another agent's,
+                if you are allowed to read them.
         """
         if not 1 <= max_results <= MAX_HITS:
             raise ToolError(f"max_results must be between 1 and {MAX_HITS}, got {max_results}")
+        agent = agent_of(ctx, agent_id)
         try:
             hits = await log.search(
-                ctx.agent_name,
+                agent,
                 ctx.user_id,
                 query,
                 max_results=max_results,
@@ -142,6 +189,8 @@ def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
             raise ToolError(str(exc)) from exc
         if not hits:
             scope = f"session {session_id}" if session_id else "your sessions"
+            if agent != ctx.agent_name:
+                scope += f" with agent {agent}"
             return f"No message in {scope} matches {query!r} (match={match})."
         lines = [f"{len(hits)} match(es) for {query!r}, newest first:"]
         for hit in hits:
@@ -154,7 +203,26 @@ def session_tools(log: IndexedSessionLogStore) -> list[Tool]:
             lines.append(f"- {hit.session_id}#{hit.seq} [{hit.timestamp[:19]} {who}]: {text}")
         return "\n".join(lines)
 
-    return [session_list, session_history, session_search]
+    tools = [session_list, session_history, session_search]
+    if not others:
+        return tools
+    note = (
+        " Besides your own, you may read the sessions of these agents (pass agent_id): "
+        + ", ".join(sorted(others))
+        + "."
+    )
+    return [dataclasses.replace(t, description=t.description + note) for t in tools]
+
+
+def _agent_names(names: Sequence[str]) -> frozenset[str]:
+    if isinstance(names, str):
+        raise TypeError("readable_agents must be a sequence of agent names, not one string")
+    for name in names:
+        if not isinstance(name, str) or not _AGENT_NAME.match(name):
+            raise ValueError(
+                f"readable_agents: {name!r} is not an agent name (letters, digits, '_', '.', '-')"
+            )
+    return frozenset(names)
 
 
 def _when(epoch: float) -> str:
