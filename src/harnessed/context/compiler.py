@@ -141,8 +141,10 @@ class ContextCompiler:
         system_items = instruction_materials(
             self.sys_prompt, refs.agents_md, self.instructions, self.conventions
         )
-        if info.purpose == "summary":
+        if info.purpose == "summary":  # of the workspace material, only AGENTS.md is sent
+            build.transforms.extend(refs.instruction_transforms)
             return self._summary_request(request, system_items, session, info, build)
+        build.transforms.extend(refs.transforms)
 
         context_request = ContextRequest(
             info.agent_name, info.runtime.user_id, info.runtime.session, info.model_call_id

@@ -1,5 +1,20 @@
 """Workspace material: AGENTS.md (an instruction) and MEMORY.md, knowledge, context files
-(references). Loaded once per call by the compiler."""
+(references). Loaded once per call by the compiler.
+
+All of it shares one budget, ``max_context_tokens`` (default 8,000), spent in this order:
+
+1. ``AGENTS.md`` — it may take the whole budget;
+2. the application's extra context files, in the order given;
+3. the ``MEMORY.md`` files (the shared one, then the user's or session's), together at most
+   what is left — at most half of it when there is knowledge to show, so knowledge always
+   keeps room — split evenly, a file's unused share passing to the next;
+4. the knowledge index and listing: everything still left.
+
+A file longer than its share is cut at a line boundary and ends with a note saying so (and
+where the rest is); a file for which too little is left is left out. Every cut and every
+omission is reported (``workspace_budget_cut:<material-id>``,
+``workspace_budget_omitted:<material-id>``) in the request's manifest.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +31,8 @@ __all__ = ["WorkspaceFiles", "WorkspaceRefs", "fit_to_tokens", "load_workspace_r
 KNOWLEDGE_DIR = Workspace.KNOWLEDGE_DIR
 KNOWLEDGE_INDEX = f"{KNOWLEDGE_DIR}/KNOWLEDGE.md"
 _LISTED_FILES = 200
+_MIN_KEPT = 16
+"""A cut file keeps at least this many tokens besides its note, or is left out."""
 
 
 class WorkspaceFiles(Protocol):
@@ -34,6 +51,14 @@ class WorkspaceRefs:
 
     agents_md: str | None = None
     materials: Sequence[Material] = field(default_factory=tuple)
+    transforms: tuple[str, ...] = ()
+    """What the budget did: ``workspace_budget_cut:<id>`` / ``workspace_budget_omitted:<id>``."""
+
+    @property
+    def instruction_transforms(self) -> tuple[str, ...]:
+        """The transforms about ``AGENTS.md``, the only workspace material summaries get."""
+        agents_id = f"workspace/{Workspace.AGENTS_MD}"
+        return tuple(t for t in self.transforms if t.partition(":")[2] == agents_id)
 
 
 def fit_to_tokens(text: str, budget: int, estimator: TokenEstimator, note: str) -> str:
@@ -55,6 +80,29 @@ def fit_to_tokens(text: str, budget: int, estimator: TokenEstimator, note: str) 
     return f"{head.rstrip()}\n\n{note}"
 
 
+class _Budget:
+    """The workspace-material budget of one call, spent file by file."""
+
+    def __init__(self, total: int, estimator: TokenEstimator) -> None:
+        self.left = total
+        self.estimator = estimator
+        self.transforms: list[str] = []
+
+    def take(self, material_id: str, text: str, share: int, note: str) -> str | None:
+        """``text`` within ``share`` tokens (cut, with ``note``), or ``None`` when left out."""
+        share = min(share, self.left)
+        tokens = self.estimator.count_text(text)
+        if tokens > share:
+            if share < self.estimator.count_text(note) + _MIN_KEPT:
+                self.transforms.append(f"workspace_budget_omitted:{material_id}")
+                return None
+            text = fit_to_tokens(text, share, self.estimator, note)
+            tokens = self.estimator.count_text(text)
+            self.transforms.append(f"workspace_budget_cut:{material_id}")
+        self.left -= min(tokens, self.left)
+        return text
+
+
 async def load_workspace_refs(
     files: WorkspaceFiles,
     estimator: TokenEstimator,
@@ -63,55 +111,83 @@ async def load_workspace_refs(
     memory_files: Sequence[str] = (Workspace.MEMORY_MD,),
     context_files: Sequence[str] = (),
 ) -> WorkspaceRefs:
-    """Read AGENTS.md, the MEMORY.md files, knowledge and the extra context files.
+    """Read AGENTS.md, the extra context files, the MEMORY.md files and knowledge, within
+    ``max_context_tokens`` together (see the module docstring for the order and split).
 
     ``memory_files`` are the shared ``MEMORY.md`` and the one of the isolation scope (a user's
-    own memory); they share the ``max_context_tokens`` budget.
+    own memory).
     """
+    budget = _Budget(max_context_tokens, estimator)
     agents_path = Workspace.AGENTS_MD
-    agents_md = await files.read_text(agents_path) if await files.exists(agents_path) else None
-    materials: list[Material] = []
-    present = [p for p in memory_files if await files.exists(p)]
-    for path in present:
-        budget = max_context_tokens // len(present)
-        text = fit_to_tokens(
-            await files.read_text(path),
-            budget,
-            estimator,
-            f"[{path} is longer than its budget of {budget} tokens and was cut here. Use the "
-            "memory_search tool to look up anything not shown.]",
+    agents_md: str | None = None
+    if await files.exists(agents_path):
+        agents_md = budget.take(
+            f"workspace/{agents_path}",
+            await files.read_text(agents_path),
+            budget.left,
+            f"[{agents_path} is longer than the workspace material budget (max_context_tokens) "
+            "and was cut here; the rest of it was not loaded.]",
         )
-        if text.strip():
+    materials: list[Material] = []
+    for path in context_files:
+        text = budget.take(
+            f"workspace/{path}",
+            await files.read_text(path),
+            budget.left,
+            f"[{path} is longer than what is left of the workspace material budget and was cut "
+            "here; read the file itself for the rest.]",
+        )
+        if text is not None:
+            materials.append(
+                Material(
+                    f"workspace/{path}",
+                    "additional",
+                    "workspace",
+                    path,
+                    "reference",
+                    text,
+                    required=True,
+                )
+            )
+    knowledge = await _knowledge(files)
+    present = [p for p in memory_files if await files.exists(p)]
+    memory_room = budget.left // 2 if knowledge else budget.left
+    for i, path in enumerate(present):
+        share = memory_room // (len(present) - i)
+        used_before = budget.left
+        text = budget.take(
+            f"workspace/{path}",
+            await files.read_text(path),
+            share,
+            f"[{path} is longer than its share of {share} tokens of the workspace material "
+            "budget and was cut here. Use the memory_search tool to look up anything not "
+            "shown.]",
+        )
+        memory_room -= used_before - budget.left
+        if text is not None and text.strip():
             materials.append(
                 Material(f"workspace/{path}", "memory", "workspace", path, "reference", text)
             )
-    knowledge = await _knowledge(files)
     if knowledge:
-        text = fit_to_tokens(
+        text = budget.take(
+            "workspace/knowledge",
             knowledge,
-            max_context_tokens,
-            estimator,
-            f"[The knowledge index was cut to {max_context_tokens} tokens. Read the files under "
-            "knowledge/ with read_file for the rest.]",
+            budget.left,
+            "[The knowledge index was cut here to fit the workspace material budget. Read the "
+            "files under knowledge/ with read_file for the rest.]",
         )
-        materials.append(
-            Material(
-                "workspace/knowledge", "knowledge", "workspace", KNOWLEDGE_DIR, "reference", text
+        if text is not None:
+            materials.append(
+                Material(
+                    "workspace/knowledge",
+                    "knowledge",
+                    "workspace",
+                    KNOWLEDGE_DIR,
+                    "reference",
+                    text,
+                )
             )
-        )
-    for path in context_files:
-        materials.append(
-            Material(
-                f"workspace/{path}",
-                "additional",
-                "workspace",
-                path,
-                "reference",
-                await files.read_text(path),
-                required=True,
-            )
-        )
-    return WorkspaceRefs(agents_md, tuple(materials))
+    return WorkspaceRefs(agents_md, tuple(materials), tuple(budget.transforms))
 
 
 async def _knowledge(files: WorkspaceFiles) -> str:
