@@ -102,6 +102,13 @@ class _Budget:
         self.left -= min(tokens, self.left)
         return text
 
+    async def read(
+        self, files: WorkspaceFiles, path: str, note: str, share: int | None = None
+    ) -> str | None:
+        """The workspace file ``path`` within ``share`` (default: all that is left)."""
+        text = await files.read_text(path)
+        return self.take(f"workspace/{path}", text, self.left if share is None else share, note)
+
 
 async def load_workspace_refs(
     files: WorkspaceFiles,
@@ -121,19 +128,17 @@ async def load_workspace_refs(
     agents_path = Workspace.AGENTS_MD
     agents_md: str | None = None
     if await files.exists(agents_path):
-        agents_md = budget.take(
-            f"workspace/{agents_path}",
-            await files.read_text(agents_path),
-            budget.left,
+        agents_md = await budget.read(
+            files,
+            agents_path,
             f"[{agents_path} is longer than the workspace material budget (max_context_tokens) "
             "and was cut here; the rest of it was not loaded.]",
         )
     materials: list[Material] = []
     for path in context_files:
-        text = budget.take(
-            f"workspace/{path}",
-            await files.read_text(path),
-            budget.left,
+        text = await budget.read(
+            files,
+            path,
             f"[{path} is longer than what is left of the workspace material budget and was cut "
             "here; read the file itself for the rest.]",
         )
@@ -155,13 +160,13 @@ async def load_workspace_refs(
     for i, path in enumerate(present):
         share = memory_room // (len(present) - i)
         used_before = budget.left
-        text = budget.take(
-            f"workspace/{path}",
-            await files.read_text(path),
-            share,
+        text = await budget.read(
+            files,
+            path,
             f"[{path} is longer than its share of {share} tokens of the workspace material "
             "budget and was cut here. Use the memory_search tool to look up anything not "
             "shown.]",
+            share,
         )
         memory_room -= used_before - budget.left
         if text is not None and text.strip():
