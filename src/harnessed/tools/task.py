@@ -1,9 +1,10 @@
 """``task_requirement_propose``: the model suggests a requirement; the application decides.
 
 Registered only when the agent allows proposals
-(``TaskContractConfig(allow_requirement_proposals=True)``). A proposal becomes a *candidate*
-requirement of the current task; it binds nobody until application code confirms it
-(``agent.confirm_requirement``) and may be rejected with a note the model will see.
+(``TaskContractConfig(allow_requirement_proposals=True)``, which also shows the requirements in
+``TASK_STATE``). A proposal becomes a *candidate* requirement of the current task; it binds
+nobody until application code confirms it (``agent.confirm_requirement``) and may be rejected
+with a note the model will see.
 """
 
 from __future__ import annotations
