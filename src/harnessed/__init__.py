@@ -5,6 +5,7 @@ described; an append-only log keeps everything that happened.
 """
 
 from harnessed.agent import AgentInput, HarnessAgent
+from harnessed.capabilities import CallContext, CallEnd, Capability, ModelCall, StateBlock
 from harnessed.compaction import (
     CompactionConfig,
     PruneConfig,
@@ -71,6 +72,9 @@ __all__ = [
     "AgentInput",
     "AgentStartEvent",
     "AgentState",
+    "CallContext",
+    "CallEnd",
+    "Capability",
     "CompactionConfig",
     "ConfirmationError",
     "ConfirmationRequestEvent",
@@ -89,6 +93,7 @@ __all__ = [
     "ImageBlock",
     "MaxItersEvent",
     "MemoryConfig",
+    "ModelCall",
     "ModelCallEndEvent",
     "ModelCallStartEvent",
     "ModelError",
@@ -101,6 +106,7 @@ __all__ = [
     "RateLimitError",
     "RuntimeContext",
     "SourceFailurePolicy",
+    "StateBlock",
     "StateConflictError",
     "TaskContextState",
     "TaskContractConfig",

@@ -10,6 +10,7 @@ the history so request preparation can tell whether something changed underneath
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, get_args
@@ -92,10 +93,12 @@ class AgentState:
     permissions: dict[str, Any] = field(default_factory=dict)
     """Session-level permission mode and rules, as JSON-compatible data."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, Any] = field(default_factory=dict)
+    """Durable per-session data of capabilities (capability name → JSON-compatible data)."""
     version: int = 0
     """Storage version: 0 for a state never saved; stores bump it on every successful save."""
     task_revision: int = 0
-    """Bumped on every change to todos, plan mode, task contract or permissions."""
+    """Bumped on every change to todos, plan mode, task contract, permissions or sections."""
     history_revision: int = 0
     """Bumped on every change to ``history``."""
 
@@ -137,6 +140,22 @@ class AgentState:
         self.permissions = copy.deepcopy(permissions)
         self.task_revision += 1
 
+    def set_section(self, name: str, data: Any) -> None:
+        """Replace a capability's section (``None`` removes it); ``data`` must be JSON data."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"state section name must be a non-empty string, got {name!r}")
+        if data is None:
+            self.sections.pop(name, None)
+        else:
+            try:
+                data = json.loads(json.dumps(data))
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"state section {name!r} must be JSON-serializable: {exc}"
+                ) from None
+            self.sections[name] = data
+        self.task_revision += 1
+
     def copy(self) -> AgentState:
         """An independent copy (messages are immutable and shared)."""
         return AgentState(
@@ -149,6 +168,7 @@ class AgentState:
             task=self.task,
             permissions=copy.deepcopy(self.permissions),
             metadata=copy.deepcopy(self.metadata),
+            sections=copy.deepcopy(self.sections),
             version=self.version,
             task_revision=self.task_revision,
             history_revision=self.history_revision,
@@ -169,6 +189,7 @@ class AgentState:
             "task": self.task.to_dict() if self.task is not None else None,
             "permissions": copy.deepcopy(self.permissions),
             "metadata": copy.deepcopy(self.metadata),
+            "sections": copy.deepcopy(self.sections),
         }
 
     @classmethod
@@ -196,6 +217,7 @@ class AgentState:
                 task=task,
                 permissions=dict(data.get("permissions") or {}),
                 metadata=metadata,
+                sections=dict(data.get("sections") or {}),
                 version=int(data.get("version", 0)),
                 task_revision=int(data.get("task_revision", 0)),
                 history_revision=int(data.get("history_revision", 0)),
