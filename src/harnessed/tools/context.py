@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.workspace.layout import Workspace
+
+if TYPE_CHECKING:
+    from harnessed.capabilities.base import CallContext
 
 __all__ = ["ToolContext"]
 
@@ -31,6 +34,9 @@ class ToolContext:
     call_id: str
     workspace: Workspace | None = None
     emit: Callable[[str, Mapping[str, Any]], None] = field(default=_ignore)
+    call: CallContext | None = None
+    """The running call as capabilities see it (``call.publish`` forwards events into the
+    call's stream); ``None`` when a tool is run outside an agent call."""
 
     @property
     def user_id(self) -> str:
