@@ -33,7 +33,7 @@ __all__ = [
     "ToolResultEvent",
 ]
 
-RunStatus: TypeAlias = Literal["completed", "max_iters", "error", "cancelled", "pending"]
+RunStatus: TypeAlias = Literal["completed", "max_iters", "error", "cancelled", "pending", "stopped"]
 """``pending``: the call stopped to wait for the user's answer to confirmation requests."""
 
 

@@ -1,11 +1,12 @@
 """AgentRun: one call of one session — the ReAct loop and the events and records it produces.
 
-Per step: prepare the request (the context compiler) → stream the model → run the requested
-tools → append the assistant message and its results to the working history → write the step
-to the session log → save the state. A step is all or nothing: a failure never leaves a tool
-call without its result in the saved state. The session log gets every message in full (before
-any eviction or pruning), every tool execution, every context build and custom event, the run's
-start and end, and errors.
+Per step: the capabilities' safe point → prepare the request (the context compiler) → stream
+the model → review and run the requested tools → append the assistant message and its results
+to the working history → write the step to the session log → save the state (the full order
+of capability hooks is in :mod:`harnessed.capabilities.base`). A step is all or nothing: a
+failure never leaves a tool call without its result in the saved state. The session log gets
+every message in full (before any eviction or pruning), every tool execution, every context
+build and custom event, the run's start and end, and errors.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
+from harnessed.capabilities.base import CallContext, CallEnd, ModelCall
+from harnessed.capabilities.registry import CapabilitySet
+from harnessed.compaction.config import CompactionConfig
 from harnessed.compaction.recovery import overflow_not_recovered
-from harnessed.context.seam import PrepareInfo
+from harnessed.context.seam import PrepareInfo, RequestPreparer
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -35,6 +39,7 @@ from harnessed.events import (
 )
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
 from harnessed.models.base import (
+    Model,
     ModelRequest,
     ModelResponse,
     TextDelta,
@@ -48,17 +53,19 @@ from harnessed.permissions.flow import (
     StepDecision,
     pending_reply,
 )
+from harnessed.permissions.gate import ApprovalGate
 from harnessed.permissions.pending import ParkedStep
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
-from harnessed.state.agent_state import AgentState
+from harnessed.session.store import SessionLogStore
+from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.state.store import AgentStateStore
+from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext
-from harnessed.tools.toolkit import ToolGuard
+from harnessed.tools.toolkit import ToolGuard, Toolkit
+from harnessed.workspace.layout import Workspace
 
-if TYPE_CHECKING:
-    from harnessed.agent import HarnessAgent
-
-__all__ = ["AgentRun"]
+__all__ = ["AgentRun", "LoopHost"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,19 +83,45 @@ _HARNESS_RECORDS = {
 }
 
 
+class LoopHost(Protocol):
+    """What the loop needs of its agent (:class:`~harnessed.HarnessAgent` is one)."""
+
+    name: str
+    model: Model
+    max_iters: int
+    compaction: CompactionConfig | None
+    tool_guard: ToolGuard | None
+    toolkit: Toolkit
+    workspace: Workspace | None
+    state_store: AgentStateStore
+    capabilities: CapabilitySet
+    prepare: RequestPreparer
+
+    @property
+    def session_store(self) -> SessionLogStore: ...
+
+    @property
+    def approval_gate(self) -> ApprovalGate: ...
+
+    def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest: ...
+
+
 class AgentRun:
     """Executes one call. Created by :meth:`HarnessAgent.stream_events` under the session lock."""
 
+    state: AgentState
+    call: CallContext
+    """The call as capabilities see it (set once the state is loaded)."""
+
     def __init__(
         self,
-        agent: HarnessAgent,
+        agent: LoopHost,
         ctx: RuntimeContext,
-        state: AgentState,
         confirmations: ConfirmationMode = "wait",
     ) -> None:
         self.agent = agent
+        self.caps = agent.capabilities
         self.ctx = ctx
-        self.state = state
         self.key = SessionKey(agent.name, ctx.user_id, ctx.session)
         self.run_id = ctx.run_id or new_id("run_")
         self.turn_id = new_id("turn_")
@@ -143,12 +176,69 @@ class AgentRun:
             events.append(self.pending.get_nowait())
         return events
 
+    # ------------------------------------ state: the only place it is loaded and saved
+    async def _load_state(self) -> AgentState:
+        """The session's state at the start of the call (a fresh one for a new session)."""
+        key = StateKey(self.agent.name, self.ctx.user_id, self.ctx.session)
+        state = await self.agent.state_store.load(key)
+        return state if state is not None else AgentState.new(key)
+
     async def _commit_step(self) -> None:
+        """A step is complete: append its records to the session log, then save the state."""
         await self.flush()
         await self.agent.state_store.save(self.state)
 
     # ----------------------------------------------------------------- loop
     async def execute(self, messages: list[Msg]) -> AsyncGenerator[Event, None]:
+        """Run the call; capabilities observe its events and hear how it ended."""
+        self.state = await self._load_state()
+        self.call = CallContext(
+            agent_name=self.agent.name,
+            runtime=self.ctx,
+            run_id=self.run_id,
+            state=self.state,
+            emit=self.emit,
+            record=self.record,
+            publish=self.pending.put_nowait,
+            add_messages=self._add_messages,
+        )
+        caps = self.caps
+        if not (caps.on_event or caps.after_call):
+            async with contextlib.aclosing(self._execute(messages)) as events:
+                async for event in events:
+                    yield event
+            return
+        end = CallEnd("closed")
+        try:
+            async with contextlib.aclosing(self._execute(messages)) as events:
+                async for event in events:
+                    if caps.on_event:
+                        caps.observe(self.call, event)
+                    if isinstance(event, AgentEndEvent):
+                        end = CallEnd(event.status, event.reply, event.iterations)
+                    yield event
+        except GeneratorExit:
+            raise
+        except (Exception, asyncio.CancelledError) as exc:
+            cancelled = isinstance(exc, asyncio.CancelledError)
+            end = CallEnd("cancelled" if cancelled else "error", error=exc)
+            raise
+        finally:
+            if caps.after_call:
+                await caps.run_after_call(self.call, end)
+
+    def _add_messages(self, messages: Sequence[Msg]) -> None:
+        self.record_messages(*messages)
+        self.state.append(*messages)
+
+    async def _safe_point(self) -> AsyncIterator[Event]:
+        """Before a model request: capabilities may add messages or ask the call to stop."""
+        if self.caps.before_model_request:
+            await self.caps.run_before_model_request(self.call)
+            for event in self._drain():
+                yield event
+
+    async def _execute(self, messages: list[Msg]) -> AsyncGenerator[Event, None]:
         agent, state = self.agent, self.state
         if messages:
             self.turn_id = messages[0].id
@@ -178,12 +268,23 @@ class AgentRun:
             self.record_messages(*messages)
             await self.flush()
             state.append(*messages)
+            if self.caps.before_call:
+                await self.caps.run_before_call(self.call)
             if parked is not None:  # no input: continue the step left waiting for answers
                 async for resumed in self._act(parked.message, iterations, parked):
                     yield resumed
                 if self.ended is not None:
                     return
             while True:
+                async for point_event in self._safe_point():
+                    yield point_event
+                if self.call.stop_reason is not None:
+                    reply = Msg.assistant(
+                        f"I stopped before finishing: {self.call.stop_reason}",
+                        metadata={"harness": "stopped", "reason": self.call.stop_reason},
+                    )
+                    yield await self._finish(reply, "stopped", iterations)
+                    return
                 if iterations >= agent.max_iters:
                     yield MaxItersEvent(max_iters=agent.max_iters, **self.base)
                     reply = Msg.assistant(
@@ -368,7 +469,16 @@ class AgentRun:
                     yield ToolCallEvent(model_call_id=model_call_id, call=chunk.call, **self.base)
                 elif isinstance(chunk, ModelResponse):
                     response = chunk
+            if response is None:
+                raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
+            observe = getattr(agent.prepare, "after_response", None)
+            if observe is not None:
+                observe(info, response)
+            role = response.message.role
+            if role != "assistant":
+                raise ModelError(f"model returned a {role!r} message, expected 'assistant'")
         except ContextOverflowError as exc:
+            await self._model_done(ModelCall(model_call_id, iteration, request, error=exc))
             # Overflow recovery: prepare this step again with a forced compaction and send it
             # once more (tools are not re-run, the input is not re-added).
             if produced or agent.compaction is None:
@@ -379,17 +489,20 @@ class AgentRun:
             async for retried in self._model_step(iteration, exc):
                 yield retried
             return
-        if response is None:
-            raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
-        observe = getattr(agent.prepare, "after_response", None)
-        if observe is not None:
-            observe(info, response)
+        except (Exception, asyncio.CancelledError) as exc:
+            await self._model_done(ModelCall(model_call_id, iteration, request, error=exc))
+            raise
         message = response.message
-        if message.role != "assistant":
-            raise ModelError(f"model returned a {message.role!r} message, expected 'assistant'")
         message = message.replace(
             metadata={**message.metadata, "model_call_id": model_call_id, "model": agent.model.name}
         )
+        response = ModelResponse(
+            message=message,
+            usage=response.usage,
+            stop_reason=response.stop_reason,
+            model=response.model,
+        )
+        await self._model_done(ModelCall(model_call_id, iteration, request, response))
         yield ModelCallEndEvent(
             model_call_id=model_call_id,
             message=message,
@@ -397,12 +510,20 @@ class AgentRun:
             stop_reason=response.stop_reason,
             **self.base,
         )
-        yield ModelResponse(
-            message=message,
-            usage=response.usage,
-            stop_reason=response.stop_reason,
-            model=response.model,
-        )
+        yield response
+
+    async def _model_done(self, model_call: ModelCall) -> None:
+        """The capabilities hear how a model request went (a failing hook does not hide the
+        request's own error)."""
+        if not self.caps.after_model_request:
+            return
+        if model_call.error is None:
+            await self.caps.run_after_model_request(self.call, model_call)
+            return
+        try:
+            await self.caps.run_after_model_request(self.call, model_call)
+        except Exception:
+            logger.exception("after_model_request failed while reporting a failed request")
 
     async def _prepare(self, info: PrepareInfo, out: list[ModelRequest]) -> AsyncIterator[Event]:
         """Prepare the request, yielding the events it emits while it runs (a summary made
@@ -440,12 +561,29 @@ class AgentRun:
                 call_id=call.id,
                 workspace=agent.workspace,
                 emit=self.emit,
+                call=self.call,
             )
 
+        caps, run_call = self.caps, self.call
+        if caps.before_tool_call:
+            permissions = guard
+
+            async def guarded(call: ToolUseBlock, tool: Tool, context: ToolContext) -> str | None:
+                refusal = await caps.run_before_tool_call(run_call, call, tool)
+                if refusal is not None or permissions is None:
+                    return refusal
+                return await permissions(call, tool, context)
+
+            guard = guarded
+
+        async def finish(call: ToolUseBlock, result: ToolResultBlock) -> ToolResultBlock:
+            return await caps.run_after_tool_call(run_call, call, result)
+
         done: list[list[ToolResultBlock]] = []
-        async for event in self._pump(
-            agent.toolkit.run_step(calls, make_context, guard, on_result), done
-        ):
+        step = agent.toolkit.run_step(
+            calls, make_context, guard, on_result, finish if caps.after_tool_call else None
+        )
+        async for event in self._pump(step, done):
             yield event
         results.extend(done[0])
 

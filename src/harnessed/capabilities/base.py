@@ -131,7 +131,7 @@ class ModelCall:
 class CallEnd:
     """How a call ended, as :meth:`Capability.after_call` sees it."""
 
-    status: RunStatus | Literal["stopped"]
+    status: RunStatus | Literal["closed"]
     """``completed``, ``max_iters``, ``pending`` (waiting for confirmations), ``stopped`` (a
     capability asked the call to stop), ``error``, ``cancelled`` or ``closed`` (the consumer
     stopped reading the stream)."""
@@ -185,6 +185,11 @@ class CapabilityHost(Protocol):
 
     def capability(self, kind: type[C]) -> C | None:
         """The agent's first capability of type ``kind`` (or ``None``)."""
+        ...
+
+    def tool(self, name: str) -> Tool | None:
+        """The agent's tool called ``name`` — complete only once the agent is built, so ask
+        from hooks and tool checks, not in ``setup``."""
         ...
 
 

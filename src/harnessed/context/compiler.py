@@ -30,11 +30,11 @@ from harnessed.context.render import render_references, render_state, render_sys
 from harnessed.context.seam import PrepareInfo
 from harnessed.context.selection import drop_order
 from harnessed.context.sources import ContextRequest, SourceSet
+from harnessed.context.state_blocks import StateBlock
 from harnessed.context.workspace_refs import WorkspaceRefs
 from harnessed.messages import Msg
 from harnessed.models.base import ModelRequest, ModelResponse
 from harnessed.state.agent_state import AgentState
-from harnessed.state.task import TaskContractConfig
 from harnessed.tokens import default_estimator
 
 __all__ = ["ContextCompiler", "ManifestSink"]
@@ -86,8 +86,8 @@ class ContextCompiler:
         self.views: list[HistoryView] = list(views)
         """Request-only projections of the history, applied after validation (never stored)."""
         self.conventions = conventions
-        self.task_contract: TaskContractConfig | None = None
-        """What ``TASK_STATE`` shows of the task contract (requirements, verification)."""
+        self.state_blocks: Callable[[AgentState], Sequence[StateBlock]] = _no_blocks
+        """The ``TASK_STATE`` / ``RUNTIME_STATE`` texts of a state (the agent's capabilities)."""
         self.meter = Meter(self.policy.estimator or default_estimator())
         self.sinks: list[ManifestSink] = []
         self._last: OrderedDict[tuple[str, ...], ContextManifest] = OrderedDict()
@@ -163,7 +163,7 @@ class ContextCompiler:
         ratio = self.meter.ratio(session)
         raw_limit = int(build.limit / ratio)
         system_msg = render_system(system_items)
-        state_msg = render_state(state, self.task_contract)
+        state_msg = render_state(self.state_blocks(state), state.task_revision)
         fixed = {
             "system": self.meter.message(system_msg) if system_msg else 0,
             "state": self.meter.message(state_msg) if state_msg else 0,
@@ -375,6 +375,10 @@ class ContextCompiler:
                     await result
             except Exception:
                 logger.exception("manifest sink failed (ignored)")
+
+
+def _no_blocks(state: AgentState) -> Sequence[StateBlock]:
+    return ()
 
 
 def _item(material: Material, meter: Meter) -> ManifestItem:

@@ -12,11 +12,9 @@ import hashlib
 from collections.abc import Iterable, Sequence
 
 from harnessed.context.materials import Material
-from harnessed.context.task_render import task_state_text
+from harnessed.context.state_blocks import StateBlock
 from harnessed.context.xml import escape
 from harnessed.messages import Msg
-from harnessed.state.agent_state import AgentState
-from harnessed.state.task import TaskContractConfig
 
 __all__ = [
     "PROJECTION_KEY",
@@ -61,30 +59,19 @@ def render_system(instructions: Sequence[Material]) -> Msg | None:
     return _projection("system", "system", "\n\n".join(parts))
 
 
-def render_state(state: AgentState, task_contract: TaskContractConfig | None = None) -> Msg | None:
-    """``TASK_STATE`` and ``RUNTIME_STATE`` for the current state, or ``None`` if both empty."""
-    blocks: list[str] = []
-    task = task_state_text(state, task_contract)
+def render_state(blocks: Sequence[StateBlock], task_revision: int) -> Msg | None:
+    """One message of ``TASK_STATE`` and ``RUNTIME_STATE`` (texts of a kind joined, in order),
+    or ``None`` when there is nothing to show."""
+    task = "\n".join(b.text for b in blocks if b.kind == "TASK_STATE" and b.text)
+    runtime = "\n".join(b.text for b in blocks if b.kind == "RUNTIME_STATE" and b.text)
+    parts: list[str] = []
     if task:
-        blocks.append(f'<TASK_STATE revision="{state.task_revision}">\n{task}\n</TASK_STATE>')
-    if state.plan.active or state.plan.plan_file:
-        mode = "PLAN" if state.plan.active else "BUILD"
-        lines = [f"mode: {mode}"]
-        if state.plan.plan_file:
-            lines.append(f"plan file: {escape(state.plan.plan_file)}")
-        lines.append(
-            "This reports the current mode only. It is not an approval of any plan and not "
-            "proof that any work is done."
-        )
-        if state.plan.active:
-            lines.append(
-                "In PLAN mode only read-only tools, the plan tools and todo_write run; write the "
-                "plan, then ask to leave plan mode."
-            )
-        blocks.append("<RUNTIME_STATE>\n" + "\n".join(lines) + "\n</RUNTIME_STATE>")
-    if not blocks:
+        parts.append(f'<TASK_STATE revision="{task_revision}">\n{task}\n</TASK_STATE>')
+    if runtime:
+        parts.append(f"<RUNTIME_STATE>\n{runtime}\n</RUNTIME_STATE>")
+    if not parts:
         return None
-    return _projection("user", "state", "\n".join(blocks))
+    return _projection("user", "state", "\n".join(parts))
 
 
 def render_references(items: Sequence[Material]) -> Msg | None:

@@ -23,10 +23,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harnessed.context.materials import Material
+from harnessed.context.seam import PrepareInfo
 from harnessed.tokens import TokenEstimator
 from harnessed.workspace.layout import Workspace
 
-__all__ = ["WorkspaceFiles", "WorkspaceRefs", "fit_to_tokens", "load_workspace_refs"]
+__all__ = [
+    "WorkspaceFiles",
+    "WorkspaceRefs",
+    "WorkspaceRefsLoader",
+    "fit_to_tokens",
+    "load_workspace_refs",
+]
 
 KNOWLEDGE_DIR = Workspace.KNOWLEDGE_DIR
 KNOWLEDGE_INDEX = f"{KNOWLEDGE_DIR}/KNOWLEDGE.md"
@@ -210,3 +217,36 @@ async def _knowledge(files: WorkspaceFiles) -> str:
             f"Other knowledge files (read them with read_file when relevant):\n{listing}{more}"
         )
     return "\n\n".join(p for p in parts if p)
+
+
+class WorkspaceRefsLoader:
+    """Loads an agent's workspace material for one call (the compiler's ``refs_loader``):
+    ``AGENTS.md``, the shared and the caller's ``MEMORY.md``, knowledge and context files."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        agent_name: str,
+        estimator: TokenEstimator,
+        *,
+        max_context_tokens: int,
+        context_files: Sequence[str] = (),
+    ) -> None:
+        self.workspace = workspace
+        self.agent_name = agent_name
+        self.estimator = estimator
+        self.max_context_tokens = max_context_tokens
+        self.context_files = tuple(context_files)
+
+    async def __call__(self, info: PrepareInfo) -> WorkspaceRefs:
+        ws = self.workspace
+        scoped = ws.memory_file(
+            agent_id=self.agent_name, user_id=info.runtime.user_id, session_id=info.runtime.session
+        )
+        return await load_workspace_refs(
+            ws.fs,
+            self.estimator,
+            memory_files=tuple(dict.fromkeys((ws.MEMORY_MD, scoped))),
+            max_context_tokens=self.max_context_tokens,
+            context_files=self.context_files,
+        )

@@ -1,6 +1,7 @@
 """Long-term memory: daily ledgers, a curated MEMORY.md, flushes, consolidation, maintenance."""
 
 from harnessed.memory.auxiliary import AuxiliaryModel
+from harnessed.memory.capability import Memory
 from harnessed.memory.config import FlushThrottle, MemoryConfig
 from harnessed.memory.consolidate import (
     ConsolidationError,
@@ -13,6 +14,7 @@ from harnessed.memory.lookup import MemoryMatch, MemoryPathError
 from harnessed.memory.manager import MemoryManager
 
 __all__ = [
+    "Memory",
     "AuxiliaryModel",
     "ConsolidationError",
     "ConsolidationResult",

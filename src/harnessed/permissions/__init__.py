@@ -1,6 +1,7 @@
 """Permissions: which tool calls run, which are refused, and asking the user for the rest."""
 
 from harnessed.permissions.broker import ConfirmationError
+from harnessed.permissions.capability import Permissions
 from harnessed.permissions.flow import ConfirmationMode
 from harnessed.permissions.gate import PLAN_MODE_TOOLS, ApprovalGate
 from harnessed.permissions.pending import ParkedStep, PendingConfirmation
@@ -19,6 +20,7 @@ from harnessed.permissions.rules import (
 )
 
 __all__ = [
+    "Permissions",
     "EDIT_TOOLS",
     "HARNESS_STATE_TOOLS",
     "PLAN_MODE_TOOLS",

@@ -5,17 +5,17 @@ Before a step's tools run, :meth:`ApprovalGate.review` decides every call (see
 Asking happens *before* any tool of the step runs, so a step waiting for answers can be parked
 and resumed without anything having half-happened.
 
-While the calls run, :class:`StepGuard` (the toolkit's guard for that step) enforces plan mode
-— checked at each call, because an earlier call of the same step may have entered it — applies
-refusals, re-runs a tool's own check for calls that were not approved (the state may have
-changed earlier in the step), and finally asks the application's own ``tool_guard``.
+While the calls run, :class:`StepGuard` (part of the toolkit's guard for that step, after the
+capabilities' ``before_tool_call`` hooks — plan mode among them) applies refusals, re-runs a
+tool's own check for calls that were not approved (the state may have changed earlier in the
+step), and finally asks the application's own ``tool_guard``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolUseBlock
 from harnessed.permissions.broker import ConfirmationBroker
@@ -25,11 +25,12 @@ from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext
-from harnessed.tools.toolkit import ToolGuard, Toolkit
+from harnessed.tools.toolkit import ToolGuard
 
 __all__ = [
     "PLAN_MODE_TOOLS",
     "ApprovalGate",
+    "ToolLookup",
     "StepGuard",
     "Verdict",
     "declined_text",
@@ -60,6 +61,12 @@ def declined_text(request: PendingConfirmation) -> str:
     return text
 
 
+class ToolLookup(Protocol):
+    """Finds the agent's tool for a call (a :class:`~harnessed.tools.Toolkit` is one)."""
+
+    def get(self, name: str) -> Tool | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What happens to one call: it runs, it runs because the user approved, or it is refused."""
@@ -81,7 +88,7 @@ class ApprovalGate:
 
     def __init__(
         self,
-        toolkit: Toolkit,
+        toolkit: ToolLookup,
         *,
         mode: PermissionMode | str | None = None,
         rules: Sequence[PermissionRule] = (),
@@ -105,6 +112,21 @@ class ApprovalGate:
         self.checks: dict[str, ToolPermissionCheck] = dict(checks or {})
         self.confirmation_timeout = confirmation_timeout
         self.broker = ConfirmationBroker()
+        self._tool_checks: dict[str, tuple[Tool, ToolPermissionCheck]] = {}
+
+    def add_tool_check(self, tool: Tool, check: ToolPermissionCheck) -> None:
+        """A tool's own check (``plan_exit`` asks to approve the plan). It applies only while
+        that very tool is the one registered under its name, and a check given for the name
+        in ``checks`` wins over it."""
+        self._tool_checks[tool.name] = (tool, check)
+
+    def check_for(self, name: str, tool: Tool) -> ToolPermissionCheck | None:
+        """The check for a call to ``tool`` (``None``: rules and mode decide)."""
+        check = self.checks.get(name)
+        if check is not None:
+            return check
+        own = self._tool_checks.get(name)
+        return own[1] if own is not None and own[0] is tool else None
 
     def settings(self, state: AgentState) -> PermissionSettings:
         return PermissionSettings.resolve(self.mode, self.rules, state.permissions)
@@ -126,7 +148,7 @@ class ApprovalGate:
                 continue
             earlier = parked.for_call(call.id) if parked is not None else None
             # Rules and mode are decided first: a deny set after the user approved still wins.
-            decision = await evaluate(call, tool, state, settings, self.checks.get(call.name))
+            decision = await evaluate(call, tool, state, settings, self.check_for(call.name, tool))
             if decision.behavior == "allow":
                 review.verdicts[call.id] = Verdict("run")
             elif decision.behavior == "deny":
@@ -167,9 +189,6 @@ class StepGuard:
 
     async def __call__(self, call: ToolUseBlock, tool: Tool, context: ToolContext) -> str | None:
         state = context.state
-        blocked = plan_mode_block(call, tool, state)
-        if blocked is not None:
-            return blocked
         verdict = self.verdicts.get(call.id, Verdict("run"))
         if verdict.kind == "refused":
             return verdict.text
@@ -178,7 +197,7 @@ class StepGuard:
             # a tool's own check): decide again with everything, rules and mode included.
             gate = self.gate
             decision = await evaluate(
-                call, tool, state, gate.settings(state), gate.checks.get(call.name)
+                call, tool, state, gate.settings(state), gate.check_for(call.name, tool)
             )
             if decision.behavior == "deny":
                 return f"Permission denied: {decision.reason}. The call did not run."

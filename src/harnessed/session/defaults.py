@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from harnessed.session.fs_store import FilesystemSessionLogStore
+from harnessed.session.indexed import IndexedSessionLogStore
 from harnessed.session.jsonl import JsonlSessionLogStore
 from harnessed.session.memory import InMemorySessionLogStore
 from harnessed.session.scan import ScanSearchIndex
@@ -17,7 +18,7 @@ from harnessed.session.sqlite_index import SqliteSearchIndex
 from harnessed.session.store import SessionLogStore
 from harnessed.workspace.layout import Workspace
 
-__all__ = ["default_search_index", "default_session_store"]
+__all__ = ["default_search_index", "default_session_store", "indexed_session_store"]
 
 
 def default_session_store(workspace: Workspace | None) -> SessionLogStore:
@@ -32,3 +33,17 @@ def default_search_index(workspace: Workspace | None, store: SessionLogStore) ->
     if workspace is not None and workspace.local_root is not None:
         return SqliteSearchIndex(workspace.local_root / Workspace.AGENTS_DIR)
     return ScanSearchIndex(store)
+
+
+def indexed_session_store(
+    workspace: Workspace | None,
+    store: SessionLogStore | None = None,
+    index: SearchIndex | None = None,
+) -> IndexedSessionLogStore:
+    """The agent's session store with its search index (the defaults where ``None``)."""
+    store = default_session_store(workspace) if store is None else store
+    if isinstance(store, IndexedSessionLogStore):
+        if index is not None:
+            raise ValueError("pass search_index or an already indexed session_store, not both")
+        return store
+    return IndexedSessionLogStore(store, index or default_search_index(workspace, store))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,7 +22,7 @@ from harnessed.models.base import ToolSchema
 from harnessed.tools.base import Tool, ToolError, format_tool_output
 from harnessed.tools.context import ToolContext
 
-__all__ = ["ToolGuard", "Toolkit"]
+__all__ = ["Finish", "ToolGuard", "Toolkit"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ class ToolGuard(Protocol):
     async def __call__(
         self, call: ToolUseBlock, tool: Tool, context: ToolContext
     ) -> str | None: ...
+
+
+Finish = Callable[[ToolUseBlock, ToolResultBlock], Awaitable[ToolResultBlock]]
+"""Replaces a call's result after it ran (the capabilities' ``after_tool_call`` hooks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,17 +89,21 @@ class Toolkit:
         make_context: Callable[[ToolUseBlock], ToolContext],
         guard: ToolGuard | None = None,
         on_result: Callable[[ToolResultBlock, float], None] | None = None,
+        finish: Finish | None = None,
     ) -> list[ToolResultBlock]:
         """Run one step's calls; returns one result per call, in call order.
 
-        ``on_result(result, duration_ms)`` is called as each call finishes (in completion
-        order), so a caller can report progress while parallel calls are still running.
+        ``finish(call, result)`` may replace each result as it is produced (refusals and errors
+        included); ``on_result(result, duration_ms)`` is then called as each call finishes (in
+        completion order), so a caller can report progress while parallel calls still run.
         """
         planned = [_Planned(c, self._tools.get(c.name)) for c in calls]
 
         async def timed(p: _Planned) -> ToolResultBlock:
             started = time.perf_counter()
             result = await self._run_one(p, make_context, guard)
+            if finish is not None:
+                result = await finish(p.call, result)
             if on_result is not None:
                 on_result(result, (time.perf_counter() - started) * 1000)
             return result

@@ -1,0 +1,28 @@
+"""File tools as a capability: read, list, search and edit the agent's workspace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harnessed.capabilities.base import Capability, CapabilityHost
+from harnessed.tools.base import Tool
+from harnessed.tools.files import file_tools
+
+__all__ = ["FileTools"]
+
+
+class FileTools(Capability):
+    """The built-in file tools over the agent's workspace (on by default with a workspace)."""
+
+    name = "file_tools"
+
+    def __init__(self) -> None:
+        self._tools: list[Tool] = []
+
+    def setup(self, host: CapabilityHost) -> None:
+        if host.workspace is None:
+            raise ValueError("FileTools needs a workspace: pass workspace=... to HarnessAgent")
+        self._tools = file_tools(host.workspace)
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools

@@ -1,0 +1,73 @@
+"""Permissions: the capability that owns an agent's approval gate.
+
+Every agent has one (built from ``permission_mode``, ``permission_rules``, ``permission_checks``
+and ``confirmation_timeout``, or passed in ``capabilities``); it is set up first so that other
+capabilities can give their tools their own checks (:meth:`Permissions.add_tool_check`).
+With no mode and no rules permissions are off and only tools' own checks ask. The loop asks
+its :attr:`Permissions.gate` to review each step's calls before any of them runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from harnessed.capabilities.base import Capability, CapabilityHost
+from harnessed.permissions.gate import ApprovalGate
+from harnessed.permissions.policy import ToolPermissionCheck
+from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.tools.base import Tool
+
+__all__ = ["Permissions"]
+
+
+class _HostTools:
+    def __init__(self, host: CapabilityHost) -> None:
+        self.host = host
+
+    def get(self, name: str) -> Tool | None:
+        return self.host.tool(name)
+
+
+class Permissions(Capability):
+    """Permission mode, rules and per-tool checks, and the confirmation requests they raise.
+
+    Args:
+        mode: ``default``, ``accept_edits``, ``explore``, ``bypass`` or ``dont_ask``; ``None``
+            with no rules leaves permissions off.
+        rules: Allow / deny / ask rules.
+        checks: Extra per-tool checks (tool name → check); they win over a tool's own check.
+        confirmation_timeout: Seconds ``stream_events`` waits for answers before the call ends
+            as ``pending`` (``None``: as long as the stream is read).
+    """
+
+    name = "permissions"
+
+    def __init__(
+        self,
+        mode: PermissionMode | str | None = None,
+        rules: Sequence[PermissionRule] = (),
+        checks: Mapping[str, ToolPermissionCheck] | None = None,
+        confirmation_timeout: float | None = None,
+    ) -> None:
+        # validated now, so a bad configuration fails where it is written
+        self.gate = ApprovalGate(
+            _NoTools(),
+            mode=mode,
+            rules=rules,
+            checks=checks,
+            confirmation_timeout=confirmation_timeout,
+        )
+
+        """Decides each step's tool calls before they run."""
+
+    def setup(self, host: CapabilityHost) -> None:
+        self.gate.toolkit = _HostTools(host)
+
+    def add_tool_check(self, tool: Tool, check: ToolPermissionCheck) -> None:
+        """Give ``tool`` its own check (see :meth:`ApprovalGate.add_tool_check`)."""
+        self.gate.add_tool_check(tool, check)
+
+
+class _NoTools:
+    def get(self, name: str) -> Tool | None:
+        return None

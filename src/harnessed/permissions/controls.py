@@ -1,0 +1,186 @@
+"""The application's side of permissions, part of :class:`~harnessed.HarnessAgent`.
+
+Set a session's permission mode or rules, list the confirmation requests waiting for an answer
+and answer them. Changes run under the session lock and are written to the session log as
+``permission/changed`` (answers to a running call that is asking reach it at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harnessed.permissions.broker import Answer, ConfirmationError, Posted, SessionId
+from harnessed.permissions.gate import ApprovalGate
+from harnessed.permissions.pending import ParkedStep, PendingConfirmation
+from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.runtime import RuntimeContext
+from harnessed.session.record import RecordType
+from harnessed.state.agent_state import AgentState
+from harnessed.state.editor import StateEditor
+
+__all__ = ["PermissionControls"]
+
+Records = list[tuple[str, Mapping[str, Any]]]
+
+
+class PermissionControls:
+    """Permission controls (a mixin of the agent)."""
+
+    name: str
+    _editor: StateEditor
+
+    @property
+    def approval_gate(self) -> ApprovalGate:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------- permissions
+    async def set_permission_mode(
+        self, ctx: RuntimeContext | None, mode: PermissionMode | str | None
+    ) -> None:
+        """Set the session's permission mode (``None``: back to the agent's configuration)."""
+        parsed = PermissionMode.parse(mode) if mode is not None else None
+
+        def change(state: AgentState) -> Records:
+            permissions = {k: v for k, v in state.permissions.items() if k != "mode"}
+            if parsed is not None:
+                permissions["mode"] = parsed.value
+            state.set_permissions(permissions)
+            return [
+                (
+                    RecordType.PERMISSION_CHANGED,
+                    {"action": "mode", "mode": parsed.value if parsed else None},
+                )
+            ]
+
+        await self._editor.change(ctx, change)
+
+    async def set_permission_rules(
+        self, ctx: RuntimeContext | None, rules: Sequence[PermissionRule]
+    ) -> None:
+        """Replace the session's own rules (checked before, and together with, the agent's)."""
+        for rule in rules:
+            if not isinstance(rule, PermissionRule):
+                raise TypeError(f"expected PermissionRule objects, got {rule!r}")
+        data = [r.to_dict() for r in rules]
+
+        def change(state: AgentState) -> Records:
+            state.set_permissions({**state.permissions, "rules": data})
+            return [(RecordType.PERMISSION_CHANGED, {"action": "rules", "rules": data})]
+
+        await self._editor.change(ctx, change)
+
+    async def pending_confirmations(
+        self, ctx: RuntimeContext | None = None
+    ) -> list[PendingConfirmation]:
+        """Requests waiting for an answer: those a running call is asking now, and those of
+        the step the session left waiting."""
+        ctx = self._editor.resolve(ctx)
+        live = self.approval_gate.broker.waiting(_session(self.name, ctx))
+        parked = ParkedStep.load((await self._editor.read(ctx)).permissions)
+        seen = {r.request_id for r in live}
+        stored = [r for r in (parked.open_requests if parked else []) if r.request_id not in seen]
+        return [*live, *stored]
+
+    async def respond(
+        self,
+        ctx: RuntimeContext | None,
+        request_id: str,
+        approved: bool,
+        *,
+        feedback: str | None = None,
+    ) -> None:
+        """Answer a confirmation request.
+
+        A call that is waiting for this answer (``stream_events``) gets it at once and goes
+        on. For a call that ended with status ``pending`` the answer is stored with the
+        session; call the agent again without input to continue. ``feedback`` is passed on to
+        the model when the call is declined. Raises
+        :class:`~harnessed.permissions.ConfirmationError` for an unknown request or one
+        already answered differently.
+        """
+        if not isinstance(approved, bool):
+            raise TypeError(f"approved must be True or False, got {approved!r}")
+        ctx = self._editor.resolve(ctx)
+        session = _session(self.name, ctx)
+        broker = self.approval_gate.broker
+        live = {r.request_id for r in broker.waiting(session)}
+        if live and request_id not in live:
+            # a call of this session is running and waiting for other answers: the stored
+            # state cannot hold this request now, and waiting for the lock would wait for ever
+            raise ConfirmationError(_unknown(request_id, ctx))
+        if request_id in broker.parking(session):
+            # The running call stopped waiting (confirmation_timeout) and is parking the step;
+            # waiting for its session lock from inside its own stream would never end.
+            raise ConfirmationError(
+                f"confirmation request {request_id!r} timed out while the call was running and "
+                "its step is being parked; answer it again once the call has ended"
+            )
+        posted = broker.post(session, request_id, Answer(approved, feedback))
+        if posted.consumed.is_set():
+            return
+        store = asyncio.ensure_future(self._store_answer(ctx, session, request_id, posted))
+        taken = asyncio.ensure_future(posted.consumed.wait())
+        try:
+            await asyncio.wait({store, taken}, return_when=asyncio.FIRST_COMPLETED)
+            if store.done() and not posted.consumed.is_set():
+                store.result()
+        finally:
+            broker.withdraw(session, request_id, posted)
+            for task in (store, taken):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+
+    async def _store_answer(
+        self, ctx: RuntimeContext, session: SessionId, request_id: str, posted: Posted
+    ) -> None:
+        answer = posted.answer
+
+        def change(state: AgentState) -> Records | None:
+            if posted.consumed.is_set():  # a call of this session took it meanwhile
+                return None
+            parked = ParkedStep.load(state.permissions)
+            request = parked.request(request_id) if parked is not None else None
+            if parked is None or request is None:
+                raise ConfirmationError(_unknown(request_id, ctx))
+            if request.answered:
+                if request.approved == answer.approved:
+                    return None
+                raise ConfirmationError(
+                    f"confirmation request {request_id!r} was already "
+                    f"{'approved' if request.approved else 'declined'}"
+                )
+            state.set_permissions(
+                parked.with_answer(request_id, answer.approved, answer.feedback).store(
+                    state.permissions
+                )
+            )
+            self.approval_gate.broker.withdraw(session, request_id, posted)
+            return [
+                (
+                    RecordType.PERMISSION_CHANGED,
+                    {
+                        "action": "answered",
+                        "request_id": request_id,
+                        "approved": answer.approved,
+                        "feedback": answer.feedback,
+                    },
+                )
+            ]
+
+        await self._editor.change(ctx, change)
+
+
+def _unknown(request_id: str, ctx: RuntimeContext) -> str:
+    return (
+        f"no confirmation request {request_id!r} is waiting in session {ctx.session!r} of "
+        f"user {ctx.user_id!r}"
+    )
+
+
+def _session(agent: str, ctx: RuntimeContext) -> SessionId:
+    return (agent, ctx.user_id, ctx.session)

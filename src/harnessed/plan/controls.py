@@ -1,0 +1,58 @@
+"""The application's side of plan mode, part of :class:`~harnessed.HarnessAgent`.
+
+Entering and leaving plan mode from application code (the model uses the plan tools) runs under
+the session lock and is written to the session log as ``plan/changed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from harnessed.capabilities.base import Capability
+from harnessed.plan.capability import PlanMode
+from harnessed.runtime import RuntimeContext
+from harnessed.session.record import RecordType
+from harnessed.state.agent_state import AgentState, PlanState
+from harnessed.state.editor import StateEditor
+
+__all__ = ["PlanControls"]
+
+Records = list[tuple[str, Mapping[str, Any]]]
+C = TypeVar("C", bound=Capability)
+
+
+class PlanControls:
+    """Plan mode controls (a mixin of the agent)."""
+
+    _editor: StateEditor
+
+    def capability(self, kind: type[C]) -> C | None:
+        raise NotImplementedError
+
+    # --------------------------------------------------------------- plan mode
+    async def enter_plan_mode(self, ctx: RuntimeContext | None = None) -> PlanState:
+        """Put the session in plan mode (needs ``enable_plan_mode=True``)."""
+        plan_mode = self.capability(PlanMode)
+        if plan_mode is None or plan_mode.workspace is None:
+            raise RuntimeError(
+                "plan mode is not enabled: create the agent with enable_plan_mode=True"
+            )
+        plan_file = plan_mode.workspace.PLAN_FILE
+        return await self._set_plan(ctx, "enter", PlanState(active=True, plan_file=plan_file))
+
+    async def exit_plan_mode(self, ctx: RuntimeContext | None = None) -> PlanState:
+        """Leave plan mode (the application's approval; the plan file stays)."""
+        return await self._set_plan(ctx, "exit", PlanState(active=False))
+
+    async def _set_plan(
+        self, ctx: RuntimeContext | None, action: str, plan: PlanState
+    ) -> PlanState:
+        def change(state: AgentState) -> Records | None:
+            target = PlanState(plan.active, plan.plan_file or state.plan.plan_file)
+            if state.plan == target:
+                return None
+            state.set_plan(target)
+            return [(RecordType.PLAN_CHANGED, {"action": action, "plan": target.to_dict()})]
+
+        return (await self._editor.change(ctx, change)).plan

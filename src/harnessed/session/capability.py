@@ -1,0 +1,30 @@
+"""Session tools as a capability: the model lists, reads and searches its earlier sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harnessed.capabilities.base import Capability, CapabilityHost
+from harnessed.session.indexed import IndexedSessionLogStore
+from harnessed.tools.base import Tool
+from harnessed.tools.session import session_tools
+
+__all__ = ["SessionTools"]
+
+
+class SessionTools(Capability):
+    """``session_list``, ``session_history`` and ``session_search`` over the agent's log."""
+
+    name = "session_tools"
+
+    def __init__(self) -> None:
+        self._tools: list[Tool] = []
+
+    def setup(self, host: CapabilityHost) -> None:
+        store = host.session_store
+        if not isinstance(store, IndexedSessionLogStore):
+            raise TypeError("SessionTools needs the agent's indexed session store")
+        self._tools = session_tools(store)
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools

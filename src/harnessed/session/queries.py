@@ -1,0 +1,64 @@
+"""Reading an agent's session log: part of :class:`~harnessed.HarnessAgent` (a mixin)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harnessed.messages import Msg
+from harnessed.runtime import RuntimeContext
+from harnessed.session.indexed import IndexedSessionLogStore
+from harnessed.session.record import RecordType, SessionKey, SessionRecord
+from harnessed.session.search import MatchMode, SearchHit, SearchOrder
+from harnessed.session.store import SessionInfo
+
+__all__ = ["SessionQueries"]
+
+
+class SessionQueries:
+    """The full history of an agent's sessions, and search over it."""
+
+    name: str
+    session_store: IndexedSessionLogStore
+
+    async def session_log(
+        self,
+        ctx: RuntimeContext | None = None,
+        *,
+        types: Sequence[str] | None = None,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[SessionRecord]:
+        """The full, never-compacted record of a session (optionally of some record types)."""
+        ctx = (ctx or RuntimeContext()).resolved(self.name)
+        key = SessionKey(self.name, ctx.user_id, ctx.session)
+        return await self.session_store.read(key, types=types, after_seq=after_seq, limit=limit)
+
+    async def session_messages(self, ctx: RuntimeContext | None = None) -> list[Msg]:
+        """Every message of a session as it happened (full tool output, nothing summarized)."""
+        records = await self.session_log(ctx, types=[RecordType.MESSAGE])
+        return [m for m in (r.message for r in records) if m is not None]
+
+    async def sessions(self, user_id: str = "default") -> list[SessionInfo]:
+        """The sessions a user has with this agent, most recent first."""
+        return await self.session_store.sessions(self.name, user_id)
+
+    async def session_search(
+        self,
+        query: str,
+        user_id: str = "default",
+        *,
+        max_results: int = 10,
+        match: MatchMode = "phrase",
+        order: SearchOrder = "recent",
+        session_id: str | None = None,
+    ) -> list[SearchHit]:
+        """Search the messages of a user's sessions (newest first by default)."""
+        return await self.session_store.search(
+            self.name,
+            user_id,
+            query,
+            max_results=max_results,
+            match=match,
+            order=order,
+            session_id=session_id,
+        )

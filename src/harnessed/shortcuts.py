@@ -1,0 +1,104 @@
+"""The keyword shortcuts of :class:`~harnessed.HarnessAgent`, turned into capabilities.
+
+``enable_task_list=True`` is :class:`~harnessed.tasks.TaskList`, ``permission_mode=...`` configures
+:class:`~harnessed.permissions.Permissions`, and so on. The agent's capabilities are, in order:
+permissions (always first: others give their tools checks through it), the built-ins the
+keywords ask for, the plan status and the task contract (every agent shows its state), then the
+application's ``capabilities``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from harnessed.capabilities.base import Capability
+from harnessed.files import FileTools
+from harnessed.memory.capability import Memory
+from harnessed.memory.config import MemoryConfig
+from harnessed.permissions.capability import Permissions
+from harnessed.permissions.policy import ToolPermissionCheck
+from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.plan import PlanMode, PlanStatus
+from harnessed.session.capability import SessionTools
+from harnessed.shell import Shell, ShellConfig
+from harnessed.state.task import TaskContractConfig
+from harnessed.tasks import TaskContract, TaskList
+from harnessed.workspace.layout import Workspace
+
+__all__ = ["Shortcuts"]
+
+C = TypeVar("C", bound=Capability)
+
+
+@dataclass(frozen=True, slots=True)
+class Shortcuts:
+    """The keyword arguments of ``HarnessAgent`` that only build capabilities."""
+
+    file_tools: bool = True
+    shell: bool | ShellConfig | None = None
+    memory: MemoryConfig | bool = True
+    memory_tools: bool = True
+    enable_task_list: bool = False
+    enable_plan_mode: bool = False
+    task_contract: TaskContractConfig | None = None
+    permission_mode: PermissionMode | str | None = None
+    permission_rules: Sequence[PermissionRule] = ()
+    permission_checks: Mapping[str, ToolPermissionCheck] | None = None
+    confirmation_timeout: float | None = None
+
+    def capabilities(
+        self, workspace: Workspace | None, given: Sequence[Capability]
+    ) -> list[Capability]:
+        """The agent's capabilities: those the keywords build, around those ``given``."""
+        given = list(given)
+        permissions = _take(given, Permissions)
+        if permissions is None:
+            permissions = Permissions(
+                self.permission_mode,
+                self.permission_rules,
+                self.permission_checks,
+                self.confirmation_timeout,
+            )
+        elif self.permission_mode is not None or self.permission_rules or self.permission_checks:
+            raise ValueError("pass Permissions in capabilities or permission_* keywords, not both")
+        contract = _take(given, TaskContract)
+        if contract is None:
+            contract = TaskContract(self.task_contract)
+        elif self.task_contract is not None:
+            raise ValueError("pass TaskContract in capabilities or task_contract=, not both")
+        built: list[Capability] = [permissions]
+        if workspace is not None and self.file_tools:
+            built.append(FileTools())
+        if self._shell_on(workspace):
+            built.append(Shell(self.shell if isinstance(self.shell, ShellConfig) else None))
+        if workspace is not None and self.memory_tools:
+            built.append(SessionTools())
+        if self.memory is not False and (workspace is not None or self.memory is not True):
+            config = self.memory if isinstance(self.memory, MemoryConfig) else None
+            built.append(Memory(config, tools=self.memory_tools))
+        if self.enable_task_list:
+            built.append(TaskList())
+        if self.enable_plan_mode:
+            built.append(PlanMode())
+        return [*built, PlanStatus(), contract, *given]
+
+    def _shell_on(self, workspace: Workspace | None) -> bool:
+        shell = self.shell
+        if workspace is None:
+            if shell:
+                raise ValueError("shell needs a workspace: pass workspace=... to HarnessAgent")
+            return False
+        local = workspace.local_root is not None
+        return isinstance(shell, ShellConfig) or shell is True or (shell is None and local)
+
+
+def _take(given: list[Capability], kind: type[C]) -> C | None:
+    found = [c for c in given if isinstance(c, kind)]
+    if len(found) > 1:
+        raise ValueError(f"pass at most one {kind.__name__} capability")
+    if found:
+        given.remove(found[0])
+        return found[0]
+    return None
