@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import TypeVar
 
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
@@ -25,29 +23,19 @@ from harnessed.compaction import (
     history_transforms,
 )
 from harnessed.context.compiler import ContextCompiler
-from harnessed.context.hooks import MemoryFlusher
-from harnessed.context.manifest import ContextManifest
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.seam import RequestPreparer
-from harnessed.context.sources import (
-    ContextSource,
-    SourceFailurePolicy,
-    SourceFunction,
-    validate_id,
-)
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
 from harnessed.events import AgentEndEvent, Event
+from harnessed.host import AgentHost
 from harnessed.inputs import AgentInput, input_messages
 from harnessed.loop import AgentRun
-from harnessed.memory import MemoryConfig, MemoryManager
-from harnessed.memory.capability import Memory
+from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
 from harnessed.models.base import Model, ModelRequest
 from harnessed.models.registry import resolve_model
 from harnessed.permissions import ConfirmationMode, PermissionMode, PermissionRule
-from harnessed.permissions.capability import Permissions
 from harnessed.permissions.controls import PermissionControls
-from harnessed.permissions.gate import ApprovalGate
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
 from harnessed.runtime import RuntimeContext, SessionLocks
@@ -57,12 +45,11 @@ from harnessed.session.queries import SessionQueries
 from harnessed.session.search import SearchIndex
 from harnessed.shortcuts import Shortcuts
 from harnessed.state.agent_state import AgentState
-from harnessed.state.editor import Change, StateEditor
+from harnessed.state.editor import StateEditor
 from harnessed.state.store import AgentStateStore, InMemoryStateStore, JsonFileStateStore
 from harnessed.state.task import TaskContractConfig
 from harnessed.state.verification import VerificationService
 from harnessed.tasks.controls import TaskControls
-from harnessed.tokens import TokenEstimator
 from harnessed.tools.base import Tool
 from harnessed.tools.shell import ShellConfig
 from harnessed.tools.toolkit import ToolGuard, Toolkit
@@ -70,26 +57,21 @@ from harnessed.workspace import Filesystem, IsolationScope, Workspace
 
 __all__ = ["AgentInput", "HarnessAgent"]
 
-logger = logging.getLogger(__name__)
-C = TypeVar("C", bound=Capability)
-
 # Default history transforms (frozen configs, safe to share).
 _COMPACTION = CompactionConfig()
 _EVICTION = ToolResultEvictionConfig()
 _PRUNE = PruneConfig()
 
 
-class HarnessAgent(TaskControls, PlanControls, PermissionControls, SessionQueries):
+class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, SessionQueries):
     """A long-running agent: a model, tools, capabilities, and a harness around every request.
 
     Args:
         name: The agent's id (also the default session id). Letters, digits, ``_.-``.
         model: A :class:`~harnessed.models.Model` or a string such as ``"openai:gpt-4.1-mini"``.
         sys_prompt: The agent's role and rules, sent as system instructions.
-        tools: Tools made with :func:`harnessed.tool` (they win over a capability's tool of the
-            same name).
-        capabilities: :class:`~harnessed.Capability` objects, set up in order after the
-            built-in ones the keywords below ask for.
+        tools: Tools made with :func:`harnessed.tool` (they win over capabilities' tools).
+        capabilities: :class:`~harnessed.Capability` objects, after the built-in ones.
         workspace: A directory, an fsspec URL, a :class:`~harnessed.workspace.Filesystem` or a
             :class:`~harnessed.workspace.Workspace` (``isolation_scope`` separates runtime data
             per ``"user"``, ``"session"``, ``"agent"`` or ``"global"``).
@@ -174,12 +156,8 @@ class HarnessAgent(TaskControls, PlanControls, PermissionControls, SessionQuerie
         self.state_store = state_store
         self.session_store = indexed_session_store(self.workspace, session_store, search_index)
         self.max_iters, self.max_output_tokens = max_iters, max_output_tokens
-        self.compaction, self.tool_result_eviction, self.prune = (
-            compaction,
-            tool_result_eviction,
-            prune,
-        )
-        self._flusher_override: MemoryFlusher | None = None
+        self.compaction = compaction
+        self.tool_result_eviction, self.prune = tool_result_eviction, prune
         transforms = history_transforms(
             agent_name=name,
             workspace=self.workspace,
@@ -227,116 +205,6 @@ class HarnessAgent(TaskControls, PlanControls, PermissionControls, SessionQuerie
         self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, capabilities))
         self.toolkit = Toolkit(tools)
         self._plug_in(frozenset(self.toolkit.names))
-
-    def _plug_in(self, application_tools: frozenset[str]) -> None:
-        """Set every capability up, then take what each contributes."""
-        for capability in self.capabilities:
-            capability.setup(self)
-        owners: dict[str, str] = {}
-        for capability in self.capabilities:
-            name = capability.capability_name
-            for tool in capability.tools():
-                if tool.name in application_tools:
-                    logger.info("the application's tool %r replaces the built-in one", tool.name)
-                    continue
-                if tool.name in owners:
-                    raise ValueError(
-                        f"capabilities {owners[tool.name]!r} and {name!r} both give a tool named "
-                        f"{tool.name!r}"
-                    )
-                owners[tool.name] = name
-                self.toolkit.add(tool)
-            for key, text in capability.instructions().items():
-                self.add_instruction(key, text)
-            for spec in capability.context_sources():
-                self.add_context_source(
-                    spec.id, spec.source, timeout=spec.timeout, on_failure=spec.on_failure
-                )
-            self.compiler.views.extend(capability.history_views())
-        if self.capabilities.state_block_providers:
-            self.compiler.state_blocks = self.capabilities.state_blocks
-
-    # -------------------------------------------------------- configuration
-    def add_instruction(self, instruction_id: str, text: str) -> None:
-        """Add a trusted business rule to the system instructions (at start-up)."""
-        validate_id(instruction_id, "instruction id")
-        if instruction_id in self.compiler.instructions:
-            raise ValueError(f"an instruction with id {instruction_id!r} is already registered")
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"instruction {instruction_id!r} must be non-blank text")
-        self.compiler.instructions[instruction_id] = text
-
-    def add_context_source(
-        self,
-        source_id: str,
-        source: ContextSource | SourceFunction,
-        *,
-        timeout: float = 5.0,
-        on_failure: SourceFailurePolicy = SourceFailurePolicy.FAIL,
-    ) -> None:
-        """Register a dynamic source, loaded before every reasoning request (never here)."""
-        self.sources.add(source_id, source, timeout=timeout, on_failure=on_failure)
-
-    def last_manifest(self, ctx: RuntimeContext | None = None) -> ContextManifest | None:
-        """The manifest of the most recent request preparation of a session."""
-        ctx = (ctx or RuntimeContext()).resolved(self.name)
-        return self.compiler.last_manifest(self.name, ctx.user_id, ctx.session)
-
-    # ------------------------------------------------ the capability host
-    @property
-    def agent_name(self) -> str:
-        return self.name
-
-    @property
-    def estimator(self) -> TokenEstimator:
-        return self.compiler.meter.estimator
-
-    @property
-    def preparer(self) -> RequestPreparer:
-        return self.prepare
-
-    async def read_state(self, ctx: RuntimeContext | None) -> AgentState:
-        return await self._editor.read(ctx)
-
-    async def change_state(self, ctx: RuntimeContext | None, change: Change) -> AgentState:
-        return await self._editor.change(ctx, change)
-
-    def capability(self, kind: type[C]) -> C | None:
-        """The agent's first capability of type ``kind`` (or ``None``)."""
-        return self.capabilities.find(kind)
-
-    def tool(self, name: str) -> Tool | None:
-        return self.toolkit.get(name)
-
-    @property
-    def approval_gate(self) -> ApprovalGate:
-        """Decides each step's tool calls before they run (the permissions capability's)."""
-        permissions = self.capability(Permissions)
-        assert permissions is not None  # the shortcuts always install one
-        return permissions.gate
-
-    @property
-    def memory(self) -> MemoryManager | None:
-        """Long-term memory (``None`` without the memory capability)."""
-        found = self.capability(Memory)
-        return found.manager if found is not None else None
-
-    @property
-    def memory_flusher(self) -> MemoryFlusher | None:
-        """The flusher compaction awaits before summarizing (``None`` when turned off).
-
-        Defaults to the agent's memory; assign another :class:`MemoryFlusher` to replace it.
-        """
-        if self._flusher_override is not None:
-            return self._flusher_override
-        memory = self.memory
-        if memory is None or not memory.config.flush_before_compaction:
-            return None
-        return memory
-
-    @memory_flusher.setter
-    def memory_flusher(self, flusher: MemoryFlusher | None) -> None:
-        self._flusher_override = flusher
 
     # ------------------------------------------------------------ public API
     async def call(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:

@@ -9,13 +9,16 @@ finds the overridden hooks once, when it is built), so an unused hook costs noth
 
 When the agent calls what (capabilities in the order they were given; "reverse" = last first):
 
-At construction, once per capability, in order:
-    1. :meth:`Capability.setup` with the :class:`CapabilityHost` (agent name, model,
-       workspace, stores, state access, the other capabilities).
-    2. :meth:`~Capability.tools`, :meth:`~Capability.instructions`,
-       :meth:`~Capability.context_sources`, :meth:`~Capability.history_views` — what the
-       capability contributes for the agent's whole life. An application tool with the same
-       name as a capability's tool wins (the capability's tool is left out).
+At construction:
+    1. :meth:`Capability.setup` of every capability, in order, with the
+       :class:`CapabilityHost` (agent name, model, workspace, stores, state access, the other
+       capabilities). The agent's order: permissions (always first), the built-ins its
+       keywords ask for, plan status and task contract, then the application's capabilities.
+    2. From each capability, in order: :meth:`~Capability.tools`,
+       :meth:`~Capability.instructions`, :meth:`~Capability.context_sources`,
+       :meth:`~Capability.history_views` — what it contributes for the agent's whole life. An
+       application tool with the same name as a capability's tool wins (the capability's tool
+       is left out); two capabilities giving one tool name is an error.
 
 Per call (``agent.call`` / ``stream_events``, under the session lock):
     3. the session's state is loaded;
@@ -30,11 +33,13 @@ Per call (``agent.call`` / ``stream_events``, under the session lock):
        c. the model is called; :meth:`~Capability.after_model_request` (reverse) sees the
           prepared request and the response — or the error;
        d. permissions review the step's tool calls (asking the user when needed); then for
-          each call :meth:`~Capability.before_tool_call` (in order; the first refusal wins,
-          after plan mode and permissions and before the application's ``tool_guard``), the
+          each call :meth:`~Capability.before_tool_call` (in order; the first refusal wins —
+          plan mode's refusal comes from the built-in plan status, before the application's
+          capabilities), the step's permission verdict, the application's ``tool_guard``, the
           tool runs, :meth:`~Capability.after_tool_call` (reverse; may replace the result);
        e. the step is committed: the session log gets the step's records and the state is saved
-          (one place in the loop) — then another safe point: a requested stop ends the call;
+          (one place in the loop); a stop requested meanwhile ends the call at the next safe
+          point, before another model request;
     6. :meth:`~Capability.after_call` (reverse) with how the call ended (also on failure).
     :meth:`~Capability.on_event` sees every event the call yields, as it is yielded.
 
