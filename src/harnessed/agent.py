@@ -83,7 +83,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         tool_guard: The application's check before each tool call (after capabilities and
             permissions); returns ``None`` or the text of an error result.
         compaction / tool_result_eviction / prune: History transforms (``None`` = off).
-        file_tools, shell, memory, memory_tools, enable_task_list, enable_plan_mode,
+        file_tools, shell, memory, memory_tools, readable_session_agents, enable_task_list,
+        enable_plan_mode,
         task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout: Shortcuts that build capabilities (:mod:`harnessed.shortcuts`).
     """
@@ -123,6 +124,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         search_index: SearchIndex | None = None,
         memory: MemoryConfig | bool = True,
         memory_tools: bool = True,
+        readable_session_agents: Sequence[str] = (),
     ) -> None:
         if (
             not isinstance(name, str)
@@ -194,6 +196,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             shell=shell,
             memory=memory,
             memory_tools=memory_tools,
+            readable_session_agents=readable_session_agents,
             enable_task_list=enable_task_list,
             enable_plan_mode=enable_plan_mode,
             task_contract=task_contract,

@@ -40,6 +40,7 @@ class Shortcuts:
     shell: bool | ShellConfig | None = None
     memory: MemoryConfig | bool = True
     memory_tools: bool = True
+    readable_session_agents: Sequence[str] = ()
     enable_task_list: bool = False
     enable_plan_mode: bool = False
     task_contract: TaskContractConfig | None = None
@@ -74,7 +75,7 @@ class Shortcuts:
         if self._shell_on(workspace):
             built.append(Shell(self.shell if isinstance(self.shell, ShellConfig) else None))
         if workspace is not None and self.memory_tools:
-            built.append(SessionTools())
+            built.append(SessionTools(self.readable_session_agents))
         if self.memory is not False and (workspace is not None or self.memory is not True):
             config = self.memory if isinstance(self.memory, MemoryConfig) else None
             built.append(Memory(config, tools=self.memory_tools))

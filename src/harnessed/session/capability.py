@@ -13,18 +13,24 @@ __all__ = ["SessionTools"]
 
 
 class SessionTools(Capability):
-    """``session_list``, ``session_history`` and ``session_search`` over the agent's log."""
+    """``session_list``, ``session_history`` and ``session_search`` over the agent's log.
+
+    Args:
+        readable_agents: Other agents whose sessions (of the same user, in the same store) the
+            tools may read with ``agent_id``; default none: only this agent's own.
+    """
 
     name = "session_tools"
 
-    def __init__(self) -> None:
+    def __init__(self, readable_agents: Sequence[str] = ()) -> None:
+        self.readable_agents = tuple(readable_agents)
         self._tools: list[Tool] = []
 
     def setup(self, host: CapabilityHost) -> None:
         store = host.session_store
         if not isinstance(store, IndexedSessionLogStore):
             raise TypeError("SessionTools needs the agent's indexed session store")
-        self._tools = session_tools(store)
+        self._tools = session_tools(store, readable_agents=self.readable_agents)
 
     def tools(self) -> Sequence[Tool]:
         return self._tools
