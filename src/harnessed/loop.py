@@ -14,7 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+import threading
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    Sequence,
+)
 from typing import Any, Protocol, TypeVar
 
 from harnessed.capabilities.base import CallContext, CallEnd, ModelCall
@@ -142,6 +150,8 @@ class AgentRun:
         self.summary_error: str | None = None
         """The last failed compaction of this run (named when overflow recovery fails)."""
         self._work: asyncio.Future[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
 
     # ------------------------------------------------------ events, records
     def emit(self, name: str, data: Mapping[str, Any]) -> None:
@@ -154,6 +164,20 @@ class AgentRun:
             self.record(record_type, data)
         else:
             self.record("custom", {"name": name, "data": dict(data)})
+
+    def _emit_from_anywhere(self, name: str, data: Mapping[str, Any]) -> None:
+        """:meth:`emit` for tools and capabilities: sync tools run in worker threads."""
+        self._on_loop(self.emit, name, data)
+
+    def _publish(self, event: Event) -> None:
+        self._on_loop(self.pending.put_nowait, event)
+
+    def _on_loop(self, fn: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is None or threading.get_ident() == self._loop_thread:
+            fn(*args)
+        else:
+            loop.call_soon_threadsafe(fn, *args)
 
     def record(self, record_type: str, payload: Mapping[str, Any]) -> None:
         self.records.append(NewRecord(record_type, dict(payload), self.run_id, self.turn_id))
@@ -191,15 +215,16 @@ class AgentRun:
     # ----------------------------------------------------------------- loop
     async def execute(self, messages: list[Msg]) -> AsyncGenerator[Event, None]:
         """Run the call; capabilities observe its events and hear how it ended."""
+        self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         self.state = await self._load_state()
         self.call = CallContext(
             agent_name=self.agent.name,
             runtime=self.ctx,
             run_id=self.run_id,
             state=self.state,
-            emit=self.emit,
+            emit=self._emit_from_anywhere,
             record=self.record,
-            publish=self.pending.put_nowait,
+            publish=self._publish,
             add_messages=self._add_messages,
         )
         caps = self.caps
@@ -560,7 +585,7 @@ class AgentRun:
                 state=self.state,
                 call_id=call.id,
                 workspace=agent.workspace,
-                emit=self.emit,
+                emit=self._emit_from_anywhere,
                 call=self.call,
             )
 
