@@ -64,9 +64,9 @@ class Shortcuts:
             )
         elif self.permission_mode is not None or self.permission_rules or self.permission_checks:
             raise ValueError("pass Permissions in capabilities or permission_* keywords, not both")
-        contract = _take(given, TaskContract)
-        if contract is None:
-            contract = TaskContract(self.task_contract)
+        contracts: list[Capability] = []
+        if not any(isinstance(c, TaskContract) for c in given):
+            contracts.append(TaskContract(self.task_contract))
         elif self.task_contract is not None:
             raise ValueError("pass TaskContract in capabilities or task_contract=, not both")
         built: list[Capability] = [permissions]
@@ -83,7 +83,7 @@ class Shortcuts:
             built.append(TaskList())
         if self.enable_plan_mode:
             built.append(PlanMode())
-        return [*built, PlanStatus(), contract, *given]
+        return [*built, PlanStatus(), *contracts, *given]
 
     def _shell_on(self, workspace: Workspace | None) -> bool:
         shell = self.shell
