@@ -3,7 +3,8 @@
 ``enable_task_list=True`` is :class:`~harnessed.tasks.TaskList`, ``permission_mode=...`` configures
 :class:`~harnessed.permissions.Permissions`, and so on. The agent's capabilities are, in order:
 permissions (always first: others give their tools checks through it), the built-ins the
-keywords ask for, the plan status and the task contract (every agent shows its state), then the
+keywords ask for, the plan status and the task contract (every agent shows and enforces its
+state; a ``TaskContract`` passed in ``capabilities`` keeps its place there instead), then the
 application's ``capabilities``.
 """
 

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from harnessed.context.hooks import HistoryView
 from harnessed.context.seam import RequestPreparer
-from harnessed.context.sources import ContextSource, SourceFailurePolicy, SourceFunction
+from harnessed.context.sources import SourceRegistration
 from harnessed.context.state_blocks import StateBlock
 from harnessed.events import Event
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
@@ -108,14 +108,9 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 # --------------------------------------------------------------------------- data passed in
-@dataclass(frozen=True, slots=True)
-class SourceSpec:
-    """A dynamic context source a capability registers (see ``agent.add_context_source``)."""
-
-    id: str
-    source: ContextSource | SourceFunction
-    timeout: float = 5.0
-    on_failure: SourceFailurePolicy = SourceFailurePolicy.FAIL
+SourceSpec = SourceRegistration
+"""A dynamic context source a capability registers: ``SourceSpec(id, source, timeout=5.0,
+on_failure=SourceFailurePolicy.FAIL)`` — the arguments of ``agent.add_context_source``."""
 
 
 @dataclass(frozen=True, slots=True)
