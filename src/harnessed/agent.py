@@ -84,8 +84,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             permissions); returns ``None`` or the text of an error result.
         compaction / tool_result_eviction / prune: History transforms (``None`` = off).
         file_tools, shell, memory, memory_tools, readable_session_agents, enable_task_list,
-        enable_plan_mode,
-        task_contract, permission_mode, permission_rules, permission_checks,
+        enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout: Shortcuts that build capabilities (:mod:`harnessed.shortcuts`).
     """
 
@@ -255,16 +254,6 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:
                     yield event
-
-    def models(self) -> list[Model]:
-        """Every model the agent calls: its own, the summary model, the memory model."""
-        found: list[Model] = [self.model]
-        summarizer = getattr(self.compiler.compactor, "summarizer", None)
-        if summarizer is not None and summarizer.model is not None:
-            found.append(summarizer.model)
-        if self.memory is not None:
-            found.append(self.memory.aux.model)
-        return list({id(m): m for m in found}.values())
 
     async def close(self) -> None:
         """Close the capabilities (memory waits for its background work), then release what

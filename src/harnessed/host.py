@@ -170,3 +170,13 @@ class AgentHost:
     @memory_flusher.setter
     def memory_flusher(self, flusher: MemoryFlusher | None) -> None:
         self._flusher_override = flusher
+
+    def models(self) -> list[Model]:
+        """Every model the agent calls: its own, the summary model, the memory model."""
+        found: list[Model] = [self.model]
+        summarizer = getattr(self.compiler.compactor, "summarizer", None)
+        if summarizer is not None and summarizer.model is not None:
+            found.append(summarizer.model)
+        if self.memory is not None:
+            found.append(self.memory.aux.model)
+        return list({id(m): m for m in found}.values())
