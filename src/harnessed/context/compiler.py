@@ -37,12 +37,15 @@ from harnessed.models.base import ModelRequest, ModelResponse
 from harnessed.state.agent_state import AgentState
 from harnessed.tokens import default_estimator
 
-__all__ = ["ContextCompiler", "ManifestSink"]
+__all__ = ["ContextCompiler", "InstructionLoader", "ManifestSink"]
 
 logger = logging.getLogger(__name__)
 
 ManifestSink = Callable[[ContextManifest, PrepareInfo], Awaitable[None] | None]
 RefsLoader = Callable[[PrepareInfo], Awaitable[WorkspaceRefs]]
+InstructionLoader = Callable[[PrepareInfo], Awaitable[Sequence[Material]]]
+"""Instructions that depend on the call (e.g. the list of available skills): loaded once per
+call for reasoning requests; they may be optional or condensable (see :class:`Material`)."""
 
 _CONFLICT_RETRIES = 2
 _LAST_KEPT = 2_048
@@ -86,6 +89,8 @@ class ContextCompiler:
         self.views: list[HistoryView] = list(views)
         """Request-only projections of the history, applied after validation (never stored)."""
         self.conventions = conventions
+        self.instruction_loaders: list[InstructionLoader] = []
+        """Per-call instructions (placement ``system``), after the static ones."""
         self.state_blocks: Callable[[AgentState], Sequence[StateBlock]] = _no_blocks
         """The ``TASK_STATE`` / ``RUNTIME_STATE`` texts of a state (the agent's capabilities)."""
         self.meter = Meter(self.policy.estimator or default_estimator())
@@ -156,16 +161,16 @@ class ContextCompiler:
             if o.unavailable
         )
         optional_pool = [*refs.materials, *source_materials(outcomes)]
+        system_items = [*system_items, *await self._call_instructions(info)]
 
         build.limit = self.policy.input_limit(
             info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
         )
         ratio = self.meter.ratio(session)
         raw_limit = int(build.limit / ratio)
-        system_msg = render_system(system_items)
         state_msg = render_state(self.state_blocks(state), state.task_revision)
         fixed = {
-            "system": self.meter.message(system_msg) if system_msg else 0,
+            "system": 0,
             "state": self.meter.message(state_msg) if state_msg else 0,
             "tools": self.meter.tools(request.tools),
         }
@@ -177,19 +182,37 @@ class ContextCompiler:
         history_tokens = self.meter.history(memo, history)
 
         kept = list(optional_pool)
-        refs_msg = render_references(kept)
+        system_msg, refs_msg = render_system(system_items), render_references(kept)
+        fixed["system"] = self.meter.message(system_msg) if system_msg else 0
         refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
-        removable = iter(
-            drop_order([m for m in kept if not m.required], self.policy.selection_policy)
+        pending = drop_order(
+            [m for m in (*system_items, *kept) if not m.required or m.condense is not None],
+            self.policy.selection_policy,
         )
-        while sum(fixed.values()) + refs_tokens + history_tokens > raw_limit:
-            victim = next(removable, None)
-            if victim is None:
+        while (excess := sum(fixed.values()) + refs_tokens + history_tokens - raw_limit) > 0:
+            if not pending:
                 break
-            kept.remove(victim)
-            build.transforms.append(f"omitted_for_budget:{victim.id}")
-            refs_msg = render_references(kept)
-            refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
+            victim = pending.pop(0)
+            group = system_items if victim.placement == "system" else kept
+            smaller = victim.condense(excess, self.meter.text) if victim.condense else None
+            if smaller is not None:
+                group[group.index(victim)] = smaller
+                pending.insert(0, smaller)
+            elif not victim.required:
+                group.remove(victim)
+                build.transforms.extend(f"omitted_for_budget:{part}" for part in victim.omits)
+                build.transforms.append(f"omitted_for_budget:{victim.id}")
+            else:
+                continue
+            if group is kept:
+                refs_msg = render_references(kept)
+                refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
+            else:
+                system_msg = render_system(system_items)
+                fixed["system"] = self.meter.message(system_msg) if system_msg else 0
+        build.transforms.extend(
+            f"omitted_for_budget:{part}" for m in (*system_items, *kept) for part in m.omits
+        )
         fixed["references"] = refs_tokens
         build.items = [*system_items, *kept]
         fixed_total = sum(fixed.values())
@@ -308,6 +331,25 @@ class ContextCompiler:
             call_id=info.model_call_id,
             metadata=request.metadata,
         )
+
+    async def _call_instructions(self, info: PrepareInfo) -> list[Material]:
+        """The per-call instructions, loaded at the call's first reasoning request."""
+        if not self.instruction_loaders:
+            return []
+        cached = info.run_cache.get("call_instructions")
+        if isinstance(cached, list):
+            return list(cached)
+        loaded: list[Material] = []
+        for loader in self.instruction_loaders:
+            for material in await loader(info):
+                if material.placement != "system":
+                    raise ValueError(
+                        f"instruction loader gave {material.id!r} with placement "
+                        f"{material.placement!r}; instructions are placed in 'system'"
+                    )
+                loaded.append(material)
+        info.run_cache["call_instructions"] = loaded
+        return list(loaded)
 
     async def _workspace_refs(self, info: PrepareInfo) -> WorkspaceRefs:
         """Workspace files are read once per call; edits during the call show up next call."""

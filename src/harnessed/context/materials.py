@@ -7,13 +7,15 @@ Workspace files are references, never instructions, even though they come from t
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeAlias
 
 from harnessed.context.sources import ContextBlock, SourceOutcome, content_revision
 
 __all__ = [
     "CONVENTIONS_NOTE",
+    "Condenser",
     "Material",
     "Placement",
     "instruction_materials",
@@ -33,6 +35,19 @@ CONVENTIONS_NOTE = (
 )
 
 
+class Condenser(Protocol):
+    """Makes a smaller version of a material when the request does not fit.
+
+    Called by the compiler's fitting step with ``excess`` (how many tokens the request is over
+    its limit, in the units of ``count``) and ``count`` (the compiler's token count of a text).
+    Returns a smaller material with the same id, whose ``omits`` names every part it has left
+    out so far (each becomes ``omitted_for_budget:<part>`` in the manifest), or ``None`` when it
+    cannot get smaller (an optional material is then dropped whole; a required one stays).
+    """
+
+    def __call__(self, excess: int, count: Callable[[str], int]) -> Material | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Material:
     """One item of a request with the identity recorded in the manifest."""
@@ -50,6 +65,11 @@ class Material:
     required: bool = False
     priority: int = 0
     revision: str = ""
+    condense: Condenser | None = field(default=None, compare=False, repr=False)
+    """How to shrink this material to fit the budget (e.g. a listing whose details can go
+    before its headings); ``None``: it is kept or dropped whole."""
+    omits: tuple[str, ...] = ()
+    """Parts of the full material left out of this version (recorded as omitted)."""
 
     def __post_init__(self) -> None:
         if not self.revision:

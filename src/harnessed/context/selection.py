@@ -11,7 +11,7 @@ __all__ = ["drop_order"]
 
 
 def drop_order(optional: Sequence[Material], policy: SelectionPolicy | None) -> list[Material]:
-    """Optional materials in the order they are dropped.
+    """Optional (or condensable) materials in the order they are dropped or condensed.
 
     Default: memory, then knowledge, then everything else; within a group the lowest priority
     first, then by id. A ``policy`` may give another order for the ids it names (the rest follow
@@ -20,9 +20,9 @@ def drop_order(optional: Sequence[Material], policy: SelectionPolicy | None) -> 
     default = sorted(optional, key=lambda m: (m.group, m.priority, m.id))
     if policy is None:
         return default
-    by_id = {m.id: m for m in optional}
+    by_id = {m.id: m for m in optional if not m.required and m.placement != "system"}
     chosen: list[Material] = []
-    for material_id in policy(list(optional)):
+    for material_id in policy(list(by_id.values())):
         material = by_id.get(material_id)
         if material is None:
             raise ValueError(

@@ -5,7 +5,8 @@ Order of evaluation for one call (the first that decides wins):
 1. deny rules → deny
 2. ask rules → ask
 3. the tool's own check (e.g. ``plan_exit`` always asks to approve the plan) → its decision
-4. allow rules → allow
+4. allow rules → allow; then grants (allow rules the session gained by activating something,
+   e.g. a skill's ``allowed-tools``) → allow
 5. ``bypass`` mode → allow
 6. the mode's default: read-only tools and the harness's state tools run; ``accept_edits`` also
    runs file edits; ``explore`` denies everything else; other modes ask.
@@ -56,6 +57,10 @@ class PermissionSettings:
 
     mode: PermissionMode | None = None
     rules: tuple[PermissionRule, ...] = ()
+    grants: tuple[PermissionRule, ...] = ()
+    """Allow rules the session gained by activating something (a skill's ``allowed-tools``):
+    they pre-approve calls the mode would ask about, never turn permissions on by themselves,
+    and deny and ask rules still win over them."""
 
     @property
     def active(self) -> bool:
@@ -74,8 +79,8 @@ class PermissionSettings:
     ) -> PermissionSettings:
         """The agent's configuration with the session's own mode and rules applied on top.
 
-        ``session`` is ``AgentState.permissions``: ``{"mode": ..., "rules": [...]}``. Bad data
-        raises ``ValueError`` naming the problem.
+        ``session`` is ``AgentState.permissions``: ``{"mode": ..., "rules": [...],
+        "grants": [...]}``. Bad data raises ``ValueError`` naming the problem.
         """
         mode = agent_mode
         raw_mode = session.get("mode")
@@ -85,7 +90,13 @@ class PermissionSettings:
         if not isinstance(raw_rules, list):
             raise ValueError("the session's permission rules must be a list")
         rules = (*(PermissionRule.from_dict(r) for r in raw_rules), *agent_rules)
-        return cls(mode, tuple(rules))
+        raw_grants = session.get("grants") or []
+        if not isinstance(raw_grants, list):
+            raise ValueError("the session's permission grants must be a list")
+        grants = tuple(PermissionRule.from_dict(g) for g in raw_grants)
+        if any(g.behavior != "allow" for g in grants):
+            raise ValueError("the session's permission grants may only allow")
+        return cls(mode, tuple(rules), grants)
 
 
 async def evaluate(
@@ -130,6 +141,9 @@ async def _evaluate(
         return PermissionDecision.allow("no permission mode or rules are configured")
     if "allow" in first:
         return PermissionDecision.allow(f"a rule allows {first['allow'].describe()}")
+    for grant in settings.grants:
+        if grant.matches(call):
+            return PermissionDecision.allow(f"pre-approved ({grant.describe()})")
     mode = settings.effective_mode
     if mode is PermissionMode.BYPASS:
         return PermissionDecision.allow("bypass mode")

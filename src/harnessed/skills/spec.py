@@ -1,0 +1,252 @@
+"""The Agent Skills format (agentskills.io): parsing ``SKILL.md`` and checking its rules.
+
+A skill is a folder holding ``SKILL.md``: YAML front matter between ``---`` lines, then a
+Markdown body. The rules checked here are the standard's, as its reference validator
+(``skills-ref``) applies them:
+
+* only the fields ``name``, ``description``, ``license``, ``compatibility``, ``metadata`` and
+  ``allowed-tools`` may appear;
+* ``name``: required, non-empty, at most 64 characters, lower case, letters, digits and
+  hyphens only, no leading, trailing or doubled hyphen, equal to the folder's name (both
+  compared after Unicode NFKC normalization);
+* ``description``: required, non-empty, at most 1,024 characters;
+* ``compatibility``: a string of at most 500 characters.
+
+Scalars are read as text, exactly as written (``version: 1.10`` stays ``"1.10"``), with
+PyYAML's safe base loader: no tags, no objects, no implicit conversions. Duplicate keys and
+flow-style collections (``{...}``, ``[...]``) are refused, as the reference does.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "ALLOWED_FIELDS",
+    "MAX_COMPATIBILITY_LENGTH",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_NAME_LENGTH",
+    "SKILL_FILE",
+    "SkillFormatError",
+    "SkillMeta",
+    "check_front_matter",
+    "parse_skill_md",
+    "split_front_matter",
+]
+
+SKILL_FILE = "SKILL.md"
+MAX_NAME_LENGTH = 64
+MAX_DESCRIPTION_LENGTH = 1_024
+MAX_COMPATIBILITY_LENGTH = 500
+ALLOWED_FIELDS = frozenset(
+    {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
+)
+
+
+class SkillFormatError(ValueError):
+    """A ``SKILL.md`` that breaks the format; ``problems`` lists every rule broken."""
+
+    def __init__(self, where: str, problems: list[str]) -> None:
+        self.where = where
+        self.problems = list(problems)
+        super().__init__(f"{where}: " + "; ".join(self.problems))
+
+
+@dataclass(frozen=True, slots=True)
+class SkillMeta:
+    """The front matter of a valid skill."""
+
+    name: str
+    description: str
+    license: str | None = None
+    compatibility: str | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    allowed_tools: tuple[str, ...] = ()
+    """The ``allowed-tools`` entries, e.g. ``("Bash(git:*)", "Read")``."""
+
+
+class _Loader(yaml.BaseLoader):
+    """PyYAML's base loader (every scalar is a string), refusing duplicate keys and flow
+    collections."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if node.flow_style:
+            raise yaml.constructor.ConstructorError(
+                None, None, "flow-style mappings ({...}) are not allowed", node.start_mark
+            )
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> list[Any]:
+        if node.flow_style:
+            raise yaml.constructor.ConstructorError(
+                None, None, "flow-style sequences ([...]) are not allowed", node.start_mark
+            )
+        return super().construct_sequence(node, deep=deep)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_mapping)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _Loader.construct_sequence)
+
+
+def split_front_matter(text: str) -> tuple[str, str]:
+    """``(front matter, body)`` of a ``SKILL.md`` text; ``ValueError`` when it has none."""
+    if not text.startswith("---"):
+        raise ValueError("SKILL.md must start with YAML front matter (a line '---')")
+    parts = text.split("---", 2)
+    if len(parts) < 3:
+        raise ValueError("the front matter of SKILL.md is not closed by a '---' line")
+    return parts[1], parts[2].strip()
+
+
+def _load_yaml(front: str) -> dict[str, Any]:
+    try:
+        data = yaml.load(front, Loader=_Loader)  # a safe loader: strings, lists, maps only
+    except yaml.YAMLError as exc:
+        raise ValueError(f"the front matter is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError("the front matter must be a YAML mapping of fields")
+    return data
+
+
+def _non_empty_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def check_front_matter(data: Mapping[str, Any], folder: str | None = None) -> list[str]:
+    """Every rule the front matter ``data`` breaks (empty when valid).
+
+    ``folder`` is the name of the skill's folder (``None`` skips the name/folder check).
+    """
+    problems: list[str] = []
+    unknown = sorted(str(k) for k in data if k not in ALLOWED_FIELDS)
+    if unknown:
+        problems.append(
+            f"unknown field(s) {', '.join(unknown)}: only {', '.join(sorted(ALLOWED_FIELDS))} "
+            "are allowed"
+        )
+    if "name" not in data:
+        problems.append("the required field 'name' is missing")
+    elif not _non_empty_text(data["name"]):
+        problems.append("'name' must be non-empty text")
+    else:
+        problems.extend(_name_problems(data["name"], folder))
+    if "description" not in data:
+        problems.append("the required field 'description' is missing")
+    elif not _non_empty_text(data["description"]):
+        problems.append("'description' must be non-empty text")
+    elif len(data["description"]) > MAX_DESCRIPTION_LENGTH:
+        problems.append(
+            f"'description' has {len(data['description'])} characters; at most "
+            f"{MAX_DESCRIPTION_LENGTH} are allowed"
+        )
+    if "compatibility" in data:
+        value = data["compatibility"]
+        if not isinstance(value, str):
+            problems.append("'compatibility' must be text")
+        elif len(value) > MAX_COMPATIBILITY_LENGTH:
+            problems.append(
+                f"'compatibility' has {len(value)} characters; at most "
+                f"{MAX_COMPATIBILITY_LENGTH} are allowed"
+            )
+    return problems
+
+
+def _name_problems(raw: str, folder: str | None) -> list[str]:
+    name = unicodedata.normalize("NFKC", raw.strip())
+    problems: list[str] = []
+    if len(name) > MAX_NAME_LENGTH:
+        problems.append(
+            f"'name' {name!r} has {len(name)} characters; at most {MAX_NAME_LENGTH} are allowed"
+        )
+    if name != name.lower():
+        problems.append(f"'name' {name!r} must be lower case")
+    if name.startswith("-") or name.endswith("-"):
+        problems.append(f"'name' {name!r} must not start or end with a hyphen")
+    if "--" in name:
+        problems.append(f"'name' {name!r} must not contain two hyphens in a row")
+    if not all(c.isalnum() or c == "-" for c in name):
+        problems.append(f"'name' {name!r} may only hold letters, digits and hyphens")
+    if folder is not None and unicodedata.normalize("NFKC", folder) != name:
+        problems.append(f"'name' {name!r} differs from its folder's name {folder!r}")
+    return problems
+
+
+def parse_skill_md(
+    text: str, folder: str | None = None, *, where: str = SKILL_FILE
+) -> tuple[SkillMeta, str]:
+    """Parse and check a ``SKILL.md``: ``(front matter, body)``.
+
+    Raises :class:`SkillFormatError` listing every rule broken (``where`` names the file in
+    the message).
+    """
+    try:
+        data = _load_yaml(split_front_matter(text)[0])
+    except ValueError as exc:
+        raise SkillFormatError(where, [str(exc)]) from None
+    body = split_front_matter(text)[1]
+    problems = check_front_matter(data, folder)
+    metadata = data.get("metadata")
+    if metadata is not None and not (
+        isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())
+    ):
+        problems.append("'metadata' must map names to text values")
+    license_ = data.get("license")
+    if license_ is not None and not isinstance(license_, str):
+        problems.append("'license' must be text")
+    tools = data.get("allowed-tools")
+    if tools is not None and not (
+        isinstance(tools, str)
+        or (isinstance(tools, list) and all(isinstance(t, str) for t in tools))
+    ):
+        problems.append("'allowed-tools' must be a space-separated text of tool names")
+    if problems:
+        raise SkillFormatError(where, problems)
+    return (
+        SkillMeta(
+            name=unicodedata.normalize("NFKC", data["name"].strip()),
+            description=data["description"].strip(),
+            license=license_,
+            compatibility=data.get("compatibility"),
+            metadata=dict(metadata or {}),
+            allowed_tools=split_tool_list(tools),
+        ),
+        body,
+    )
+
+
+def split_tool_list(value: str | list[str] | None) -> tuple[str, ...]:
+    """``allowed-tools`` entries: split on spaces (and commas) outside parentheses, so
+    ``Bash(git add:*) Read`` gives ``("Bash(git add:*)", "Read")``."""
+    if value is None:
+        return ()
+    texts = value if isinstance(value, list) else [value]
+    entries: list[str] = []
+    for text in texts:
+        depth, current = 0, []
+        for char in text:
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth = max(depth - 1, 0)
+            if depth == 0 and (char.isspace() or char == ","):
+                if current:
+                    entries.append("".join(current))
+                current = []
+                continue
+            current.append(char)
+        if current:
+            entries.append("".join(current))
+    return tuple(entries)
