@@ -44,6 +44,7 @@ from harnessed.session.defaults import indexed_session_store
 from harnessed.session.queries import SessionQueries
 from harnessed.session.search import SearchIndex
 from harnessed.shortcuts import Shortcuts
+from harnessed.skills import Skills
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor
 from harnessed.state.store import AgentStateStore, InMemoryStateStore, JsonFileStateStore
@@ -86,6 +87,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         file_tools, shell, memory, memory_tools, readable_session_agents, enable_task_list,
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout: Shortcuts that build capabilities (:mod:`harnessed.shortcuts`).
+        skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
     """
 
     def __init__(
@@ -124,6 +126,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         memory: MemoryConfig | bool = True,
         memory_tools: bool = True,
         readable_session_agents: Sequence[str] = (),
+        skills: Skills | None = None,
     ) -> None:
         if (
             not isinstance(name, str)
@@ -204,7 +207,10 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             permission_checks=permission_checks,
             confirmation_timeout=confirmation_timeout,
         )
-        self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, capabilities))
+        given = [*capabilities, skills] if skills is not None else capabilities
+        self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
+        self.skills = self.capabilities.find(Skills)
+        """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""
         self.toolkit = Toolkit(tools)
         self._plug_in(frozenset(self.toolkit.names))
 

@@ -1,0 +1,349 @@
+"""``Skills``: the Agent Skills capability of a :class:`~harnessed.HarnessAgent`.
+
+* Layers, low → high (a higher one wins a name clash): the application's ``skill_dirs``
+  (local folders or fsspec URLs), the workspace's ``skills/``, and the user's own ``skills/``
+  beside the user's memory (``agents/<agent>/users/<user>/skills`` in the default isolation
+  scope). Layers are rescanned at each call; unchanged layers cost a listing and a stat per
+  skill, nothing is re-read or re-parsed.
+* Each reasoning request lists the skills in the instructions; the list shrinks to fit
+  (descriptions first, see :mod:`harnessed.skills.listing`).
+* ``load_skill(name, path="SKILL.md")`` returns the instructions or a file of the skill, and
+  activates the skill: its ``allowed-tools`` become permission grants of the session (deny and
+  ask rules still win). Each load is counted (:meth:`Skills.usage`).
+* ``propose_skill`` (only with ``self_learning=True``) writes a validated draft under
+  ``skills/_drafts/``; the application installs it with :meth:`Skills.promote` or drops it with
+  :meth:`Skills.reject`.
+* Scripts run through ``execute``: a skill's folder is shown to the model as a path ``execute``
+  can use (``skills/<name>`` for workspace skills, the absolute folder for local
+  ``skill_dirs``; a skill of a remote layer is copied to a local folder first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harnessed.capabilities.base import Capability, CapabilityHost
+from harnessed.context.compiler import ContextCompiler
+from harnessed.context.materials import Material
+from harnessed.context.seam import PrepareInfo
+from harnessed.runtime import RuntimeContext
+from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
+from harnessed.skills.drafts import DRAFTS_DIR, promote_draft, reject_draft, write_draft
+from harnessed.skills.files import SkillFileError, read_skill_file, skill_files
+from harnessed.skills.grants import grants_for
+from harnessed.skills.listing import skill_listing
+from harnessed.skills.spec import SKILL_FILE, SkillFormatError, split_tool_list
+from harnessed.state.agent_state import AgentState
+from harnessed.tokens import TokenEstimator, default_estimator
+from harnessed.tools.base import Tool, ToolError
+from harnessed.tools.context import ToolContext
+from harnessed.tools.decorator import tool
+from harnessed.workspace import Filesystem, FsspecFilesystem, LocalFilesystem, Workspace
+
+__all__ = ["Skills"]
+
+SkillDir = str | os.PathLike[str] | Filesystem
+
+
+class Skills(Capability):
+    """Agent Skills for an agent (see the module docstring).
+
+    Args:
+        skill_dirs: The application's skill folders (lowest layers, in order): local paths,
+            fsspec URLs (``s3://bucket/skills``) or :class:`Filesystem` objects.
+        workspace_skills: Use the workspace's ``skills/`` folder (default on).
+        user_skills: Use the user's own ``skills/`` folder (default on).
+        self_learning: Give the model ``propose_skill`` (default off).
+        max_listing_tokens: Cap of the skill list in the instructions (default 4,000); the
+            compiler may shrink it further to fit the request.
+        storage_options: Options for the fsspec filesystems of URL ``skill_dirs``.
+    """
+
+    name = "skills"
+
+    def __init__(
+        self,
+        skill_dirs: Sequence[SkillDir] = (),
+        *,
+        workspace_skills: bool = True,
+        user_skills: bool = True,
+        self_learning: bool = False,
+        max_listing_tokens: int | None = 4_000,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        if isinstance(skill_dirs, str | os.PathLike):
+            raise TypeError("Skills skill_dirs must be a list of folders, not one folder")
+        if max_listing_tokens is not None and max_listing_tokens <= 0:
+            raise ValueError("Skills max_listing_tokens must be positive or None")
+        self.app_layers = tuple(
+            _layer(f"skill_dirs[{i}]", d, storage_options or {}) for i, d in enumerate(skill_dirs)
+        )
+        self.workspace_skills = workspace_skills
+        self.user_skills = user_skills
+        self.self_learning = self_learning
+        self.max_listing_tokens = max_listing_tokens
+        self.catalog = SkillCatalog()
+        self.workspace: Workspace | None = None
+        self.agent_name = ""
+        self.estimator: TokenEstimator = default_estimator()
+        self._copies: dict[tuple[str, str], Path] = {}
+        self._memory_usage: dict[str, int] = {}
+
+    # ------------------------------------------------------------ capability
+    def setup(self, host: CapabilityHost) -> None:
+        self.workspace = host.workspace
+        self.agent_name = host.agent_name
+        self.estimator = host.estimator
+        if self.self_learning and self.workspace is None:
+            raise ValueError("Skills(self_learning=True) needs a workspace for its drafts")
+        preparer = host.preparer
+        if isinstance(preparer, ContextCompiler):
+            preparer.instruction_loaders.append(self._instructions)
+
+    def tools(self) -> Sequence[Tool]:
+        found = [self._load_tool()]
+        if self.self_learning:
+            found.append(self._propose_tool())
+        return found
+
+    # ------------------------------------------------------------ application API
+    def layers(self, ctx: RuntimeContext | None = None) -> list[SkillLayer]:
+        """The layers for a caller, low → high."""
+        found = list(self.app_layers)
+        ws = self.workspace
+        if ws is not None and self.workspace_skills:
+            found.append(SkillLayer("workspace", ws.fs, ws.SKILLS_DIR))
+        if ws is not None and self.user_skills:
+            ctx = (ctx or RuntimeContext()).resolved(self.agent_name or "agent")
+            home = posixpath.dirname(
+                ws.memory_file(
+                    agent_id=self.agent_name, user_id=ctx.user_id, session_id=ctx.session
+                )
+            )
+            if home:  # the global scope has no user folder: it is the workspace's
+                found.append(SkillLayer("user", ws.fs, posixpath.join(home, ws.SKILLS_DIR)))
+        return found
+
+    async def available(self, ctx: RuntimeContext | None = None) -> list[Skill]:
+        """The valid skills a caller sees (rescanned when files changed), by name."""
+        skills, _ = await self.catalog.resolve(self.layers(ctx))
+        return list(skills.values())
+
+    async def problems(self, ctx: RuntimeContext | None = None) -> list[SkillProblem]:
+        """Skill folders that were skipped, with the rules they break."""
+        _, problems = await self.catalog.resolve(self.layers(ctx))
+        return problems
+
+    async def get(self, name: str, ctx: RuntimeContext | None = None) -> Skill:
+        skills, _ = await self.catalog.resolve(self.layers(ctx))
+        skill = skills.get(name)
+        if skill is None:
+            known = ", ".join(skills) or "none"
+            raise LookupError(f"there is no skill named {name!r} (available: {known})")
+        return skill
+
+    async def drafts(self) -> list[str]:
+        """Names of the drafts waiting under ``skills/_drafts/``."""
+        fs = self._workspace_fs()
+        if not await fs.exists(DRAFTS_DIR):
+            return []
+        return sorted(posixpath.basename(e.path) for e in await fs.ls(DRAFTS_DIR) if e.is_dir)
+
+    async def promote(self, name: str, *, replace: bool = False) -> str:
+        """Install the draft ``name`` as a workspace skill; the next call sees it."""
+        return await promote_draft(self._workspace_fs(), name, replace=replace)
+
+    async def reject(self, name: str) -> None:
+        """Delete the draft ``name``."""
+        await reject_draft(self._workspace_fs(), name)
+
+    async def usage(self) -> dict[str, int]:
+        """How many times each skill was loaded (by this agent, all users)."""
+        counts: dict[str, int] = {}
+        if self.workspace is None:
+            return dict(self._memory_usage)
+        path = self._usage_path()
+        if not await self.workspace.fs.exists(path):
+            return counts
+        for line in (await self.workspace.fs.read_text(path)).splitlines():
+            try:
+                skill = json.loads(line)["skill"]
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line
+            counts[skill] = counts.get(skill, 0) + 1
+        return counts
+
+    def execute_path(self, skill: Skill) -> str | None:
+        """Where ``execute`` finds the skill's folder (``None`` when it cannot)."""
+        ws = self.workspace
+        local = skill.layer.local_dir(skill.name)
+        if ws is not None and ws.local_root is not None and skill.layer.fs is ws.fs:
+            return skill.folder  # relative to the workspace, which is execute's directory
+        if local is not None:
+            return str(local)
+        copy = self._copies.get((skill.layer.label, skill.name))
+        return str(copy) if copy is not None else None
+
+    # ------------------------------------------------------------ internals
+    def _workspace_fs(self) -> Filesystem:
+        if self.workspace is None:
+            raise ValueError("skill drafts need a workspace")
+        return self.workspace.fs
+
+    def _usage_path(self) -> str:
+        return posixpath.join("agents", self.agent_name or "agent", "skills", "usage.jsonl")
+
+    async def _instructions(self, info: PrepareInfo) -> list[Material]:
+        skills = await self.available(info.runtime)
+        listing = skill_listing(
+            skills, max_tokens=self.max_listing_tokens, count=self.estimator.count_text
+        )
+        return [listing] if listing is not None else []
+
+    async def _record_use(self, skill: Skill, context: ToolContext) -> None:
+        entry = {
+            "skill": skill.name,
+            "layer": skill.layer.label,
+            "user": context.user_id,
+            "session": context.session_id,
+            "at": time.time(),
+        }
+        if self.workspace is None:
+            self._memory_usage[skill.name] = self._memory_usage.get(skill.name, 0) + 1
+        else:
+            await self.workspace.fs.append_text(self._usage_path(), json.dumps(entry) + "\n")
+        context.emit("skill_loaded", {"skill": skill.name, "layer": skill.layer.label})
+
+    def _activate(self, skill: Skill, state: AgentState) -> list[str]:
+        """Grant the skill's ``allowed-tools`` to the session; returns what was granted."""
+        rules = grants_for(skill.meta.allowed_tools, skill.name)
+        if not rules:
+            return []
+        current = list(state.permissions.get("grants") or [])
+        added = [
+            {**r.to_dict(), "skill": skill.name}
+            for r in rules
+            if {**r.to_dict(), "skill": skill.name} not in current
+        ]
+        if added:
+            state.set_permissions({**state.permissions, "grants": current + added})
+        return [r.describe() for r in rules]
+
+    async def _local_copy(self, skill: Skill) -> Path:
+        """A local copy of a skill of a remote layer (made once per revision)."""
+        key = (skill.layer.label, skill.name)
+        ws = self.workspace
+        base = (
+            ws.local_root.joinpath(".harnessed", "skill-copies")
+            if ws is not None and ws.local_root is not None
+            else Path(tempfile.gettempdir()) / "harnessed-skill-copies"
+        )
+        target = base / skill.revision.removeprefix("sha256:")[:16] / skill.name
+        if not target.exists():
+            prefix = skill.folder + "/"
+            for path in await skill.layer.fs.list_tree(skill.folder):
+                dest = target.joinpath(*path[len(prefix) :].split("/"))
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(await skill.layer.fs.read(path))
+        self._copies[key] = target
+        return target
+
+    def _load_tool(self) -> Tool:
+        capability = self
+
+        @tool(name="load_skill", read_only=True)
+        async def load_skill(name: str, context: ToolContext, path: str = SKILL_FILE) -> str:
+            """Load a skill: its instructions (path "SKILL.md", the default) or another file
+            of the skill's folder, such as "references/guide.md".
+
+            Args:
+                name: The skill's name, as listed among the available skills.
+                path: A file inside the skill's folder, relative to it.
+            """
+            try:
+                skill = await capability.get(name, context.runtime)
+            except LookupError as exc:
+                raise ToolError(str(exc)) from None
+            try:
+                text = await read_skill_file(skill, path)
+            except SkillFileError as exc:
+                raise ToolError(str(exc)) from None
+            if posixpath.normpath(path.strip()) != SKILL_FILE:
+                return text
+            await capability._record_use(skill, context)
+            granted = capability._activate(skill, context.state)
+            return await capability._render_loaded(skill, text, granted)
+
+        return load_skill
+
+    async def _render_loaded(self, skill: Skill, body: str, granted: list[str]) -> str:
+        if skill.layer.local_dir(skill.name) is None and not (
+            self.workspace is not None and skill.layer.fs is self.workspace.fs
+        ):
+            await self._local_copy(skill)
+        where = self.execute_path(skill)
+        files = await skill_files(skill)
+        lines = [f'<skill name="{skill.name}">', body.strip(), "</skill>"]
+        if where is not None:
+            lines.append(
+                f"The skill's folder for execute is {where} (run its scripts from there, e.g. "
+                f"python3 {where}/scripts/<file>)."
+            )
+        if files:
+            lines.append("Files of the skill (load them with load_skill(name, path)):")
+            lines += [f"- {f}" for f in files]
+        if granted:
+            lines.append("Pre-approved for this session by the skill: " + ", ".join(granted))
+        return "\n".join(lines)
+
+    def _propose_tool(self) -> Tool:
+        capability = self
+
+        @tool(name="propose_skill")
+        async def propose_skill(
+            name: str, description: str, instructions: str, allowed_tools: str = ""
+        ) -> str:
+            """Propose a new skill from what worked in this task. It is saved as a draft for
+            the application to review; it is not available until it is installed.
+
+            Args:
+                name: Lower-case letters, digits and single hyphens, at most 64 characters.
+                description: What the skill does and when to use it (at most 1,024 characters).
+                instructions: The Markdown instructions of the skill.
+                allowed_tools: Space-separated tools the skill needs pre-approved (optional).
+            """
+            try:
+                path = await write_draft(
+                    capability._workspace_fs(),
+                    name,
+                    description,
+                    instructions,
+                    split_tool_list(allowed_tools) if allowed_tools.strip() else (),
+                )
+            except (SkillFormatError, ValueError) as exc:
+                raise ToolError(f"the draft was not saved: {exc}") from None
+            return f"Draft saved at {path}; the application decides whether to install it."
+
+        return propose_skill
+
+
+def _layer(label: str, folder: SkillDir, storage_options: dict[str, Any]) -> SkillLayer:
+    if isinstance(folder, LocalFilesystem | FsspecFilesystem):
+        return SkillLayer(label, folder)
+    if isinstance(folder, str) and "://" in folder and not folder.startswith("file://"):
+        return SkillLayer(label, FsspecFilesystem(folder, **storage_options))
+    if isinstance(folder, str | os.PathLike):
+        path = str(folder).removeprefix("file://")
+        if not Path(path).is_dir():
+            raise ValueError(f"Skills skill_dirs: {path!r} is not a folder")
+        return SkillLayer(label, LocalFilesystem(path))
+    if isinstance(folder, Filesystem):
+        return SkillLayer(label, folder)
+    raise TypeError(f"Skills skill_dirs entries must be paths, URLs or filesystems, got {folder!r}")
