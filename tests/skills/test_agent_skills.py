@@ -47,7 +47,12 @@ def make_agent(
     ws: Path, model: ScriptedModel, skills: Skills | None = None, **kw: object
 ) -> HarnessAgent:
     return HarnessAgent(
-        "helper", model, workspace=ws, skills=skills or Skills(), memory=False, **kw  # type: ignore[arg-type]
+        "helper",
+        model,
+        workspace=ws,
+        skills=skills or Skills(),
+        memory=False,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -88,7 +93,9 @@ async def test_higher_layers_win_a_name_clash(tmp_path: Path) -> None:
     user_dir = ws / "agents" / "helper" / "users" / "alice" / "skills"
     write_skill(user_dir, "style", skill_md("style", "Alice's own style.", "ALICE BODY"))
     skills = Skills([app])
-    model = ScriptedModel([call("load_skill", name="style"), "ok", call("load_skill", name="style"), "ok"])
+    model = ScriptedModel(
+        [call("load_skill", name="style"), "ok", call("load_skill", name="style"), "ok"]
+    )
     agent = make_agent(ws, model, skills)
     await agent.call("write", CTX)
     listing = system_text(model.requests[0])
@@ -173,7 +180,13 @@ async def test_a_skill_script_runs_through_execute(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["../other/SKILL.md", "/etc/passwd", "scripts/../../other/secret.txt", "~/x", "link/secret.txt"],
+    [
+        "../other/SKILL.md",
+        "/etc/passwd",
+        "scripts/../../other/secret.txt",
+        "~/x",
+        "link/secret.txt",
+    ],
 )
 async def test_load_skill_refuses_paths_outside_the_skill(tmp_path: Path, path: str) -> None:
     ws = tmp_path / "ws"

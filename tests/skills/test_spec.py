@@ -44,8 +44,14 @@ def test_all_broken_rules_are_reported_together() -> None:
     with pytest.raises(SkillFormatError) as caught:
         parse_skill_md(text, "elsewhere")
     problems = " | ".join(caught.value.problems)
-    for words in ("unknown field(s) foo", "lower case", "two hyphens", "start or end",
-                  "differs from", "'description' is missing"):
+    for words in (
+        "unknown field(s) foo",
+        "lower case",
+        "two hyphens",
+        "start or end",
+        "differs from",
+        "'description' is missing",
+    ):
         assert words in problems
 
 
@@ -81,5 +87,5 @@ def test_validate_skill_dir_names_missing_pieces(tmp_path: Path) -> None:
     with pytest.raises(SkillFormatError, match="does not exist"):
         validate_skill_dir(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SkillFormatError, match="has no SKILL.md"):
+    with pytest.raises(SkillFormatError, match=r"has no SKILL\.md"):
         validate_skill_dir(tmp_path / "empty")

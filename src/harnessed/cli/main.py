@@ -18,6 +18,7 @@ from harnessed.cli.demo import DEMO_TASK, demo_model, write_demo_project
 from harnessed.cli.inspect import inspect_session
 from harnessed.cli.render import EventPrinter
 from harnessed.cli.sessions import open_log, reindex, search
+from harnessed.cli.skills import list_skills, validate_skills
 from harnessed.events import ConfirmationRequestEvent
 from harnessed.models.base import Model
 from harnessed.runtime import RuntimeContext
@@ -88,6 +89,18 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=10, help="most hits (default: 10)")
     search.add_argument("--backend", choices=("sqlite", "tantivy"), default="sqlite")
     search.add_argument("--tokenizer", default=None, help="as given to reindex")
+
+    skills = sub.add_parser("skills", help="list the skills an agent sees, or validate skills")
+    skills_sub = skills.add_subparsers(dest="skills_command", required=True)
+    listing = skills_sub.add_parser("list", help="the skills of a workspace and skill folders")
+    listing.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    listing.add_argument(
+        "--skill-dir", action="append", default=[], help="an application skill folder or URL"
+    )
+    listing.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    listing.add_argument("--user", default="default", help="user id (default: default)")
+    check = skills_sub.add_parser("validate", help="check skill folders against the format")
+    check.add_argument("path", help="a skill folder, or a folder of skill folders")
 
     demo = sub.add_parser("demo", help="a scripted agent fixes a bug with real tools (no API key)")
     demo.add_argument("--workspace", default=None, help="directory for the demo (default: temp)")
@@ -218,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _inspect(args, console)
     if args.command in ("reindex", "search"):
         return _sessions(args, console)
+    if args.command == "skills":
+        if args.skills_command == "validate":
+            return validate_skills(Path(args.path), console)
+        return list_skills(Path(args.workspace), args.skill_dir, args.agent, args.user, console)
     return _demo(args, console)
 
 

@@ -98,11 +98,7 @@ class Skills(Capability):
 
     # ------------------------------------------------------------ capability
     def setup(self, host: CapabilityHost) -> None:
-        self.workspace = host.workspace
-        self.agent_name = host.agent_name
-        self.estimator = host.estimator
-        if self.self_learning and self.workspace is None:
-            raise ValueError("Skills(self_learning=True) needs a workspace for its drafts")
+        self.bind(host.workspace, host.agent_name, host.estimator)
         preparer = host.preparer
         if isinstance(preparer, ContextCompiler):
             preparer.instruction_loaders.append(self._instructions)
@@ -114,6 +110,20 @@ class Skills(Capability):
         return found
 
     # ------------------------------------------------------------ application API
+    def bind(
+        self,
+        workspace: Workspace | None,
+        agent_name: str,
+        estimator: TokenEstimator | None = None,
+    ) -> None:
+        """Use the skills without an agent (the CLI does): the workspace whose ``skills/``
+        folders are layers, and the agent whose users' folders are looked at."""
+        if self.self_learning and workspace is None:
+            raise ValueError("Skills(self_learning=True) needs a workspace for its drafts")
+        self.workspace = workspace
+        self.agent_name = agent_name
+        self.estimator = estimator or self.estimator
+
     def layers(self, ctx: RuntimeContext | None = None) -> list[SkillLayer]:
         """The layers for a caller, low → high."""
         found = list(self.app_layers)

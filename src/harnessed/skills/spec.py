@@ -81,7 +81,7 @@ class _Loader(yaml.BaseLoader):
             )
         seen: set[Any] = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -235,7 +235,7 @@ def split_tool_list(value: str | list[str] | None) -> tuple[str, ...]:
     texts = value if isinstance(value, list) else [value]
     entries: list[str] = []
     for text in texts:
-        depth, current = 0, []
+        depth, current = 0, list[str]()
         for char in text:
             if char == "(":
                 depth += 1
