@@ -13,14 +13,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import posixpath
+import stat
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harnessed.skills.spec import SKILL_FILE, SkillFormatError, SkillMeta, parse_skill_md
-from harnessed.workspace import FileInfo, Filesystem, LocalFilesystem, WorkspaceError
+from harnessed.workspace import (
+    BaseFilesystem,
+    FileInfo,
+    Filesystem,
+    LocalFilesystem,
+    WorkspaceError,
+)
 from harnessed.workspace.paths import join
 
 __all__ = ["LayerScan", "Skill", "SkillCatalog", "SkillLayer", "SkillProblem"]
@@ -179,6 +187,9 @@ class SkillCatalog:
 
 async def _stamps(layer: SkillLayer) -> dict[str, tuple[int, float | None]]:
     """Folder name → (size, modified) of its ``SKILL.md``, for every skill-like folder."""
+    if isinstance(layer.fs, LocalFilesystem):  # one directory scan, no per-path resolving
+        base = layer.fs.root.joinpath(*layer.root.split("/")) if layer.root else layer.fs.root
+        return await asyncio.to_thread(_local_stamps, base)
     try:
         if layer.root and not await layer.fs.exists(layer.root):
             return {}
@@ -191,16 +202,46 @@ async def _stamps(layer: SkillLayer) -> dict[str, tuple[int, float | None]]:
         for e in entries
         if e.is_dir and not posixpath.basename(e.path).startswith(("_", "."))
     ]
-    infos = await asyncio.gather(*(_stat(layer, f) for f in folders))
-    return {f: (i.size, i.modified) for f, i in zip(folders, infos, strict=True) if i is not None}
+    files = [join(layer.folder(f), SKILL_FILE) for f in folders]
+    if isinstance(layer.fs, BaseFilesystem):  # one worker-thread hop for the whole layer
+        try:
+            infos = await layer.fs.stat_many(files)
+        except (WorkspaceError, OSError):
+            infos = list(await asyncio.gather(*(_stat(layer.fs, p) for p in files)))
+    else:
+        infos = list(await asyncio.gather(*(_stat(layer.fs, p) for p in files)))
+    return {
+        f: (i.size, i.modified)
+        for f, i in zip(folders, infos, strict=True)
+        if i is not None and not i.is_dir
+    }
 
 
-async def _stat(layer: SkillLayer, folder: str) -> FileInfo | None:
+def _local_stamps(base: Path) -> dict[str, tuple[int, float | None]]:
+    """The stamps of a local layer (reading still goes through the filesystem's checks)."""
+    found: dict[str, tuple[int, float | None]] = {}
     try:
-        info = await layer.fs.stat(join(layer.folder(folder), SKILL_FILE))
+        entries = os.scandir(base)
+    except OSError:
+        return found
+    with entries:
+        for entry in entries:
+            if entry.name.startswith(("_", ".")) or not entry.is_dir():
+                continue
+            try:
+                st = os.stat(os.path.join(entry.path, SKILL_FILE))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found[entry.name] = (st.st_size, st.st_mtime)
+    return found
+
+
+async def _stat(fs: Filesystem, path: str) -> FileInfo | None:
+    try:
+        return await fs.stat(path)
     except (WorkspaceError, OSError):
         return None
-    return None if info.is_dir else info
 
 
 def _fingerprint(stamps: dict[str, tuple[int, float | None]]) -> str:
