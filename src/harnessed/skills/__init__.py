@@ -7,6 +7,7 @@
 from harnessed.skills.capability import Skills
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
 from harnessed.skills.grants import TOOL_ALIASES, grants_for
+from harnessed.skills.mounts import SANDBOX_SKILLS_ROOT, SkillMount
 from harnessed.skills.spec import (
     ALLOWED_FIELDS,
     SKILL_FILE,
@@ -19,6 +20,7 @@ from harnessed.skills.validate import validate_skill_dir
 
 __all__ = [
     "ALLOWED_FIELDS",
+    "SANDBOX_SKILLS_ROOT",
     "SKILL_FILE",
     "TOOL_ALIASES",
     "Skill",
@@ -26,6 +28,7 @@ __all__ = [
     "SkillFormatError",
     "SkillLayer",
     "SkillMeta",
+    "SkillMount",
     "SkillProblem",
     "Skills",
     "check_front_matter",

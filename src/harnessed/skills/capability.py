@@ -35,17 +35,21 @@ from harnessed.context.materials import Material
 from harnessed.context.seam import PrepareInfo
 from harnessed.runtime import RuntimeContext
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
-from harnessed.skills.drafts import DRAFTS_DIR, promote_draft, reject_draft, write_draft
-from harnessed.skills.files import SkillFileError, read_skill_file, skill_files
+from harnessed.skills.drafts import DRAFTS_DIR, promote_draft, reject_draft
 from harnessed.skills.grants import grants_for
 from harnessed.skills.listing import skill_listing
-from harnessed.skills.spec import SKILL_FILE, SkillFormatError, split_tool_list
+from harnessed.skills.mounts import SANDBOX_SKILLS_ROOT, SkillMount, host_dir
+from harnessed.skills.tools import load_skill_tool, propose_skill_tool
 from harnessed.state.agent_state import AgentState
 from harnessed.tokens import TokenEstimator, default_estimator
-from harnessed.tools.base import Tool, ToolError
+from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext
-from harnessed.tools.decorator import tool
-from harnessed.workspace import Filesystem, FsspecFilesystem, LocalFilesystem, Workspace
+from harnessed.workspace import (
+    Filesystem,
+    FsspecFilesystem,
+    LocalFilesystem,
+    Workspace,
+)
 
 __all__ = ["Skills"]
 
@@ -64,6 +68,9 @@ class Skills(Capability):
         max_listing_tokens: Cap of the skill list in the instructions (default 4,000); the
             compiler may shrink it further to fit the request.
         storage_options: Options for the fsspec filesystems of URL ``skill_dirs``.
+        sandbox_root: Where the sandbox that runs ``execute`` mounts the skill folders (see
+            :meth:`mounts`), e.g. ``"/skills"``; ``None`` (default): ``execute`` runs on the
+            host and the model is given host paths.
     """
 
     name = "skills"
@@ -77,6 +84,7 @@ class Skills(Capability):
         self_learning: bool = False,
         max_listing_tokens: int | None = 4_000,
         storage_options: dict[str, Any] | None = None,
+        sandbox_root: str | None = None,
     ) -> None:
         if isinstance(skill_dirs, str | os.PathLike):
             raise TypeError("Skills skill_dirs must be a list of folders, not one folder")
@@ -85,6 +93,9 @@ class Skills(Capability):
         self.app_layers = tuple(
             _layer(f"skill_dirs[{i}]", d, storage_options or {}) for i, d in enumerate(skill_dirs)
         )
+        if sandbox_root is not None and not sandbox_root.startswith("/"):
+            raise ValueError("Skills sandbox_root must be an absolute path inside the sandbox")
+        self.sandbox_root = sandbox_root.rstrip("/") if sandbox_root is not None else None
         self.workspace_skills = workspace_skills
         self.user_skills = user_skills
         self.self_learning = self_learning
@@ -93,7 +104,6 @@ class Skills(Capability):
         self.workspace: Workspace | None = None
         self.agent_name = ""
         self.estimator: TokenEstimator = default_estimator()
-        self._copies: dict[tuple[str, str], Path] = {}
         self._memory_usage: dict[str, int] = {}
 
     # ------------------------------------------------------------ capability
@@ -104,9 +114,9 @@ class Skills(Capability):
             preparer.instruction_loaders.append(self._instructions)
 
     def tools(self) -> Sequence[Tool]:
-        found = [self._load_tool()]
+        found = [load_skill_tool(self)]
         if self.self_learning:
-            found.append(self._propose_tool())
+            found.append(propose_skill_tool(self))
         return found
 
     # ------------------------------------------------------------ application API
@@ -161,18 +171,18 @@ class Skills(Capability):
 
     async def drafts(self) -> list[str]:
         """Names of the drafts waiting under ``skills/_drafts/``."""
-        fs = self._workspace_fs()
+        fs = self.drafts_fs()
         if not await fs.exists(DRAFTS_DIR):
             return []
         return sorted(posixpath.basename(e.path) for e in await fs.ls(DRAFTS_DIR) if e.is_dir)
 
     async def promote(self, name: str, *, replace: bool = False) -> str:
         """Install the draft ``name`` as a workspace skill; the next call sees it."""
-        return await promote_draft(self._workspace_fs(), name, replace=replace)
+        return await promote_draft(self.drafts_fs(), name, replace=replace)
 
     async def reject(self, name: str) -> None:
         """Delete the draft ``name``."""
-        await reject_draft(self._workspace_fs(), name)
+        await reject_draft(self.drafts_fs(), name)
 
     async def usage(self) -> dict[str, int]:
         """How many times each skill was loaded (by this agent, all users)."""
@@ -190,19 +200,38 @@ class Skills(Capability):
             counts[skill] = counts.get(skill, 0) + 1
         return counts
 
-    def execute_path(self, skill: Skill) -> str | None:
-        """Where ``execute`` finds the skill's folder (``None`` when it cannot)."""
+    async def execute_path(self, skill: Skill) -> str | None:
+        """Where ``execute`` finds the skill's folder: under ``sandbox_root`` when a sandbox
+        mounts the skills (see :meth:`mounts`), else ``skills/<name>`` for workspace skills
+        (execute runs in the workspace) or a folder on local disk; ``None`` when there is no
+        local disk to run from."""
+        if self.sandbox_root is not None:
+            return f"{self.sandbox_root}/{skill.name}"
         ws = self.workspace
-        local = skill.layer.local_dir(skill.name)
         if ws is not None and ws.local_root is not None and skill.layer.fs is ws.fs:
-            return skill.folder  # relative to the workspace, which is execute's directory
-        if local is not None:
-            return str(local)
-        copy = self._copies.get((skill.layer.label, skill.name))
-        return str(copy) if copy is not None else None
+            return skill.folder
+        local = await self.host_dir(skill)
+        return str(local) if local is not None else None
+
+    async def host_dir(self, skill: Skill) -> Path | None:
+        """The skill's folder on local disk: the folder itself for local layers, a copy
+        (refreshed when any file of the skill changed) for remote ones."""
+        return await host_dir(skill, self._copies_dir())
+
+    async def mounts(self, ctx: RuntimeContext | None = None) -> list[SkillMount]:
+        """What a sandbox binds read-only for a caller: each visible skill's local folder at
+        ``<sandbox_root>/<name>`` (``/skills/<name>`` by default)."""
+        root = self.sandbox_root or SANDBOX_SKILLS_ROOT
+        found: list[SkillMount] = []
+        for skill in await self.available(ctx):
+            source = await self.host_dir(skill)
+            if source is not None:
+                found.append(SkillMount(skill.name, source, f"{root}/{skill.name}"))
+        return found
 
     # ------------------------------------------------------------ internals
-    def _workspace_fs(self) -> Filesystem:
+    def drafts_fs(self) -> Filesystem:
+        """The filesystem drafts are written to (the workspace's)."""
         if self.workspace is None:
             raise ValueError("skill drafts need a workspace")
         return self.workspace.fs
@@ -217,7 +246,8 @@ class Skills(Capability):
         )
         return [listing] if listing is not None else []
 
-    async def _record_use(self, skill: Skill, context: ToolContext) -> None:
+    async def record_use(self, skill: Skill, context: ToolContext) -> None:
+        """Count one load of ``skill`` (and tell the event stream)."""
         entry = {
             "skill": skill.name,
             "layer": skill.layer.label,
@@ -231,7 +261,7 @@ class Skills(Capability):
             await self.workspace.fs.append_text(self._usage_path(), json.dumps(entry) + "\n")
         context.emit("skill_loaded", {"skill": skill.name, "layer": skill.layer.label})
 
-    def _activate(self, skill: Skill, state: AgentState) -> list[str]:
+    def activate(self, skill: Skill, state: AgentState) -> list[str]:
         """Grant the skill's ``allowed-tools`` to the session; returns what was granted."""
         rules = grants_for(skill.meta.allowed_tools, skill.name)
         if not rules:
@@ -246,102 +276,11 @@ class Skills(Capability):
             state.set_permissions({**state.permissions, "grants": current + added})
         return [r.describe() for r in rules]
 
-    async def _local_copy(self, skill: Skill) -> Path:
-        """A local copy of a skill of a remote layer (made once per revision)."""
-        key = (skill.layer.label, skill.name)
+    def _copies_dir(self) -> Path:
         ws = self.workspace
-        base = (
-            ws.local_root.joinpath(".harnessed", "skill-copies")
-            if ws is not None and ws.local_root is not None
-            else Path(tempfile.gettempdir()) / "harnessed-skill-copies"
-        )
-        target = base / skill.revision.removeprefix("sha256:")[:16] / skill.name
-        if not target.exists():
-            prefix = skill.folder + "/"
-            for path in await skill.layer.fs.list_tree(skill.folder):
-                dest = target.joinpath(*path[len(prefix) :].split("/"))
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(await skill.layer.fs.read(path))
-        self._copies[key] = target
-        return target
-
-    def _load_tool(self) -> Tool:
-        capability = self
-
-        @tool(name="load_skill", read_only=True)
-        async def load_skill(name: str, context: ToolContext, path: str = SKILL_FILE) -> str:
-            """Load a skill: its instructions (path "SKILL.md", the default) or another file
-            of the skill's folder, such as "references/guide.md".
-
-            Args:
-                name: The skill's name, as listed among the available skills.
-                path: A file inside the skill's folder, relative to it.
-            """
-            try:
-                skill = await capability.get(name, context.runtime)
-            except LookupError as exc:
-                raise ToolError(str(exc)) from None
-            try:
-                text = await read_skill_file(skill, path)
-            except SkillFileError as exc:
-                raise ToolError(str(exc)) from None
-            if posixpath.normpath(path.strip()) != SKILL_FILE:
-                return text
-            await capability._record_use(skill, context)
-            granted = capability._activate(skill, context.state)
-            return await capability._render_loaded(skill, text, granted)
-
-        return load_skill
-
-    async def _render_loaded(self, skill: Skill, body: str, granted: list[str]) -> str:
-        if skill.layer.local_dir(skill.name) is None and not (
-            self.workspace is not None and skill.layer.fs is self.workspace.fs
-        ):
-            await self._local_copy(skill)
-        where = self.execute_path(skill)
-        files = await skill_files(skill)
-        lines = [f'<skill name="{skill.name}">', body.strip(), "</skill>"]
-        if where is not None:
-            lines.append(
-                f"The skill's folder for execute is {where} (run its scripts from there, e.g. "
-                f"python3 {where}/scripts/<file>)."
-            )
-        if files:
-            lines.append("Files of the skill (load them with load_skill(name, path)):")
-            lines += [f"- {f}" for f in files]
-        if granted:
-            lines.append("Pre-approved for this session by the skill: " + ", ".join(granted))
-        return "\n".join(lines)
-
-    def _propose_tool(self) -> Tool:
-        capability = self
-
-        @tool(name="propose_skill")
-        async def propose_skill(
-            name: str, description: str, instructions: str, allowed_tools: str = ""
-        ) -> str:
-            """Propose a new skill from what worked in this task. It is saved as a draft for
-            the application to review; it is not available until it is installed.
-
-            Args:
-                name: Lower-case letters, digits and single hyphens, at most 64 characters.
-                description: What the skill does and when to use it (at most 1,024 characters).
-                instructions: The Markdown instructions of the skill.
-                allowed_tools: Space-separated tools the skill needs pre-approved (optional).
-            """
-            try:
-                path = await write_draft(
-                    capability._workspace_fs(),
-                    name,
-                    description,
-                    instructions,
-                    split_tool_list(allowed_tools) if allowed_tools.strip() else (),
-                )
-            except (SkillFormatError, ValueError) as exc:
-                raise ToolError(f"the draft was not saved: {exc}") from None
-            return f"Draft saved at {path}; the application decides whether to install it."
-
-        return propose_skill
+        if ws is not None and ws.local_root is not None:
+            return ws.local_root.joinpath(".harnessed", "skill-copies")
+        return Path(tempfile.gettempdir()) / "harnessed-skill-copies"
 
 
 def _layer(label: str, folder: SkillDir, storage_options: dict[str, Any]) -> SkillLayer:

@@ -41,16 +41,17 @@ def skill_listing(
     count: Callable[[str], int],
     priority: int = 10,
 ) -> Material | None:
-    """The listing of ``skills`` (``None`` when there is none), cut to ``max_tokens``."""
+    """The listing of ``skills`` (``None`` when there is none), its descriptions cut to fit
+    ``max_tokens`` (the names stay; the compiler may still drop the whole list)."""
     if not skills:
         return None
-    full = _Listing(tuple(skills), len(skills), priority)
-    material = full.material()
-    if max_tokens is not None:
+    material = _Listing(tuple(skills), len(skills), priority).material()
+    while max_tokens is not None and material.condense is not None:
         excess = count(material.text) - max_tokens
-        if excess > 0:
-            smaller = full.condense(excess, count)
-            material = smaller if smaller is not None else full.at(0).material()
+        smaller = material.condense(excess, count) if excess > 0 else None
+        if smaller is None:
+            break
+        material = smaller
     return material
 
 
