@@ -53,6 +53,8 @@ from harnessed.workspace import (
 
 __all__ = ["Skills"]
 
+_KEPT_LISTINGS = 64
+
 SkillDir = str | os.PathLike[str] | Filesystem
 
 
@@ -105,6 +107,7 @@ class Skills(Capability):
         self.agent_name = ""
         self.estimator: TokenEstimator = default_estimator()
         self._memory_usage: dict[str, int] = {}
+        self._listings: dict[tuple[tuple[str, str], ...], Material | None] = {}
 
     # ------------------------------------------------------------ capability
     def setup(self, host: CapabilityHost) -> None:
@@ -241,9 +244,15 @@ class Skills(Capability):
 
     async def _instructions(self, info: PrepareInfo) -> list[Material]:
         skills = await self.available(info.runtime)
-        listing = skill_listing(
-            skills, max_tokens=self.max_listing_tokens, count=self.estimator.count_text
-        )
+        key = tuple((s.name, s.revision) for s in skills)
+        listing = self._listings.get(key)
+        if listing is None:  # built again only when a caller's set of skills changed
+            listing = skill_listing(
+                skills, max_tokens=self.max_listing_tokens, count=self.estimator.count_text
+            )
+            self._listings[key] = listing
+            while len(self._listings) > _KEPT_LISTINGS:
+                self._listings.pop(next(iter(self._listings)))
         return [listing] if listing is not None else []
 
     async def record_use(self, skill: Skill, context: ToolContext) -> None:
