@@ -68,6 +68,10 @@ async def test_every_request_lists_skills_and_load_skill_returns_the_body(tmp_pa
     assert "Run `python3 scripts/extract.py FILE`" in loaded
     assert "skills/pdf-processing" in loaded
     assert await agent.skills.usage() == {"pdf-processing": 1}  # type: ignore[union-attr]
+    custom = [r.payload for r in await agent.session_log(CTX, types=["custom"])]
+    assert {"name": "skill_loaded", "data": {"skill": "pdf-processing", "layer": "workspace"}} in (
+        custom
+    )
 
 
 async def test_invalid_skills_are_skipped_with_the_rule_named(tmp_path: Path) -> None:
