@@ -112,3 +112,19 @@ async def test_user_layer_follows_the_isolation_scope(tmp_path: Path) -> None:
     per_session.bind(Workspace(tmp_path / "ws2", scope="session"), "helper")
     user = per_session.layers(CTX)[-1]
     assert user.label == "user" and user.root.endswith("/sessions/s1/skills")
+
+
+async def test_an_agent_without_a_workspace_uses_its_skill_dirs(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    write_skill(app, "portable", skill_md("portable", "Works anywhere."))
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[ScriptedToolCall("load_skill", {"name": "portable"})]), "ok"]
+    )
+    skills = Skills([app])
+    agent = HarnessAgent("helper", model, skills=skills)
+    await agent.call("go", CTX)
+    assert "- portable: Works anywhere." in model.requests[0].messages[0].text
+    assert "Body of portable." in model.requests[-1].messages[-1].text
+    assert await skills.usage() == {"portable": 1}
+    with pytest.raises(ValueError, match="needs a workspace"):
+        HarnessAgent("h2", ScriptedModel(), skills=Skills([app], self_learning=True))
