@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-from pathlib import Path
 
 from harnessed.skills.catalog import Skill
 from harnessed.skills.spec import SKILL_FILE
@@ -74,7 +73,3 @@ async def skill_files(skill: Skill) -> list[str]:
     prefix = skill.folder + "/"
     rels = sorted(p[len(prefix) :] for p in found if p.startswith(prefix))
     return [r for r in rels if r != SKILL_FILE][:_LISTED]
-
-
-def local_folder(skill: Skill) -> Path | None:
-    return skill.layer.local_dir(skill.name)

@@ -193,10 +193,10 @@ def parse_skill_md(
     the message).
     """
     try:
-        data = _load_yaml(split_front_matter(text)[0])
+        front, body = split_front_matter(text)
+        data = _load_yaml(front)
     except ValueError as exc:
         raise SkillFormatError(where, [str(exc)]) from None
-    body = split_front_matter(text)[1]
     problems = check_front_matter(data, folder)
     metadata = data.get("metadata")
     if metadata is not None and not (
