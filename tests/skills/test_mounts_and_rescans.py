@@ -128,3 +128,17 @@ async def test_an_agent_without_a_workspace_uses_its_skill_dirs(tmp_path: Path) 
     assert await skills.usage() == {"portable": 1}
     with pytest.raises(ValueError, match="needs a workspace"):
         HarnessAgent("h2", ScriptedModel(), skills=Skills([app], self_learning=True))
+
+
+async def test_a_remote_layer_is_rescanned_by_one_listing(tmp_path: Path) -> None:
+    memfs = fsspec.filesystem("memory")
+    memfs.pipe("/rescanned/one/SKILL.md", skill_md("one", "First text.").encode())
+    memfs.pipe("/rescanned/one/assets/big.bin", b"\0" * 10)
+    memfs.pipe("/rescanned/_drafts/two/SKILL.md", skill_md("two").encode())
+    memfs.pipe("/rescanned/empty/readme.txt", b"not a skill")
+    skills = bound(tmp_path / "ws", Skills(["memory://rescanned"], workspace_skills=False))
+    first = await skills.available(CTX)
+    assert [(s.name, s.description) for s in first] == [("one", "First text.")]
+    assert await skills.available(CTX) == first and skills.catalog.reads == 1
+    memfs.pipe("/rescanned/one/SKILL.md", skill_md("one", "Second, longer text.").encode())
+    assert [s.description for s in await skills.available(CTX)] == ["Second, longer text."]

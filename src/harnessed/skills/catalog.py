@@ -14,7 +14,6 @@ import asyncio
 import hashlib
 import logging
 import os
-import posixpath
 import stat
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -23,8 +22,6 @@ from pathlib import Path
 
 from harnessed.skills.spec import SKILL_FILE, SkillFormatError, SkillMeta, parse_skill_md
 from harnessed.workspace import (
-    BaseFilesystem,
-    FileInfo,
     Filesystem,
     LocalFilesystem,
     WorkspaceError,
@@ -190,31 +187,20 @@ async def _stamps(layer: SkillLayer) -> dict[str, tuple[int, float | None]]:
     if isinstance(layer.fs, LocalFilesystem):  # one directory scan, no per-path resolving
         base = layer.fs.root.joinpath(*layer.root.split("/")) if layer.root else layer.fs.root
         return await asyncio.to_thread(_local_stamps, base)
-    try:
+    try:  # one recursive listing (on an object store: one paginated request, not N)
         if layer.root and not await layer.fs.exists(layer.root):
             return {}
-        entries = await layer.fs.ls(layer.root)
-    except (WorkspaceError, OSError) as exc:
+        found = await layer.fs.glob(f"*/{SKILL_FILE}", layer.root)
+    except (WorkspaceError, OSError, ValueError) as exc:
         logger.warning("cannot list skill folder %s:%s (%s)", layer.label, layer.root, exc)
         return {}
-    folders = [
-        posixpath.basename(e.path)
-        for e in entries
-        if e.is_dir and not posixpath.basename(e.path).startswith(("_", "."))
-    ]
-    files = [join(layer.folder(f), SKILL_FILE) for f in folders]
-    if isinstance(layer.fs, BaseFilesystem):  # one worker-thread hop for the whole layer
-        try:
-            infos = await layer.fs.stat_many(files)
-        except (WorkspaceError, OSError):
-            infos = list(await asyncio.gather(*(_stat(layer.fs, p) for p in files)))
-    else:
-        infos = list(await asyncio.gather(*(_stat(layer.fs, p) for p in files)))
-    return {
-        f: (i.size, i.modified)
-        for f, i in zip(folders, infos, strict=True)
-        if i is not None and not i.is_dir
-    }
+    stamps: dict[str, tuple[int, float | None]] = {}
+    prefix = f"{layer.root}/" if layer.root else ""
+    for info in found:
+        folder = info.path[len(prefix) :].split("/", 1)[0]
+        if not info.is_dir and not folder.startswith(("_", ".")):
+            stamps[folder] = (info.size, info.modified)
+    return stamps
 
 
 def _local_stamps(base: Path) -> dict[str, tuple[int, float | None]]:
@@ -235,13 +221,6 @@ def _local_stamps(base: Path) -> dict[str, tuple[int, float | None]]:
             if stat.S_ISREG(st.st_mode):
                 found[entry.name] = (st.st_size, st.st_mtime)
     return found
-
-
-async def _stat(fs: Filesystem, path: str) -> FileInfo | None:
-    try:
-        return await fs.stat(path)
-    except (WorkspaceError, OSError):
-        return None
 
 
 def _fingerprint(stamps: dict[str, tuple[int, float | None]]) -> str:

@@ -14,7 +14,7 @@ import abc
 import asyncio
 import posixpath
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import BinaryIO, ParamSpec, TypeVar
 
@@ -147,12 +147,6 @@ class BaseFilesystem(abc.ABC):
         if info is None:
             raise FileNotFoundInWorkspaceError(rel)
         return info
-
-    async def stat_many(self, paths: Sequence[str]) -> list[FileInfo | None]:
-        """Stat several paths in one blocking batch (``None`` where nothing is): cheaper than
-        one :meth:`stat` each when there are many."""
-        rels = [self.normalize(p) for p in paths]
-        return await self._run(lambda: [self._info(rel) for rel in rels])
 
     async def size(self, path: str) -> int:
         return (await self.stat(path)).size
