@@ -3,8 +3,8 @@
 * Layers, low → high (a higher one wins a name clash): the application's ``skill_dirs``
   (local folders or fsspec URLs), the workspace's ``skills/``, and the user's own ``skills/``
   beside the user's memory (``agents/<agent>/users/<user>/skills`` in the default isolation
-  scope). Layers are rescanned at each call; unchanged layers cost a listing and a stat per
-  skill, nothing is re-read or re-parsed.
+  scope). Layers are rescanned at each call; unchanged layers cost a listing (and a stat per
+  skill on local disk), nothing is re-read or re-parsed.
 * Each reasoning request lists the skills in the instructions; the list shrinks to fit
   (descriptions first, see :mod:`harnessed.skills.listing`).
 * ``load_skill(name, path="SKILL.md")`` returns the instructions or a file of the skill, and

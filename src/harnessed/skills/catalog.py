@@ -3,7 +3,8 @@
 A :class:`SkillLayer` is a folder whose sub-folders are skills (``<root>/<name>/SKILL.md``) on
 any :class:`~harnessed.workspace.Filesystem`: a local directory, an fsspec URL, or a folder of
 the workspace. :class:`SkillCatalog` keeps what it parsed per layer. A scan lists the layer's
-folders and stats each ``SKILL.md``; when the (path, size, time) fingerprint of a layer is the
+folders and stats each ``SKILL.md`` (a local layer: one directory scan; another filesystem: one
+recursive listing); when the (path, size, time) fingerprint of a layer is the
 one seen last time, nothing is read or parsed again, and only changed files are re-read when
 it is not. Folders whose name starts with ``_`` or ``.`` (``_drafts``) are not skills.
 """
