@@ -142,3 +142,17 @@ async def test_a_remote_layer_is_rescanned_by_one_listing(tmp_path: Path) -> Non
     assert await skills.available(CTX) == first and skills.catalog.reads == 1
     memfs.pipe("/rescanned/one/SKILL.md", skill_md("one", "Second, longer text.").encode())
     assert [s.description for s in await skills.available(CTX)] == ["Second, longer text."]
+
+
+async def test_skills_plug_in_as_a_capability_too(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_skill(ws / "skills", "cap-skill", skill_md("cap-skill", "Through capabilities."))
+    model = ScriptedModel(["ok"])
+    skills = Skills()
+    agent = HarnessAgent("helper", model, workspace=ws, memory=False, capabilities=[skills])
+    assert agent.skills is skills
+    assert "load_skill" in agent.toolkit and "propose_skill" not in agent.toolkit
+    await agent.call("hi", CTX)
+    assert "- cap-skill: Through capabilities." in model.requests[0].messages[0].text
+    plain = HarnessAgent("plain", ScriptedModel(["ok"]), workspace=ws, memory=False)
+    assert plain.skills is None and "load_skill" not in plain.toolkit
