@@ -26,7 +26,7 @@ from harnessed.models import ScriptedModel
 from harnessed.skills import Skills
 
 SIZES = (0, 20, 200, 1_000)
-ROUNDS = 15
+ROUNDS = 30
 CTX = RuntimeContext("u", "s")
 
 
