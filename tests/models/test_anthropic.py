@@ -578,7 +578,7 @@ async def test_api_key_from_environment_reaches_the_server(
 def test_base_url_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/gateway")
     model = AnthropicModel(MODEL, api_key="k")
-    assert str(model._client.base_url).startswith("http://127.0.0.1:9/gateway")
+    assert str(model.base_url).startswith("http://127.0.0.1:9/gateway")
 
 
 def test_missing_api_key_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:

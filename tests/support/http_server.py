@@ -40,7 +40,12 @@ class Recorded:
 class LocalServer:
     """A queue of replies served over real HTTP on loopback."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = True) -> None:
+        self.keep_alive = keep_alive
+        """Keep connections open after each reply, as real servers do (streams are sent with
+        chunked transfer encoding); ``False`` closes the connection after every stream."""
+        self.connections = 0
+        """How many TCP connections the server accepted."""
         self.replies: list[Reply] = []
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
@@ -51,6 +56,11 @@ class LocalServer:
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections += 1
 
             def do_POST(self) -> None:
                 self._serve()
@@ -74,14 +84,24 @@ class LocalServer:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "text/event-stream")
                     self.send_header("Cache-Control", "no-cache")
-                    self.send_header("Connection", "close")
+                    if server.keep_alive:
+                        self.send_header("Transfer-Encoding", "chunked")
+                    else:
+                        self.send_header("Connection", "close")
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
                     self.end_headers()
                     for chunk in reply.sse:
-                        self.wfile.write(chunk.encode())
+                        data = chunk.encode()
+                        if server.keep_alive and data:
+                            data = b"%x\r\n%s\r\n" % (len(data), data)
+                        self.wfile.write(data)
                         self.wfile.flush()
-                    self.close_connection = True
+                    if server.keep_alive:
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
+                    else:
+                        self.close_connection = True
                     return
                 payload = reply.body
                 if isinstance(payload, dict):
@@ -94,6 +114,9 @@ class LocalServer:
                 self.send_header("Content-Length", str(len(payload)))
                 for key, value in headers.items():
                     self.send_header(key, value)
+                if not server.keep_alive:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
                 self.wfile.write(payload)
 

@@ -37,6 +37,7 @@ from harnessed.models.base import (
     ToolSchema,
     Usage,
 )
+from harnessed.models.clients import PerLoop, close_client, keep_open
 from harnessed.models.errors import ModelError
 from harnessed.models.retry import RetryPolicy, error_from_status, retrying_stream
 from harnessed.models.windows import known_context_window
@@ -122,22 +123,24 @@ class AnthropicModel:
         self.thinking_budget = thinking_budget
         self.retry = retry
         self.temperature = temperature
-        self._owns_client = client is None
+        self._clients: PerLoop[AsyncAnthropic]
         if client is None:
             key = api_key or os.environ.get("ANTHROPIC_API_KEY")
             if not key:
                 if base_url is None:
                     raise ValueError("no Anthropic API key: pass api_key= or set ANTHROPIC_API_KEY")
                 key = "not-needed"  # a custom endpoint may not check keys
-            client = self._sdk.AsyncAnthropic(
-                api_key=key,
-                base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
-                timeout=timeout,
-                max_retries=0,
+            self.base_url: str | None = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+            self._clients = PerLoop(
+                lambda: self._sdk.AsyncAnthropic(
+                    api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
+                ),
+                close_client,
             )
         else:
-            client = client.with_options(max_retries=0)
-        self._client: AsyncAnthropic = client
+            given = client.with_options(max_retries=0)
+            self.base_url = base_url or str(client.base_url)
+            self._clients = PerLoop(lambda: given, keep_open)
 
     @property
     def name(self) -> str:
@@ -152,9 +155,9 @@ class AnthropicModel:
         return self._max_output_tokens
 
     async def aclose(self) -> None:
-        """Release the HTTP connections of the client this model created."""
-        if self._owns_client:
-            await self._client.close()
+        """Release the HTTP connections of the client this model created for the running
+        event loop (a client passed in is left open); a later request opens a new one."""
+        await self._clients.aclose()
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r})"
@@ -197,7 +200,7 @@ class AnthropicModel:
         import httpx2  # the SDK's HTTP library; stream reads can fail with its errors
 
         try:
-            events = await self._client.messages.create(**params, stream=True)
+            events = await self._clients.get().messages.create(**params, stream=True)
             async with events:
                 state = _StreamState(model=self._model)
                 async for event in events:

@@ -38,6 +38,7 @@ from harnessed.models.base import (
     ToolCallReady,
     Usage,
 )
+from harnessed.models.clients import PerLoop, close_client, keep_open
 from harnessed.models.errors import ModelError
 from harnessed.models.retry import RetryPolicy, error_from_status, retrying_stream
 from harnessed.models.windows import known_context_window
@@ -101,8 +102,8 @@ class OpenAIChatModel:
         self.extra_body: dict[str, Any] = dict(extra_body or {})
 
         if client is not None:  # a copy sharing its connection pool, without SDK retries
-            self._client = client.with_options(max_retries=0)
-            self._owns_client = False
+            given = client.with_options(max_retries=0)
+            self._clients = PerLoop(lambda: given, keep_open)
             self.base_url: str | None = base_url or str(client.base_url)
         else:
             import openai
@@ -116,10 +117,12 @@ class OpenAIChatModel:
                         "(or point base_url / OPENAI_BASE_URL at a server that needs no key)"
                     )
                 key = _PLACEHOLDER_KEY
-            self._client = openai.AsyncOpenAI(
-                api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
+            self._clients = PerLoop(
+                lambda: openai.AsyncOpenAI(
+                    api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
+                ),
+                close_client,
             )
-            self._owns_client = True
 
         if max_tokens_param is None:
             official = self.base_url is None or urlsplit(self.base_url).hostname == _OFFICIAL_HOST
@@ -148,9 +151,9 @@ class OpenAIChatModel:
         return retrying_stream(self.retry, lambda: self._stream_once(params))
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this model created it."""
-        if self._owns_client:
-            await self._client.close()
+        """Close the HTTP client this model created for the running event loop (a client
+        passed in is left open). The model stays usable: a later request opens a new one."""
+        await self._clients.aclose()
 
     # ------------------------------------------------------------- request
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
@@ -180,7 +183,8 @@ class OpenAIChatModel:
 
         state = _StreamState()
         try:
-            chunks: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(
+            client = self._clients.get()
+            chunks: AsyncStream[ChatCompletionChunk] = await client.chat.completions.create(
                 **params
             )
             async with chunks:
