@@ -34,6 +34,7 @@ from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
 from harnessed.models.base import Model, ModelRequest
 from harnessed.models.registry import resolve_model
+from harnessed.models.windows import discover_windows
 from harnessed.permissions import ConfirmationMode, PermissionMode, PermissionRule
 from harnessed.permissions.controls import PermissionControls
 from harnessed.permissions.policy import ToolPermissionCheck
@@ -255,6 +256,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         """
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
+        await discover_windows(self.models())  # self-hosted servers tell their window once
         async with self._locks.hold(self.name, ctx.user_id, ctx.session):
             run = AgentRun(self, ctx, confirmations)
             async with contextlib.aclosing(run.execute(messages)) as events:

@@ -52,3 +52,58 @@ async def test_lone_surrogate_in_a_reply_does_not_crash_the_call():
     finally:
         await agent.close()
     assert reply.text.startswith("ok ")
+
+
+def _history_with_lone_surrogates():
+    from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
+    from harnessed.models.base import ModelRequest, ToolSchema
+
+    call = ToolUseBlock("call_1", "read_file", {"path": "bad\udcff.txt"})
+    result = ToolResultBlock("call_1", "bytes: \udcff\udcfe and half an emoji \ud83d", name="read")
+    return ModelRequest(
+        messages=(
+            Msg.system("sys \ud800"),
+            Msg.user("look at bad\udcff.txt"),
+            Msg.assistant([call]),
+            Msg("tool", (result,)),
+        ),
+        tools=(ToolSchema("read_file", "reads \udcff", {"type": "object"}),),
+    )
+
+
+async def test_openai_request_with_lone_surrogates_is_sent_repaired(server):
+    server.queue(
+        Reply(
+            sse=[
+                "data: " + json.dumps(chunk(content="fine")) + "\n\n",
+                "data: " + json.dumps(chunk(finish="stop")) + "\n\n",
+            ]
+        )
+    )
+    model = make(server.url)
+    try:
+        events = [e async for e in model.stream(_history_with_lone_surrogates())]
+    finally:
+        await model.aclose()
+    assert events[-1].message.text == "fine"
+    sent = server.requests[-1].body.decode("utf-8")
+    assert "\ufffd" in json.loads(sent)["messages"][3]["content"]
+    assert "\\udcff" not in sent
+
+
+async def test_anthropic_request_with_lone_surrogates_is_sent_repaired(server):
+    from harnessed.models.anthropic import AnthropicModel
+    from harnessed.models.retry import RetryPolicy
+    from tests.models.test_event_loops import anthropic_reply
+
+    server.queue(anthropic_reply("fine"))
+    model = AnthropicModel(
+        "claude-x", api_key="k", base_url=server.url, retry=RetryPolicy(max_attempts=1)
+    )
+    try:
+        events = [e async for e in model.stream(_history_with_lone_surrogates())]
+    finally:
+        await model.aclose()
+    assert events[-1].message.text == "fine"
+    sent = json.loads(server.requests[-1].body.decode("utf-8"))
+    assert "\ufffd" in json.dumps([sent["system"], sent["messages"]], ensure_ascii=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -40,7 +40,14 @@ class Recorded:
 class LocalServer:
     """A queue of replies served over real HTTP on loopback."""
 
-    def __init__(self, *, keep_alive: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        keep_alive: bool = True,
+        handler: Callable[[Recorded], Reply | None] | None = None,
+    ) -> None:
+        self.handler = handler
+        """Answers a request itself when it returns a reply (else the queue answers)."""
         self.keep_alive = keep_alive
         """Keep connections open after each reply, as real servers do (streams are sent with
         chunked transfer encoding); ``False`` closes the connection after every stream."""
@@ -71,11 +78,11 @@ class LocalServer:
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                recorded = Recorded(self.command, self.path, dict(self.headers.items()), body)
                 with server._lock:
-                    server.requests.append(
-                        Recorded(self.command, self.path, dict(self.headers.items()), body)
-                    )
-                    reply = (
+                    server.requests.append(recorded)
+                    reply = server.handler(recorded) if server.handler is not None else None
+                    reply = reply or (
                         server.replies.pop(0)
                         if server.replies
                         else Reply(500, {"error": {"message": "no reply queued in test server"}})

@@ -34,6 +34,7 @@ from harnessed.context.state_blocks import StateBlock
 from harnessed.context.workspace_refs import WorkspaceRefs
 from harnessed.messages import Msg
 from harnessed.models.base import ModelRequest, ModelResponse
+from harnessed.models.windows import window_source
 from harnessed.state.agent_state import AgentState
 from harnessed.tokens import default_estimator
 
@@ -385,6 +386,8 @@ class ContextCompiler:
             validation=validation,  # type: ignore[arg-type]
             breakdown={k: self.meter.calibrated(v, session) for k, v in build.breakdown.items()},
             history_messages=build.history_messages,
+            context_window=info.model.context_window,
+            window_source=window_source(info.model),
         )
 
     async def _publish(

@@ -91,6 +91,11 @@ class ContextManifest:
     breakdown: Mapping[str, int] = field(default_factory=dict)
     history_messages: int = 0
     timestamp: str = field(default_factory=_now)
+    context_window: int | None = None
+    """The model's window the limit was derived from (``None``: unknown, a default applied)."""
+    window_source: str = "unknown"
+    """Where that window came from: ``given``, ``server``, ``server_error``,
+    ``rejected_request``, ``published`` or ``unknown`` (see ``harnessed.models.windows``)."""
 
     @property
     def passed(self) -> bool:
@@ -117,6 +122,8 @@ class ContextManifest:
             "breakdown": dict(self.breakdown),
             "history_messages": self.history_messages,
             "timestamp": self.timestamp,
+            "context_window": self.context_window,
+            "window_source": self.window_source,
         }
 
     @classmethod
@@ -137,4 +144,6 @@ class ContextManifest:
             breakdown=dict(data.get("breakdown", {})),
             history_messages=int(data.get("history_messages", 0)),
             timestamp=data.get("timestamp", ""),
+            context_window=data.get("context_window"),
+            window_source=str(data.get("window_source", "unknown")),
         )

@@ -38,9 +38,10 @@ from harnessed.models.base import (
     Usage,
 )
 from harnessed.models.clients import PerLoop, close_client, keep_open
-from harnessed.models.errors import ModelError
+from harnessed.models.errors import ContextOverflowError, ModelError
 from harnessed.models.retry import RetryPolicy, error_from_status, retrying_stream
-from harnessed.models.windows import known_context_window
+from harnessed.models.sanitize import sanitize
+from harnessed.models.windows import WindowKnowledge, WindowSource
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -118,7 +119,7 @@ class AnthropicModel:
 
         self._sdk = _import_sdk()
         self._model = model
-        self._context_window = context_window or known_context_window(model)
+        self._window = WindowKnowledge.initial(model, context_window, ask_server=False)
         self._max_output_tokens = max_output_tokens
         self.thinking_budget = thinking_budget
         self.retry = retry
@@ -148,7 +149,12 @@ class AnthropicModel:
 
     @property
     def context_window(self) -> int | None:
-        return self._context_window
+        return self._window.tokens
+
+    @property
+    def context_window_source(self) -> WindowSource:
+        """Where :attr:`context_window` came from (``given``, ``published`` ...)."""
+        return self._window.source
 
     @property
     def max_output_tokens(self) -> int:
@@ -165,8 +171,13 @@ class AnthropicModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream the answer to ``request``, retrying transient failures before any output."""
         params = self._build_params(request)
-        async for event in retrying_stream(self.retry, lambda: self._attempt(params)):
-            yield event
+        try:
+            async for event in retrying_stream(self.retry, lambda: self._attempt(params)):
+                yield event
+        except ContextOverflowError as error:
+            size = len(json.dumps([params.get("system"), params["messages"]], ensure_ascii=False))
+            self._window.learn(error, size)
+            raise
 
     def _build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``messages.create`` that encode ``request``."""
@@ -192,7 +203,7 @@ class AnthropicModel:
         if self.temperature is not None:
             # SDK 2.x has no ``temperature`` argument; the field still goes in the body.
             params["extra_body"] = {"temperature": self.temperature}
-        return params
+        return sanitize(params)
 
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         """One request: its events, with every SDK or transport failure as a ModelError."""

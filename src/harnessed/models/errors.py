@@ -9,6 +9,7 @@ __all__ = [
     "ModelError",
     "RateLimitError",
     "is_context_overflow_message",
+    "stated_window",
 ]
 
 # Phrases providers use when a request does not fit the window (OpenAI, Anthropic, vLLM,
@@ -35,9 +36,30 @@ _OVERFLOW_PATTERNS = re.compile(
 )
 
 
+# How servers state their window inside an overflow message: OpenAI / vLLM / llama-cpp-python
+# ("maximum context length is 4096 tokens"), llama.cpp ("available context size (4096
+# tokens)"), Anthropic ("210000 tokens > 200000 maximum"), DashScope ("[1, 30720]").
+_STATED_WINDOW = [
+    re.compile(r"maximum context length (?:is|of) (\d+)", re.IGNORECASE),
+    re.compile(r"context size \((\d+) tokens?\)", re.IGNORECASE),
+    re.compile(r"context window (?:is|of) (\d+)", re.IGNORECASE),
+    re.compile(r"\d+ tokens? > (\d+) maximum", re.IGNORECASE),
+    re.compile(r"range of input length should be \[1, ?(\d+)\]", re.IGNORECASE),
+]
+
+
 def is_context_overflow_message(text: str) -> bool:
     """Whether a provider error message says the request exceeded the context window."""
     return bool(_OVERFLOW_PATTERNS.search(text))
+
+
+def stated_window(text: str) -> int | None:
+    """The context window a provider's overflow message states, if it states one."""
+    for pattern in _STATED_WINDOW:
+        match = pattern.search(text)
+        if match and int(match.group(1)) > 0:
+            return int(match.group(1))
+    return None
 
 
 class ModelError(Exception):

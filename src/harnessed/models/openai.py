@@ -39,13 +39,16 @@ from harnessed.models.base import (
     Usage,
 )
 from harnessed.models.clients import PerLoop, close_client, keep_open
-from harnessed.models.errors import ModelError
+from harnessed.models.discovery import ask_window
+from harnessed.models.errors import ContextOverflowError, ModelError
 from harnessed.models.retry import RetryPolicy, error_from_status, retrying_stream
-from harnessed.models.windows import known_context_window
+from harnessed.models.sanitize import sanitize
+from harnessed.models.windows import WindowKnowledge, WindowSource
 
 if TYPE_CHECKING:
     from openai import APIError, AsyncOpenAI, AsyncStream
-    from openai.types.chat import ChatCompletionChunk
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 __all__ = ["OpenAIChatModel"]
@@ -94,17 +97,18 @@ class OpenAIChatModel:
             )
 
         self._model = model
-        self._context_window = context_window or known_context_window(model)
         self._max_output_tokens = max_output_tokens
         self.retry = retry
         self.timeout = timeout
         self.temperature = temperature
         self.extra_body: dict[str, Any] = dict(extra_body or {})
 
+        self._api_key: str | None
         if client is not None:  # a copy sharing its connection pool, without SDK retries
             given = client.with_options(max_retries=0)
             self._clients = PerLoop(lambda: given, keep_open)
             self.base_url: str | None = base_url or str(client.base_url)
+            self._api_key = client.api_key
         else:
             import openai
 
@@ -117,6 +121,7 @@ class OpenAIChatModel:
                         "(or point base_url / OPENAI_BASE_URL at a server that needs no key)"
                     )
                 key = _PLACEHOLDER_KEY
+            self._api_key = key
             self._clients = PerLoop(
                 lambda: openai.AsyncOpenAI(
                     api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
@@ -124,8 +129,9 @@ class OpenAIChatModel:
                 close_client,
             )
 
+        official = self.base_url is None or urlsplit(self.base_url).hostname == _OFFICIAL_HOST
+        self._window = WindowKnowledge.initial(model, context_window, ask_server=not official)
         if max_tokens_param is None:
-            official = self.base_url is None or urlsplit(self.base_url).hostname == _OFFICIAL_HOST
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self.max_tokens_param: MaxTokensParam = max_tokens_param
 
@@ -137,18 +143,44 @@ class OpenAIChatModel:
 
     @property
     def context_window(self) -> int | None:
-        """The context window in tokens: as given, else the published one, else ``None``."""
-        return self._context_window
+        """The context window in tokens: as given, else as the server reports or states it,
+        else the published window of the model name, else ``None``."""
+        return self._window.tokens
+
+    @property
+    def context_window_source(self) -> WindowSource:
+        """Where :attr:`context_window` came from (``given``, ``server``, ...)."""
+        return self._window.source
+
+    async def discover_context_window(self) -> int | None:
+        """Ask a self-hosted server (vLLM, llama.cpp, Ollama) for the model's window, once;
+        the agent does this before its first request. Not done when ``context_window=`` was
+        given or for OpenAI's own API."""
+        if not self._window.discovered and self.base_url is not None:
+            reported = await ask_window(
+                self.base_url, self._model, api_key=self._api_key, timeout=min(self.timeout, 10)
+            )
+            self._window.reported(reported)
+        return self._window.tokens
 
     @property
     def max_output_tokens(self) -> int | None:
         """The output limit used when a request does not set its own."""
         return self._max_output_tokens
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Stream the answer to ``request``, retrying transient failures per ``self.retry``."""
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream the answer to ``request``, retrying transient failures per ``self.retry``.
+
+        A request the server rejects as too long teaches the model its window (as stated in
+        the error, or smaller than the rejected request), so the next one is fitted to it.
+        """
         params = self.build_params(request)
-        return retrying_stream(self.retry, lambda: self._stream_once(params))
+        try:
+            async for event in retrying_stream(self.retry, lambda: self._stream_once(params)):
+                yield event
+        except ContextOverflowError as error:
+            self._window.learn(error, len(json.dumps(params["messages"], ensure_ascii=False)))
+            raise
 
     async def aclose(self) -> None:
         """Close the HTTP client this model created for the running event loop (a client
@@ -160,13 +192,15 @@ class OpenAIChatModel:
         """The keyword arguments for ``chat.completions.create`` that carry ``request``."""
         params: dict[str, Any] = {
             "model": self._model,
-            "messages": [m for msg in request.messages for m in _convert_message(msg)],
+            "messages": sanitize([m for msg in request.messages for m in _convert_message(msg)]),
             "stream": True,
             "stream_options": {"include_usage": True},
             "timeout": self.timeout,
         }
         if request.tools:
-            params["tools"] = [{"type": "function", "function": t.to_dict()} for t in request.tools]
+            params["tools"] = sanitize(
+                [{"type": "function", "function": t.to_dict()} for t in request.tools]
+            )
         limit = request.max_output_tokens or self._max_output_tokens
         if limit is not None:
             params[self.max_tokens_param] = limit
@@ -182,6 +216,7 @@ class OpenAIChatModel:
         import openai
 
         state = _StreamState()
+        yielded = False
         try:
             client = self._clients.get()
             chunks: AsyncStream[ChatCompletionChunk] = await client.chat.completions.create(
@@ -190,19 +225,48 @@ class OpenAIChatModel:
             async with chunks:
                 async for chunk in chunks:
                     for event in state.feed(chunk):
+                        yielded = True
                         yield event
         except openai.OpenAIError as exc:
             raise _map_error(exc) from exc
         except json.JSONDecodeError as exc:
             raise _transient(f"malformed event in the model's stream: {exc}") from exc
-        if not state.received:
-            raise _transient("the server closed the stream without sending any chunk")
-        if state.finish_reason is None:
-            # A clean close before any finish_reason: the answer (or a tool call's arguments)
-            # may be cut off, so it must not pass as a finished reply.
-            raise _transient("the stream ended before the model finished (no finish_reason)")
-        for event in state.finish():
+        if state.finish_reason is not None:
+            for event in state.finish():
+                yield event
+            return
+        # Some servers (llama.cpp's, for one) answer a streamed request they cannot serve with
+        # an empty 200 or a stream cut short, and give the real reason (a 400 "context length
+        # exceeded") only to a request without streaming. Ask once that way, unless part of
+        # the answer was shown already: then the failure stays a failure of this attempt.
+        why = (
+            "the server closed the stream without sending any chunk"
+            if not state.received
+            else "the stream ended before the model finished (no finish_reason)"
+        )
+        if yielded:
+            raise _transient(why)
+        for event in await self._ask_without_streaming(params, why):
             yield event
+
+    async def _ask_without_streaming(self, params: dict[str, Any], why: str) -> list[ModelEvent]:
+        """The same request without streaming: the server's real answer or its real error."""
+        import openai
+
+        plain = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
+        try:
+            completion: ChatCompletion = await self._clients.get().chat.completions.create(
+                **plain, stream=False
+            )
+        except openai.OpenAIError as exc:
+            error = _map_error(exc)
+            error.message = f"{why}; asked again without streaming, the server said: {error}"
+            error.args = (error.message,)
+            raise error from exc
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise _transient(f"{why}, and asked again without streaming it sent no answer")
+        return _StreamState.of_completion(completion).finish()
 
 
 @dataclass
@@ -217,6 +281,7 @@ class _StreamState:
     """Accumulates the chunks of one streamed completion."""
 
     received: bool = False
+    received_deltas: bool = False
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     calls: dict[int, _PendingCall] = field(default_factory=dict)
@@ -229,13 +294,7 @@ class _StreamState:
         self.received = True
         self.model = chunk.model or self.model
         if chunk.usage is not None:
-            details = chunk.usage.prompt_tokens_details
-            self.usage = Usage(
-                input_tokens=chunk.usage.prompt_tokens or 0,
-                output_tokens=chunk.usage.completion_tokens or 0,
-                cache_read_tokens=(details.cached_tokens or 0) if details else 0,
-                cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
-            )
+            self.usage = _usage(chunk.usage)
         events: list[ModelEvent] = []
         for choice in chunk.choices or ():
             if choice.index:  # only the first choice is requested
@@ -250,11 +309,34 @@ class _StreamState:
                 self.thinking.append(reasoning)
                 events.append(ThinkingDelta(reasoning))
             if delta.content:
+                self.received_deltas = True
                 self.text.append(delta.content)
                 events.append(TextDelta(delta.content))
             for fragment in delta.tool_calls or ():
                 self._add_fragment(fragment)
         return events
+
+    @classmethod
+    def of_completion(cls, completion: ChatCompletion) -> _StreamState:
+        """The state a stream would have reached, from a non-streamed answer."""
+        state = cls(received=True, model=completion.model)
+        if completion.usage is not None:
+            state.usage = _usage(completion.usage)
+        choice = completion.choices[0]
+        state.finish_reason = choice.finish_reason or "stop"
+        message = choice.message
+        reasoning = _reasoning_of(message.model_extra)
+        if reasoning:
+            state.thinking.append(reasoning)
+        if message.content:
+            state.text.append(message.content)
+        for index, call in enumerate(message.tool_calls or ()):
+            function = getattr(call, "function", None)
+            if function is not None:
+                state.calls[index] = _PendingCall(
+                    call.id, function.name or "", [function.arguments or ""]
+                )
+        return state
 
     def _add_fragment(self, fragment: ChoiceDeltaToolCall) -> None:
         index, call_id, function = fragment.index, fragment.id, fragment.function
@@ -286,7 +368,20 @@ class _StreamState:
             blocks.append(TextBlock(clean_text("".join(self.text))))
         blocks.extend(calls)
         final = ModelResponse(Msg.assistant(blocks), self.usage, self.finish_reason, self.model)
-        return [*(ToolCallReady(call) for call in calls), final]
+        text: list[ModelEvent] = []
+        if not self.received_deltas and self.text:
+            text.append(TextDelta("".join(self.text)))
+        return [*text, *(ToolCallReady(call) for call in calls), final]
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    details = usage.prompt_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
+        cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
+    )
 
 
 def _reasoning_of(extra: Mapping[str, Any] | None) -> str | None:
