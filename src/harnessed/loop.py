@@ -50,6 +50,7 @@ from harnessed.models.base import (
     Model,
     ModelRequest,
     ModelResponse,
+    RetryNotice,
     TextDelta,
     ThinkingDelta,
     ToolCallReady,
@@ -483,6 +484,9 @@ class AgentRun:
         produced = False
         try:
             async for chunk in agent.model.stream(request):
+                if isinstance(chunk, RetryNotice):  # shown and logged; nothing produced yet
+                    yield self._retry_event(model_call_id, chunk)
+                    continue
                 produced = True
                 if isinstance(chunk, TextDelta):
                     yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
@@ -549,6 +553,19 @@ class AgentRun:
             await self.caps.run_after_model_request(self.call, model_call)
         except Exception:
             logger.exception("after_model_request failed while reporting a failed request")
+
+    def _retry_event(self, model_call_id: str, notice: RetryNotice) -> CustomEvent:
+        data = {
+            "model_call_id": model_call_id,
+            "model": self.agent.model.name,
+            "attempt": notice.attempt,
+            "max_attempts": notice.max_attempts,
+            "wait_seconds": round(notice.wait, 3),
+            "status_code": notice.status_code,
+            "error": notice.error,
+        }
+        self.record("custom", {"name": "model_retry", "data": data})
+        return CustomEvent(name="model_retry", data=data, **self.base)
 
     async def _prepare(self, info: PrepareInfo, out: list[ModelRequest]) -> AsyncIterator[Event]:
         """Prepare the request, yielding the events it emits while it runs (a summary made

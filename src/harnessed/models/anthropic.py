@@ -230,7 +230,9 @@ class AnthropicModel:
             raise _status_error(exc) from exc
         except (sdk.APIConnectionError, httpx2.HTTPError) as exc:
             raise ModelError(
-                f"anthropic connection failed: {exc}", provider=_PROVIDER, retryable=True
+                f"anthropic connection to {self.base_url or 'api.anthropic.com'} failed: {exc}",
+                provider=_PROVIDER,
+                retryable=True,
             ) from exc
         except (sdk.AnthropicError, json.JSONDecodeError) as exc:
             raise ModelError(f"anthropic request failed: {exc}", provider=_PROVIDER) from exc

@@ -20,6 +20,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "Purpose",
+    "RetryNotice",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallReady",
@@ -115,7 +116,20 @@ class ModelResponse:
     type: Literal["response"] = "response"
 
 
-ModelEvent: TypeAlias = TextDelta | ThinkingDelta | ToolCallReady | ModelResponse
+@dataclass(frozen=True, slots=True)
+class RetryNotice:
+    """A request failed in a way worth retrying; the model waits ``wait`` seconds and sends it
+    again as attempt ``attempt + 1`` of ``max_attempts``. Only ever before the first delta."""
+
+    attempt: int
+    max_attempts: int
+    wait: float
+    error: str
+    status_code: int | None = None
+    type: Literal["retry"] = "retry"
+
+
+ModelEvent: TypeAlias = TextDelta | ThinkingDelta | ToolCallReady | ModelResponse | RetryNotice
 
 
 @runtime_checkable

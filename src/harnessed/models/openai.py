@@ -455,7 +455,9 @@ def _map_error(exc: Exception) -> ModelError:
             retry_after=_retry_after(exc.response.headers),
         )
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return _transient(f"could not reach the OpenAI-compatible server: {exc}")
+        url = getattr(getattr(exc, "request", None), "url", None)
+        where = f" at {url}" if url else ""
+        return _transient(f"could not reach the OpenAI-compatible server{where}: {exc}")
     if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIResponseValidationError):
         # An error event sent inside an otherwise successful stream.
         return error_from_status(None, _describe(exc), provider=_PROVIDER)

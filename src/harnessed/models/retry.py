@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from harnessed.models.base import ModelEvent
+from harnessed.models.base import ModelEvent, RetryNotice
 from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
 
 __all__ = ["RetryPolicy", "error_from_status", "retrying_stream"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +79,10 @@ async def retrying_stream(
 ) -> AsyncIterator[ModelEvent]:
     """Yield from ``open_stream()``, opening it again after a retryable failure.
 
-    A failure after the first event has been yielded is raised as it is: the caller has already
-    seen part of the answer, so repeating the request would duplicate it.
+    Before each wait a :class:`RetryNotice` is yielded, so a user sees why nothing happens. A
+    failure after the first event has been yielded is raised as it is: the caller has already
+    seen part of the answer, so repeating the request would duplicate it. A failure that ends
+    the retrying says how many attempts were made.
     """
     attempt = 0
     while True:
@@ -90,5 +95,17 @@ async def retrying_stream(
             return
         except ModelError as error:
             if started or not error.retryable or attempt >= policy.max_attempts:
+                if attempt > 1:
+                    error.message = f"{error.message} (gave up after {attempt} attempts)"
+                    error.args = (error.message,)
                 raise
-            await asyncio.sleep(policy.delay(attempt, error))
+            wait = policy.delay(attempt, error)
+            logger.warning(
+                "model request failed (attempt %d of %d, %s), retrying in %.1f s",
+                attempt,
+                policy.max_attempts,
+                error.message,
+                wait,
+            )
+            yield RetryNotice(attempt, policy.max_attempts, wait, error.message, error.status_code)
+            await asyncio.sleep(wait)
