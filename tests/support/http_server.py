@@ -37,6 +37,10 @@ class Recorded:
         return json.loads(self.body)
 
 
+def _is_model_request(request: Recorded) -> bool:
+    return request.method == "POST" and request.path != "/api/show"
+
+
 class LocalServer:
     """A queue of replies served over real HTTP on loopback."""
 
@@ -55,6 +59,8 @@ class LocalServer:
         """How many TCP connections the server accepted."""
         self.replies: list[Reply] = []
         self.requests: list[Recorded] = []
+        self.unrouted: list[Recorded] = []
+        """Requests answered 404 because no handler or queue serves their route."""
         self._lock = threading.Lock()
         server = self
 
@@ -80,8 +86,14 @@ class LocalServer:
                 body = self.rfile.read(length) if length else b""
                 recorded = Recorded(self.command, self.path, dict(self.headers.items()), body)
                 with server._lock:
-                    server.requests.append(recorded)
                     reply = server.handler(recorded) if server.handler is not None else None
+                    if reply is None and not _is_model_request(recorded):
+                        # Like a real chat server: routes it does not have are not found
+                        # (window discovery probes /v1/models, /props, /api/show).
+                        server.unrouted.append(recorded)
+                        reply = Reply(404, {"error": {"message": f"no route {self.path}"}})
+                    else:
+                        server.requests.append(recorded)
                     reply = reply or (
                         server.replies.pop(0)
                         if server.replies

@@ -86,6 +86,9 @@ class AnthropicModel:
     ``thinking_budget`` enables extended thinking with that many budget tokens.
     """
 
+    provider_name = "anthropic"
+    """``gen_ai.provider.name`` in traces."""
+
     def __init__(
         self,
         model: str,

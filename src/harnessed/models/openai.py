@@ -69,6 +69,9 @@ class OpenAIChatModel:
     retries are switched off); it is then not closed by :meth:`aclose`.
     """
 
+    provider_name = "openai"
+    """``gen_ai.provider.name`` in traces."""
+
     def __init__(
         self,
         model: str,
