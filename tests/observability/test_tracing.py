@@ -1,0 +1,169 @@
+"""OpenTelemetry spans of agent calls, read back from the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from harnessed import HarnessAgent, ModelError, RuntimeContext, tool
+from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall, Usage
+from harnessed.models.openai import OpenAIChatModel
+from harnessed.models.retry import RetryPolicy
+from tests.models.test_event_loops import openai_reply
+from tests.support.http_server import LocalServer, Reply
+
+_EXPORTER = InMemorySpanExporter()
+
+
+@pytest.fixture
+def spans():
+    """The process-wide provider can be set once: set it on first use, clear it per test."""
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        trace.set_tracer_provider(provider)
+    _EXPORTER.clear()
+    yield _EXPORTER
+    _EXPORTER.clear()
+
+
+def by_name(finished: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]:
+    return [s for s in finished if s.name.startswith(prefix)]
+
+
+@tool(read_only=True)
+def lookup(city: str) -> str:
+    """Look up the weather.
+
+    Args:
+        city: the city
+    """
+    if city == "Atlantis":
+        raise ValueError("no such city")
+    return f"sunny in {city}"
+
+
+CTX = RuntimeContext(user_id="u", session_id="s-42")
+
+
+async def test_a_call_with_tools_gives_agent_chat_and_tool_spans(tmp_path, spans):
+    model = ScriptedModel(
+        [
+            ScriptedResponse(
+                tool_calls=[
+                    ScriptedToolCall("lookup", {"city": "Oslo"}, id="c1"),
+                    ScriptedToolCall("lookup", {"city": "Atlantis"}, id="c2"),
+                ],
+                usage=Usage(input_tokens=120, output_tokens=9),
+            ),
+            ScriptedResponse("Sunny in Oslo.", usage=Usage(input_tokens=150, output_tokens=5)),
+        ],
+        name="scripted-x",
+        context_window=32_000,
+    )
+    agent = HarnessAgent("weather", model, tools=[lookup], workspace=tmp_path)
+    try:
+        await agent.call("weather?", CTX)
+    finally:
+        await agent.close()
+    finished = spans.get_finished_spans()
+    [root] = by_name(finished, "invoke_agent")
+    chats = by_name(finished, "chat ")
+    tools = by_name(finished, "execute_tool ")
+
+    assert root.name == "invoke_agent weather"
+    assert root.kind == SpanKind.INTERNAL
+    assert root.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert root.attributes["gen_ai.agent.name"] == "weather"
+    assert root.attributes["gen_ai.conversation.id"] == "s-42"
+    assert root.attributes["gen_ai.request.model"] == "scripted-x"
+    assert root.attributes["harnessed.run.status"] == "completed"
+    assert root.attributes["harnessed.run.iterations"] == 2
+    assert root.status.status_code == StatusCode.UNSET
+
+    assert [c.name for c in chats] == ["chat scripted-x", "chat scripted-x"]
+    first = chats[0]
+    assert first.kind == SpanKind.CLIENT
+    assert first.parent.span_id == root.context.span_id
+    assert first.attributes["gen_ai.operation.name"] == "chat"
+    assert first.attributes["gen_ai.request.model"] == "scripted-x"
+    assert first.attributes["gen_ai.usage.input_tokens"] == 120
+    assert first.attributes["gen_ai.usage.output_tokens"] == 9
+    assert tuple(chats[1].attributes["gen_ai.response.finish_reasons"]) == ("end_turn",)
+    # the manifest's summary rides on the chat span
+    assert first.attributes["harnessed.context.input_limit"] > 0
+    assert first.attributes["harnessed.context.estimated_input_tokens"] > 0
+    assert first.attributes["harnessed.context.tokens.system"] > 0
+    assert first.attributes["harnessed.context.window_source"] == "given"
+
+    assert sorted(t.attributes["gen_ai.tool.call.id"] for t in tools) == ["c1", "c2"]
+    for span in tools:
+        assert span.name == "execute_tool lookup"
+        assert span.parent.span_id == root.context.span_id
+        assert span.attributes["gen_ai.operation.name"] == "execute_tool"
+        assert span.attributes["gen_ai.tool.name"] == "lookup"
+        assert span.attributes["gen_ai.tool.type"] == "function"
+        assert span.end_time >= span.start_time
+    failed = next(t for t in tools if t.attributes["gen_ai.tool.call.id"] == "c2")
+    assert failed.status.status_code == StatusCode.ERROR
+    assert failed.attributes["error.type"] == "tool_error"
+    assert {t.trace_id for t in (s.context for s in finished)} == {root.context.trace_id}
+
+
+async def test_retries_are_span_events_and_a_failed_call_marks_its_spans(tmp_path, spans):
+    server = LocalServer().start()
+    busy = Reply(503, {"error": {"message": "busy"}})
+    server.queue(busy, openai_reply("ok"), busy, busy)
+    model = OpenAIChatModel(
+        "local-m",
+        base_url=server.url + "/v1",
+        context_window=8000,
+        retry=RetryPolicy(max_attempts=2, initial_delay=0.01, jitter=0),
+    )
+    agent = HarnessAgent("a", model, workspace=tmp_path)
+    try:
+        await agent.call("hi", CTX)
+        with pytest.raises(ModelError):
+            await agent.call("again", CTX)
+    finally:
+        await agent.close()
+        server.stop()
+    finished = spans.get_finished_spans()
+    ok_chat, failed_chat = by_name(finished, "chat local-m")
+    assert ok_chat.attributes["gen_ai.provider.name"] == "openai"
+    assert ok_chat.attributes["server.address"] == "127.0.0.1"
+    [retry] = [e for e in ok_chat.events if e.name == "harnessed.model_retry"]
+    assert retry.attributes["harnessed.attempt"] == 1
+    assert retry.attributes["harnessed.status_code"] == 503
+    assert ok_chat.status.status_code == StatusCode.UNSET
+
+    assert failed_chat.status.status_code == StatusCode.ERROR
+    assert failed_chat.attributes["error.type"] == "ModelError"
+    ok_root, failed_root = by_name(finished, "invoke_agent")
+    assert failed_root.status.status_code == StatusCode.ERROR
+    assert failed_root.attributes["error.type"] == "ModelError"
+    assert ok_root.status.status_code == StatusCode.UNSET
+
+
+async def test_without_an_sdk_nothing_is_recorded_and_nothing_breaks(tmp_path):
+    """The default: opentelemetry-api alone, every span a no-op (checked in a fresh process)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, tempfile\n"
+        "from opentelemetry import trace\n"
+        "from harnessed import HarnessAgent\n"
+        "from harnessed.models import ScriptedModel\n"
+        "agent = HarnessAgent('a', ScriptedModel(['hi']), workspace=tempfile.mkdtemp())\n"
+        "print(agent.call_sync('x').text)\n"
+        "print(type(trace.get_tracer_provider()).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    assert out == ["hi", "ProxyTracerProvider"]
