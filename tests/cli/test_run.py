@@ -122,16 +122,16 @@ def test_run_asks_before_a_tool_runs_with_a_permission_mode(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cli_main = importlib.import_module("harnessed.cli.main")  # the module, not main()
+    approvals = importlib.import_module("harnessed.cli.approvals")
     monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     questions: list[str] = []
 
-    def answer(question: str) -> bool:
+    def answer(question: str) -> str:
         questions.append(question)
-        return approve
+        return "y" if approve else ("n" if question.startswith("Allow") else "")
 
-    monkeypatch.setattr(cli_main, "ask_user", answer)
+    monkeypatch.setattr(approvals, "ask_line", answer)
     http_server.queue(
         tool_call_reply("echo APPROVED-RAN > out.txt"),
         Reply(sse=[chunk({"content": "Finished."}, finish="stop"), "data: [DONE]\n\n"]),

@@ -7,13 +7,19 @@ decided from what the tools actually returned; the tools are harnessed's own fil
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
+
+from rich.console import Console
 
 from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
 
-__all__ = ["DEMO_TASK", "demo_model", "write_demo_project"]
+__all__ = ["DEMO_TASK", "demo_model", "register", "write_demo_project"]
 
 DEMO_TASK = "The tests in this project fail. Find the bug, fix it, and show that the tests pass."
 
@@ -106,3 +112,47 @@ def demo_model() -> ScriptedModel:
     return ScriptedModel(
         name="scripted-demo", context_window=32_000, responder=_respond, delay=0.15
     )
+
+
+def register(sub: Any) -> None:
+    demo = sub.add_parser("demo", help="a scripted agent fixes a bug with real tools (no API key)")
+    demo.add_argument("--workspace", default=None, help="directory for the demo (default: temp)")
+    demo.set_defaults(handler=demo_command)
+
+
+def demo_command(args: argparse.Namespace, console: Console) -> int:
+    from harnessed.agent import HarnessAgent
+    from harnessed.cli.approvals import TerminalApprover
+    from harnessed.cli.render import EventPrinter
+    from harnessed.cli.run import EXIT_CODES, stream_run
+    from harnessed.runtime import RuntimeContext
+
+    console.print(
+        "[bold]harnessed demo[/] — a [italic]scripted[/] model (no API key, no network) drives "
+        "real tools in a throw-away workspace.\n"
+    )
+    with tempfile.TemporaryDirectory(prefix="harnessed-demo-") as tmp:
+        root = Path(args.workspace) if args.workspace else Path(tmp)
+        write_demo_project(root)
+        console.print(f"workspace: {root}\ntask: {DEMO_TASK}\n")
+        agent = HarnessAgent(
+            "demo",
+            demo_model(),
+            sys_prompt="You fix bugs in small Python projects. Verify every fix by running tests.",
+            workspace=root,
+        )
+
+        async def go() -> str:
+            try:
+                return await stream_run(
+                    agent,
+                    DEMO_TASK,
+                    RuntimeContext("demo-user"),
+                    EventPrinter(console),
+                    TerminalApprover(console),
+                )
+            finally:
+                await agent.close()
+
+        status = asyncio.run(go())
+    return EXIT_CODES.get(status, 1)

@@ -7,19 +7,35 @@ tool schemas against the input limit — as a table with one bar per request.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
+from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from harnessed.session.jsonl import JsonlSessionLogStore
 from harnessed.session.record import RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
+from harnessed.workspace.layout import Workspace
 
-__all__ = ["PARTS", "budget_bar", "inspect_session", "manifests_of"]
+__all__ = [
+    "PARTS",
+    "budget_bar",
+    "inspect_command",
+    "inspect_session",
+    "manifests_of",
+    "register",
+    "show_last_request",
+]
 
 PARTS: tuple[tuple[str, str, str], ...] = (
     ("system", "system", "magenta"),
@@ -29,6 +45,7 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("tools", "tools", "blue"),
 )
 _BAR_WIDTH = 20
+_EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
 def manifests_of(records: Sequence[SessionRecord]) -> list[tuple[SessionRecord, ContextManifest]]:
@@ -47,15 +64,118 @@ def budget_bar(manifest: ContextManifest, width: int = _BAR_WIDTH) -> Text:
     limit = manifest.input_limit
     if limit <= 0:
         return Text("not counted", style="dim")
-    used_cells = 0
+    # Eighths of a cell, so every part is drawn at its share: a part too small for an eighth
+    # is not drawn at all (its number is shown beside the bar) rather than inflated.
+    eighths = width * 8
+    used = 0
     for key, _label, style in PARTS:
         tokens = manifest.breakdown.get(key, 0)
-        cells = max(round(width * tokens / limit), 1 if tokens > 0 else 0)
-        cells = min(cells, width - used_cells)
-        bar.append("█" * cells, style=style)
-        used_cells += cells
-    bar.append("░" * max(width - used_cells, 0), style="dim")
+        part = min(round(eighths * tokens / limit), eighths - used)
+        if part <= 0:
+            continue
+        full, rest = divmod(part, 8)
+        bar.append("█" * full + (_EIGHTHS[rest] if rest else ""), style=style)
+        used += part
+    cells_used = len(bar.plain)
+    bar.append("░" * max(width - cells_used, 0), style="dim")
     return bar
+
+
+def register(sub: Any) -> None:
+    inspect = sub.add_parser(
+        "inspect", help="show what the model saw: per-request budget breakdown of a session"
+    )
+    inspect.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    inspect.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    inspect.add_argument("--user", default="default", help="user id (default: default)")
+    inspect.add_argument(
+        "--session", default=None, help="session id (default: the most recent one)"
+    )
+    inspect.add_argument("--last", type=int, default=10, help="how many requests (default: 10)")
+    inspect.add_argument("--json", action="store_true", help="print the manifests as JSON")
+    inspect.add_argument(
+        "--show",
+        action="store_true",
+        help="print the last request exactly as the model received it (kept by harnessed run)",
+    )
+    inspect.set_defaults(handler=inspect_command)
+
+
+def inspect_command(args: argparse.Namespace, console: Console) -> int:
+    root = Path(args.workspace)
+    if not root.is_dir():
+        console.print(f"[red]no workspace at {escape(str(root))}[/]")
+        return 2
+    if args.last < 1:
+        console.print("[red]--last must be at least 1[/]")
+        return 2
+    store = JsonlSessionLogStore(root.resolve() / Workspace.AGENTS_DIR)
+    return asyncio.run(_inspect(store, Workspace(root), args, console))
+
+
+async def _inspect(
+    store: JsonlSessionLogStore, workspace: Workspace, args: argparse.Namespace, console: Console
+) -> int:
+    session = args.session
+    if session is None:
+        known = await store.sessions(args.agent, args.user)
+        session = known[0].session_id if known else args.agent
+    key = SessionKey(args.agent, args.user, session)
+    if args.show:
+        return await show_last_request(workspace, key, console)
+    return await inspect_session(store, key, console, last=args.last, as_json=args.json)
+
+
+async def show_last_request(workspace: Workspace, key: SessionKey, console: Console) -> int:
+    """Print the session's last reasoning request: every message in full, then the tools."""
+    path = last_request_path(workspace, key.agent_id, key.user_id, key.session_id)
+    try:
+        data = json.loads(await workspace.fs.read_text(path))
+    except FileNotFoundError:
+        console.print(
+            f"[yellow]no request kept for session {escape(key.session_id)!r}[/] (requests are "
+            "kept by harnessed run; run the session with it first)"
+        )
+        return 1
+    messages = [Msg.from_dict(m) for m in data.get("messages", [])]
+    console.rule(
+        f"[bold]{escape(key.session_id)}[/] · last request to {escape(str(data.get('model')))} "
+        f"· {len(messages)} message(s), {len(data.get('tools', []))} tool(s)",
+        style="dim",
+    )
+    for number, message in enumerate(messages, 1):
+        who = f"{message.role} {message.name}" if message.name else message.role
+        console.print(f"[bold cyan]── {number} {escape(who)}[/]", highlight=False)
+        console.print(_message_text(message), markup=False, highlight=False)
+    if data.get("tools"):
+        console.print("[bold cyan]── tools[/]", highlight=False)
+        for schema in data["tools"]:
+            console.print(
+                f"{schema['name']}: {json.dumps(schema['parameters'], ensure_ascii=False)}",
+                markup=False,
+                highlight=False,
+            )
+    return 0
+
+
+def _message_text(message: Msg) -> str:
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock | ThinkingBlock):
+            parts.append(
+                block.text if isinstance(block, TextBlock) else f"(thinking) {block.thinking}"
+            )
+        elif isinstance(block, ToolUseBlock):
+            parts.append(f"→ {block.name}({json.dumps(dict(block.input), ensure_ascii=False)})")
+        elif isinstance(block, ToolResultBlock):
+            parts.append(f"← {block.name or block.tool_use_id}: {block.content}")
+        else:
+            parts.append(f"[{type(block).__name__}]")
+    return "\n".join(parts)
+
+
+def _k(tokens: int) -> str:
+    return f"{tokens / 1000:.1f}k" if tokens >= 10_000 else f"{tokens:,}"
 
 
 async def inspect_session(
@@ -66,7 +186,11 @@ async def inspect_session(
     last: int = 10,
     as_json: bool = False,
 ) -> int:
-    """Print the breakdown of the session's last ``last`` requests; returns an exit code."""
+    """Print the breakdown of the session's last ``last`` requests; returns an exit code.
+
+    Two lines per request, readable in 80 columns: status, tokens used of the limit and a bar
+    whose parts are drawn at their true share; then each part's tokens.
+    """
     records = await store.tail(key, last, types=[RecordType.CONTEXT_BUILD])
     pairs = manifests_of(records)
     if as_json:
@@ -78,16 +202,21 @@ async def inspect_session(
             f"{escape(key.user_id)!r}, session {escape(key.session_id)!r}[/]"
         )
         return 1
-    table = Table(
-        title=f"{key.agent_id} · {key.user_id} · {key.session_id} — last {len(pairs)} request(s)",
-        title_justify="left",
+    width = max(10, min(40, console.width - 44))
+    console.print(
+        f"[bold]{escape(key.agent_id)} · {escape(key.user_id)} · {escape(key.session_id)}[/] — "
+        f"last {len(pairs)} request(s)",
+        highlight=False,
     )
+    legend = Text("budget: ")
+    for _key, label, style in PARTS:
+        legend.append(f"█ {label}  ", style=style)
+    console.print(legend)
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     table.add_column("seq", justify="right", style="dim", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    for _key, label, style in PARTS:
-        table.add_column(label, justify="right", style=style, no_wrap=True)
     table.add_column("used/limit", justify="right", no_wrap=True)
-    table.add_column("budget", no_wrap=True)
+    table.add_column("budget", no_wrap=True, min_width=width)
     notes: list[str] = []
     for record, manifest in pairs:
         status = manifest.validation
@@ -95,27 +224,31 @@ async def inspect_session(
             "ok" if status == "passed" else status, style="green" if status == "passed" else "red"
         )
         if manifest.purpose != "reasoning":
-            status_text.append(f" ({manifest.purpose})", style="dim")
+            status_text.append(f" {manifest.purpose}", style="dim")
         counted = manifest.input_limit >= 0
         used = f"{manifest.estimated_input_tokens:,}/{manifest.input_limit:,}" if counted else "—"
-        table.add_row(
-            str(record.seq),
-            status_text,
-            *(f"{manifest.breakdown.get(k, 0):,}" if counted else "—" for k, _, _ in PARTS),
-            used,
-            budget_bar(manifest),
-        )
+        table.add_row(str(record.seq), status_text, used, budget_bar(manifest, width))
+        parts = Text()
+        for key_, label, style in PARTS:
+            tokens = manifest.breakdown.get(key_, 0) if counted else 0
+            parts.append(f"{label} ", style="dim").append(_k(tokens), style=style).append("  ")
+        table.add_row("", "", "", parts)
         if manifest.transforms:
             notes.append(f"  seq {record.seq}: {', '.join(manifest.transforms)}")
     console.print(table)
     if notes:
         console.print("[bold]transforms[/]")
         for note in notes:
-            console.print(escape(note), style="dim")
+            console.print(escape(note), style="dim", highlight=False)
     latest = pairs[-1][1]
+    window = (
+        f"window {latest.context_window:,} ({latest.window_source})"
+        if latest.context_window
+        else f"window unknown ({latest.window_source})"
+    )
     console.print(
         f"[dim]latest: {len(latest.items)} material(s), {latest.history_messages} history "
         f"message(s), counted with {escape(latest.counting_method)}"
-        f"{' (exact)' if latest.exact else ' (estimate)'}[/]"
+        f"{' (exact)' if latest.exact else ' (estimate)'}; {escape(window)}[/]"
     )
     return 0

@@ -1,12 +1,20 @@
-"""Rendering of agent events in a terminal with rich: streamed text, tools, a live status line."""
+"""Rendering of agent events in a terminal with rich: streamed text, tools, a live status line.
+
+Replies are rendered as Markdown while they stream; tool output is shown as it is (no syntax
+highlighting guessed into file contents); a command's non-zero exit is a red ✗; retries, todo
+lists, plan changes and compactions get lines of their own.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
 from rich.markup import escape
 from rich.status import Status
 
@@ -29,6 +37,8 @@ from harnessed.events import (
 __all__ = ["EventPrinter"]
 
 _PREVIEW = 300
+_EXIT = re.compile(r"\[(exit code (-?\d+)|killed by [^\]]+|timed out[^\]]*)\]\s*$")
+_TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑"}
 
 
 def _short(text: str, limit: int = _PREVIEW) -> str:
@@ -45,6 +55,8 @@ class EventPrinter:
         self.console = console or Console()
         self.show_thinking = show_thinking
         self._status: Status | None = None
+        self._live: Live | None = None
+        self._text: list[str] = []
         self._in_text = False
         self._running_tools: dict[str, str] = {}
         self.input_tokens = 0
@@ -64,9 +76,29 @@ class EventPrinter:
             self._status.update(text)
 
     def _end_text(self) -> None:
+        if self._live is not None:
+            self._live.update(Markdown("".join(self._text)), refresh=True)
+            self._live.stop()
+            self._live = None
+            self._text = []
         if self._in_text:
             self.console.print()
             self._in_text = False
+
+    def _stream_text(self, text: str) -> None:
+        """Streamed reply text, rendered as Markdown as it grows."""
+        if self._in_text:  # thinking was being printed
+            self.console.print()
+            self._in_text = False
+        self._text.append(text)
+        markdown = Markdown("".join(self._text))
+        if self._live is None:
+            self._live = Live(
+                markdown, console=self.console, refresh_per_second=8, vertical_overflow="visible"
+            )
+            self._live.start()
+        else:
+            self._live.update(markdown)
 
     def close(self) -> None:
         self._set_status(None)
@@ -84,19 +116,23 @@ class EventPrinter:
             )
         elif isinstance(event, TextDeltaEvent):
             self._set_status(None)
-            self._in_text = True
-            self.console.print(event.text, end="", markup=False, highlight=False)
+            self._stream_text(event.text)
         elif isinstance(event, ThinkingDeltaEvent):
             if self.show_thinking:
                 self._set_status(None)
+                if self._live is not None:
+                    self._end_text()
                 self._in_text = True
-                self.console.print(event.thinking, end="", style="dim italic", markup=False)
+                self.console.print(
+                    event.thinking, end="", style="dim italic", markup=False, highlight=False
+                )
         elif isinstance(event, ToolCallEvent):
             self._set_status(None)
             self._end_text()
             args = json.dumps(dict(event.call.input), ensure_ascii=False)
             self.console.print(
-                f"[yellow]⚙ {escape(event.call.name)}[/] [dim]{escape(_short(args, 160))}[/]"
+                f"[yellow]⚙ {escape(event.call.name)}[/] [dim]{escape(_short(args, 160))}[/]",
+                highlight=False,
             )
             self._running_tools[event.call.id] = event.call.name
         elif isinstance(event, ModelCallEndEvent):
@@ -111,17 +147,22 @@ class EventPrinter:
                 self._set_status(None)
         elif isinstance(event, ToolResultEvent):
             self._running_tools.pop(event.result.tool_use_id, None)
-            style = "red" if event.result.is_error else "green"
-            mark = "✗" if event.result.is_error else "✓"
+            ending = _ending(event.result.content)
+            failed = event.result.is_error or ending is not None
+            style = "red" if failed else "green"
+            mark = "✗" if failed else "✓"
             name = escape(event.result.name or "tool")
+            note = f" · {ending}" if ending else ""
             self._print_above_status(
-                f"  [{style}]{mark} {name}[/] [dim]({event.duration_ms:.0f} ms)[/]\n"
+                f"  [{style}]{mark} {name}[/] [dim]({event.duration_ms:.0f} ms{escape(note)})[/]\n"
                 f"[dim]{escape(_indented(event.result.content))}[/]"
             )
             if not self._running_tools:
                 self._set_status(None)
         elif isinstance(event, CustomEvent) and event.name == "context_build":
             self._print_above_status(_context_line(event.data))
+        elif isinstance(event, CustomEvent) and event.name in _CUSTOM:
+            _CUSTOM[event.name](self, event.data)
         elif isinstance(event, CustomEvent):
             self._print_above_status(
                 f"[magenta]• {escape(event.name)}[/] [dim]{_data(event.data)}[/]"
@@ -150,7 +191,80 @@ class EventPrinter:
 
     def _print_above_status(self, markup: str) -> None:
         self._end_text()
-        self.console.print(markup)
+        self.console.print(markup, highlight=False)
+
+    # ------------------------------------------------------- harness events
+    def _retry(self, data: Mapping[str, Any]) -> None:
+        status = data.get("status_code")
+        what = f"HTTP {status}" if status else "no answer"
+        attempt, most = int(data.get("attempt", 0)), int(data.get("max_attempts", 0))
+        wait = float(data.get("wait_seconds", 0.0))
+        self._print_above_status(
+            f"[yellow]↻ {escape(str(data.get('model', 'model')))}: {escape(what)} — "
+            f"attempt {attempt} of {most} failed, retrying in {wait:.1f} s[/]\n"
+            f"[dim]    {escape(_short(str(data.get('error', '')), 200))}[/]"
+        )
+        self._set_status(f"[yellow]waiting {wait:.1f} s before attempt {attempt + 1} of {most}[/]…")
+
+    def _todos(self, data: Mapping[str, Any]) -> None:
+        if data.get("action") != "todos":
+            self._print_above_status(f"[magenta]• task[/] [dim]{_data(data)}[/]")
+            return
+        lines = ["[bold]todos[/]"]
+        for item in data.get("todos") or []:
+            status = str(item.get("status", "pending"))
+            mark = _TODO_MARKS.get(status, "•")
+            style = {"completed": "green", "in_progress": "yellow"}.get(status, "")
+            text = escape(str(item.get("content", "")))
+            lines.append(f"  [{style}]{mark} {text}[/]" if style else f"  {mark} {text}")
+        self._print_above_status("\n".join(lines))
+
+    def _plan(self, data: Mapping[str, Any]) -> None:
+        plan = data.get("plan") or {}
+        state = "plan mode on" if plan.get("active") else "plan mode off"
+        where = f" · {plan['plan_file']}" if plan.get("plan_file") else ""
+        self._print_above_status(
+            f"[blue]▤ {escape(state)}[/] [dim]({escape(str(data.get('action', '')))}"
+            f"{escape(where)})[/]"
+        )
+
+    def _compaction(self, data: Mapping[str, Any]) -> None:
+        if "status" not in data:  # compaction_start
+            self._set_status(
+                f"[magenta]summarizing {data.get('summarized_messages', '?')} earlier "
+                "message(s)[/]…"
+            )
+            return
+        self._set_status(None)
+        if data.get("status") == "failed":
+            self._print_above_status(
+                f"[red]◆ compaction failed:[/] [dim]{escape(str(data.get('error', '')))}[/]"
+            )
+        else:
+            self._print_above_status(
+                f"[magenta]◆ history summarized:[/] [dim]{data.get('messages_before')} → "
+                f"{data.get('messages_after')} messages, {data.get('tokens_before'):,} → "
+                f"{data.get('tokens_after'):,} tokens[/]"
+            )
+
+
+_CUSTOM = {
+    "model_retry": EventPrinter._retry,
+    "task_changed": EventPrinter._todos,
+    "plan_changed": EventPrinter._plan,
+    "compaction_start": EventPrinter._compaction,
+    "compaction_end": EventPrinter._compaction,
+}
+
+
+def _ending(output: str) -> str | None:
+    """How a command ended, when it did not end well: ``exit code 1``, ``killed by ...``."""
+    match = _EXIT.search(output)
+    if match is None:
+        return None
+    if match.group(2) is not None and int(match.group(2)) == 0:
+        return None
+    return match.group(1)
 
 
 def _context_line(data: Mapping[str, Any]) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,7 +15,28 @@ from harnessed.runtime import RuntimeContext
 from harnessed.skills import SKILL_FILE, SkillFormatError, Skills, validate_skill_dir
 from harnessed.workspace import Workspace
 
-__all__ = ["list_skills", "validate_skills"]
+__all__ = ["list_skills", "register", "validate_skills"]
+
+
+def register(sub: Any) -> None:
+    skills = sub.add_parser("skills", help="list the skills an agent sees, or validate skills")
+    skills_sub = skills.add_subparsers(dest="skills_command", required=True)
+    listing = skills_sub.add_parser("list", help="the skills of a workspace and skill folders")
+    listing.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    listing.add_argument(
+        "--skill-dir", action="append", default=[], help="an application skill folder or URL"
+    )
+    listing.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    listing.add_argument("--user", default="default", help="user id (default: default)")
+    check = skills_sub.add_parser("validate", help="check skill folders against the format")
+    check.add_argument("path", help="a skill folder, or a folder of skill folders")
+    skills.set_defaults(handler=skills_command)
+
+
+def skills_command(args: argparse.Namespace, console: Console) -> int:
+    if args.skills_command == "validate":
+        return validate_skills(Path(args.path), console)
+    return list_skills(Path(args.workspace), args.skill_dir, args.agent, args.user, console)
 
 
 def list_skills(
