@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +25,8 @@ class Reply:
     sse: list[str] | None = None
     """When set, the body is sent as ``text/event-stream``, one chunk per write."""
     headers: dict[str, str] = field(default_factory=dict)
+    pause: float = 0.0
+    """Seconds to wait before the last SSE chunk (a model that is slow to finish)."""
 
 
 @dataclass
@@ -110,7 +113,9 @@ class LocalServer:
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
                     self.end_headers()
-                    for chunk in reply.sse:
+                    for number, chunk in enumerate(reply.sse):
+                        if reply.pause and number == len(reply.sse) - 1:
+                            time.sleep(reply.pause)
                         data = chunk.encode()
                         if server.keep_alive and data:
                             data = b"%x\r\n%s\r\n" % (len(data), data)

@@ -109,7 +109,8 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
         console.print(
             f"\n[bold yellow]interrupted[/] — what was done so far is saved{escape(where)}; "
             f"continue with: harnessed run --session {escape(session[0] if session else '…')} "
-            "'…'"
+            "'…'",
+            highlight=False,
         )
         return EXIT_CODES["cancelled"]
 
