@@ -16,7 +16,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from harnessed.cli.recording import last_request_path
@@ -146,7 +145,7 @@ async def show_last_request(workspace: Workspace, key: SessionKey, console: Cons
     for number, message in enumerate(messages, 1):
         who = f"{message.role} {message.name}" if message.name else message.role
         console.print(f"[bold cyan]── {number} {escape(who)}[/]", highlight=False)
-        console.print(_message_text(message), markup=False, highlight=False)
+        console.print(_message_text(message), markup=False, highlight=False, soft_wrap=True)
     if data.get("tools"):
         console.print("[bold cyan]── tools[/]", highlight=False)
         for schema in data["tools"]:
@@ -154,6 +153,7 @@ async def show_last_request(workspace: Workspace, key: SessionKey, console: Cons
                 f"{schema['name']}: {json.dumps(schema['parameters'], ensure_ascii=False)}",
                 markup=False,
                 highlight=False,
+                soft_wrap=True,
             )
     return 0
 
@@ -202,40 +202,41 @@ async def inspect_session(
             f"{escape(key.user_id)!r}, session {escape(key.session_id)!r}[/]"
         )
         return 1
-    width = max(10, min(40, console.width - 44))
+    width = max(10, min(40, console.width - 40))
     console.print(
         f"[bold]{escape(key.agent_id)} · {escape(key.user_id)} · {escape(key.session_id)}[/] — "
         f"last {len(pairs)} request(s)",
         highlight=False,
     )
-    legend = Text("budget: ")
+    legend = Text("parts: ", style="dim")
     for _key, label, style in PARTS:
         legend.append(f"█ {label}  ", style=style)
     console.print(legend)
-    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
-    table.add_column("seq", justify="right", style="dim", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("used/limit", justify="right", no_wrap=True)
-    table.add_column("budget", no_wrap=True, min_width=width)
+    console.print(Text("  seq status          used/limit     %  budget", style="bold"))
     notes: list[str] = []
     for record, manifest in pairs:
         status = manifest.validation
-        status_text = Text(
-            "ok" if status == "passed" else status, style="green" if status == "passed" else "red"
-        )
+        row = Text(f"{record.seq:>5} ", style="dim")
+        label = "ok" if status == "passed" else status
         if manifest.purpose != "reasoning":
-            status_text.append(f" {manifest.purpose}", style="dim")
-        counted = manifest.input_limit >= 0
+            label = f"{label} {manifest.purpose}"
+        row.append(f"{label:<8} ", style="green" if status == "passed" else "red")
+        counted = manifest.input_limit > 0
         used = f"{manifest.estimated_input_tokens:,}/{manifest.input_limit:,}" if counted else "—"
-        table.add_row(str(record.seq), status_text, used, budget_bar(manifest, width))
-        parts = Text()
-        for key_, label, style in PARTS:
+        share = (
+            f"{100 * manifest.estimated_input_tokens / manifest.input_limit:.0f}%"
+            if counted
+            else ""
+        )
+        row.append(f"{used:>17} {share:>4}  ").append_text(budget_bar(manifest, width))
+        parts = Text(" " * 15)
+        for key_, label_, style in PARTS:
             tokens = manifest.breakdown.get(key_, 0) if counted else 0
-            parts.append(f"{label} ", style="dim").append(_k(tokens), style=style).append("  ")
-        table.add_row("", "", "", parts)
+            parts.append(f"{label_} ", style="dim").append(_k(tokens), style=style).append(" ")
+        console.print(row, no_wrap=True, overflow="ignore")
+        console.print(parts)
         if manifest.transforms:
             notes.append(f"  seq {record.seq}: {', '.join(manifest.transforms)}")
-    console.print(table)
     if notes:
         console.print("[bold]transforms[/]")
         for note in notes:

@@ -38,6 +38,8 @@ __all__ = ["EventPrinter"]
 
 _PREVIEW = 300
 _EXIT = re.compile(r"\[(exit code (-?\d+)|killed by [^\]]+|timed out[^\]]*)\]\s*$")
+_RENDERED_TOOLS = frozenset({"todo_write"})
+"""Tools whose arguments are shown by the event they cause (the todo list), not as JSON."""
 _TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑"}
 
 
@@ -130,8 +132,9 @@ class EventPrinter:
             self._set_status(None)
             self._end_text()
             args = json.dumps(dict(event.call.input), ensure_ascii=False)
+            shown = "" if event.call.name in _RENDERED_TOOLS else _short(args, 160)
             self.console.print(
-                f"[yellow]⚙ {escape(event.call.name)}[/] [dim]{escape(_short(args, 160))}[/]",
+                f"[yellow]⚙ {escape(event.call.name)}[/] [dim]{escape(shown)}[/]",
                 highlight=False,
             )
             self._running_tools[event.call.id] = event.call.name
