@@ -4,6 +4,8 @@ Every model request is rebuilt from the agent's state, fitted to the window, val
 described; an append-only log keeps everything that happened.
 """
 
+from typing import TYPE_CHECKING
+
 from harnessed.agent import AgentInput, HarnessAgent
 from harnessed.capabilities import CallContext, CallEnd, Capability, ModelCall, StateBlock
 from harnessed.compaction import (
@@ -65,13 +67,67 @@ from harnessed.state import (
 )
 from harnessed.tools import Tool, ToolContext, ToolError, tool
 
+if TYPE_CHECKING:
+    from harnessed.context import ToolPairingError
+    from harnessed.models import (
+        AnthropicModel,
+        OpenAIChatModel,
+        RetryPolicy,
+        ScriptedModel,
+        ScriptedResponse,
+        ScriptedToolCall,
+        resolve_model,
+    )
+    from harnessed.session import (
+        FilesystemSessionLogStore,
+        JsonlSessionLogStore,
+        SearchIndex,
+        SessionLogStore,
+        SqliteSearchIndex,
+        TantivySearchIndex,
+    )
+    from harnessed.state import AgentStateStore, InMemoryStateStore, JsonFileStateStore
+    from harnessed.tokens import TiktokenEstimator
+    from harnessed.tools import ShellConfig
+    from harnessed.workspace import FsspecFilesystem, LocalFilesystem, MemoryFilesystem, Workspace
+
 __version__ = "0.1.0"
+
+# Imported on first use: provider SDKs, search back ends and stores that an application may
+# never need. ``from harnessed import ScriptedModel`` works like every other name here.
+_LAZY = {
+    "AgentStateStore": "harnessed.state",
+    "AnthropicModel": "harnessed.models",
+    "FilesystemSessionLogStore": "harnessed.session",
+    "FsspecFilesystem": "harnessed.workspace",
+    "InMemoryStateStore": "harnessed.state",
+    "JsonFileStateStore": "harnessed.state",
+    "JsonlSessionLogStore": "harnessed.session",
+    "LocalFilesystem": "harnessed.workspace",
+    "MemoryFilesystem": "harnessed.workspace",
+    "OpenAIChatModel": "harnessed.models",
+    "RetryPolicy": "harnessed.models",
+    "ScriptedModel": "harnessed.models",
+    "ScriptedResponse": "harnessed.models",
+    "ScriptedToolCall": "harnessed.models",
+    "SearchIndex": "harnessed.session",
+    "SessionLogStore": "harnessed.session",
+    "ShellConfig": "harnessed.tools",
+    "SqliteSearchIndex": "harnessed.session",
+    "TantivySearchIndex": "harnessed.session",
+    "TiktokenEstimator": "harnessed.tokens",
+    "ToolPairingError": "harnessed.context",
+    "Workspace": "harnessed.workspace",
+    "resolve_model": "harnessed.models",
+}
 
 __all__ = [
     "AgentEndEvent",
     "AgentInput",
     "AgentStartEvent",
     "AgentState",
+    "AgentStateStore",
+    "AnthropicModel",
     "CallContext",
     "CallEnd",
     "Capability",
@@ -89,25 +145,42 @@ __all__ = [
     "CustomEvent",
     "ErrorEvent",
     "Event",
+    "FilesystemSessionLogStore",
+    "FsspecFilesystem",
     "HarnessAgent",
     "ImageBlock",
+    "InMemoryStateStore",
+    "JsonFileStateStore",
+    "JsonlSessionLogStore",
+    "LocalFilesystem",
     "MaxItersEvent",
     "MemoryConfig",
+    "MemoryFilesystem",
     "ModelCall",
     "ModelCallEndEvent",
     "ModelCallStartEvent",
     "ModelError",
     "Msg",
-    "PruneConfig",
+    "OpenAIChatModel",
     "PendingConfirmation",
     "PermissionDecision",
     "PermissionMode",
     "PermissionRule",
+    "PruneConfig",
     "RateLimitError",
+    "RetryPolicy",
     "RuntimeContext",
+    "ScriptedModel",
+    "ScriptedResponse",
+    "ScriptedToolCall",
+    "SearchIndex",
+    "SessionLogStore",
+    "ShellConfig",
     "SourceFailurePolicy",
+    "SqliteSearchIndex",
     "StateBlock",
     "StateConflictError",
+    "TantivySearchIndex",
     "TaskContextState",
     "TaskContractConfig",
     "TaskRevisionConflictError",
@@ -115,16 +188,29 @@ __all__ = [
     "TextDeltaEvent",
     "ThinkingBlock",
     "ThinkingDeltaEvent",
+    "TiktokenEstimator",
     "TodoItem",
     "Tool",
     "ToolCallEvent",
     "ToolContext",
     "ToolError",
+    "ToolPairingError",
     "ToolResultBlock",
     "ToolResultEvent",
     "ToolResultEvictionConfig",
     "ToolUseBlock",
     "TruncateArgsConfig",
-    "__version__",
+    "Workspace",
+    "resolve_model",
     "tool",
+    "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harnessed' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

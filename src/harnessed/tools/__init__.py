@@ -3,6 +3,16 @@
 from harnessed.tools.base import Tool, ToolError, format_tool_output
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
+from harnessed.tools.shell import ShellConfig
 from harnessed.tools.toolkit import ToolGuard, Toolkit
 
-__all__ = ["Tool", "ToolContext", "ToolError", "ToolGuard", "Toolkit", "format_tool_output", "tool"]
+__all__ = [
+    "ShellConfig",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolGuard",
+    "Toolkit",
+    "format_tool_output",
+    "tool",
+]

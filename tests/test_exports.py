@@ -1,0 +1,52 @@
+"""Every public name is importable from where the README says, and ``__all__`` is true."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import harnessed
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+_IMPORT = re.compile(r"^\s*from (harnessed[\w.]*) import \(?([^)\n]+)", re.MULTILINE)
+
+
+def test_every_name_in_all_resolves():
+    for name in harnessed.__all__:
+        assert getattr(harnessed, name) is not None, name
+
+
+def test_names_the_readme_imports_exist():
+    found = _IMPORT.findall(README.read_text(encoding="utf-8"))
+    assert found
+    for module, names in found:
+        imported = importlib.import_module(module)
+        for name in (n.strip().split(" as ")[0] for n in names.split(",")):
+            if name and name != "...":
+                assert hasattr(imported, name), f"README: from {module} import {name}"
+
+
+def test_names_used_in_the_readme_are_exported_at_the_top():
+    for name in (
+        "ScriptedModel",
+        "ShellConfig",
+        "TiktokenEstimator",
+        "SqliteSearchIndex",
+        "JsonFileStateStore",
+        "OpenAIChatModel",
+        "RetryPolicy",
+    ):
+        assert name in harnessed.__all__
+        assert getattr(harnessed, name).__name__ == name
+
+
+def test_provider_sdks_are_not_imported_by_import_harnessed():
+    import subprocess
+    import sys
+
+    code = "import harnessed, sys; print('anthropic' in sys.modules, 'tantivy' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.split() == ["False", "False"]
