@@ -492,3 +492,15 @@ async def test_a_failing_fail_source_stops_the_other_loads() -> None:
         await compiler(agent_state, ModelRequest(messages=()), info_for("solo", model))
     await asyncio.sleep(0.3)
     assert state == {"cancelled": True, "finished": False}
+
+
+async def test_a_timeout_says_which_source_and_how_long() -> None:
+    async def hangs(request: ContextRequest) -> list[ContextBlock]:
+        await asyncio.sleep(10)
+        return []
+
+    agent = HarnessAgent("slow", ScriptedModel(["never sent"]))
+    agent.add_context_source("crm", hangs, timeout=0.05)
+    _, error = await collect_failing(agent, "hello", CTX)
+    assert isinstance(error, ContextSourceError)
+    assert "'crm'" in str(error) and "0.05 s" in str(error) and "timeout" in str(error)

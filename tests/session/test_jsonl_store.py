@@ -118,3 +118,22 @@ def test_two_processes_writing_one_session_produce_a_gapless_sequence(tmp_path: 
     for worker in (1, 2):
         mine = [r.payload["i"] for r in records if r.payload["worker"] == worker]
         assert mine == list(range(100))
+
+
+async def test_a_torn_line_is_reported_once_not_on_every_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = JsonlSessionLogStore(tmp_path)
+    await store.append(KEY, [rec(1), rec(2)])
+    path = store.path_for(KEY)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 10])
+    fresh = JsonlSessionLogStore(tmp_path)
+    with caplog.at_level("WARNING", logger="harnessed.session.jsonl"):
+        for _ in range(5):
+            assert [r.seq for r in await fresh.read(KEY)] == [1]
+        await fresh.append(KEY, [rec(3)])  # fences the torn line
+        for _ in range(5):
+            assert [r.seq for r in await fresh.read(KEY)] == [1, 2]
+    warnings = [r.getMessage() for r in caplog.records if "unreadable line" in r.getMessage()]
+    assert len(warnings) == 1 and "line 2" in warnings[0] and "torn" in warnings[0]

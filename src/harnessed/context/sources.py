@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import hashlib
 import inspect
+import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ __all__ = [
     "SourceSet",
     "validate_id",
 ]
+
+logger = logging.getLogger(__name__)
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -231,13 +234,27 @@ class SourceSet:
                 )
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except TimeoutError as exc:  # asyncio.wait_for's has no message: say what happened
+            if str(exc):
+                return self._failed(reg, exc)
             if reg.on_failure is SourceFailurePolicy.FAIL:
                 raise ContextSourceError(
-                    f"context source {reg.id!r} failed: {type(exc).__name__}: {exc}"
+                    f"context source {reg.id!r} did not answer within its timeout of "
+                    f"{reg.timeout:g} s (raise it with add_context_source(..., timeout=...))"
                 ) from exc
-            return SourceOutcome(reg.id, unavailable=type(exc).__name__)
+            logger.warning("context source %r timed out after %g s", reg.id, reg.timeout)
+            return SourceOutcome(reg.id, unavailable="TimeoutError")
+        except Exception as exc:
+            return self._failed(reg, exc)
         return SourceOutcome(reg.id, _check_blocks(reg, result))
+
+    @staticmethod
+    def _failed(reg: SourceRegistration, exc: Exception) -> SourceOutcome:
+        if reg.on_failure is SourceFailurePolicy.FAIL:
+            raise ContextSourceError(
+                f"context source {reg.id!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        return SourceOutcome(reg.id, unavailable=type(exc).__name__)
 
 
 def _check_blocks(reg: SourceRegistration, result: object) -> tuple[ContextBlock, ...]:

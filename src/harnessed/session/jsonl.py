@@ -4,7 +4,8 @@
 directory). Appends hold an exclusive ``flock`` on the file while they read the last sequence
 number and write, so concurrent writers — threads, tasks or processes — never interleave lines
 or reuse a number. A torn last line left by a crash is ignored on read and fenced off with a
-newline by the next append, which continues the sequence after the last complete record.
+newline by the next append, which continues the sequence after the last complete record. An
+unreadable line is reported once per store (with its line number), not on every read.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class JsonlSessionLogStore:
         self.root = Path(root)
         self.durable = durable
         self._tails: dict[Path, tuple[int, int]] = {}  # path -> (file size, last seq)
+        self._reported: set[tuple[Path, int]] = set()  # unreadable lines already warned about
 
     def path_for(self, key: SessionKey) -> Path:
         name = f"{encode_part(key.session_id, 'session id')}{_SUFFIX}"
@@ -111,7 +113,7 @@ class JsonlSessionLogStore:
     ) -> list[SessionRecord]:
         wanted = set(types) if types else None
         out: list[SessionRecord] = []
-        for record in _records(path):
+        for record in _records(path, self._reported):
             if record.seq <= after_seq or (wanted is not None and record.type not in wanted):
                 continue
             out.append(record)
@@ -161,7 +163,7 @@ def _list_users(folder: Path) -> list[str]:
     return sorted(unquote(p.name) for p in folder.iterdir() if p.is_dir())
 
 
-def _records(path: Path) -> Iterator[SessionRecord]:
+def _records(path: Path, reported: set[tuple[Path, int]]) -> Iterator[SessionRecord]:
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -170,8 +172,14 @@ def _records(path: Path) -> Iterator[SessionRecord]:
         for number, line in enumerate(handle, 1):
             record = _parse(line)
             if record is None:
-                if line.strip():
-                    logger.warning("skipping unreadable line %d of %s", number, path)
+                if line.strip() and (path, number) not in reported:
+                    reported.add((path, number))
+                    torn = (
+                        ""
+                        if line.endswith(b"\n")
+                        else " (torn by a crash; the next write fences it)"
+                    )
+                    logger.warning("skipping unreadable line %d of %s%s", number, path, torn)
                 continue
             yield record
 

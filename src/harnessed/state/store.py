@@ -15,7 +15,6 @@ import copy
 import fcntl
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from urllib.parse import unquote
 
 from harnessed.messages import clean_text
 from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.workspace.atomic import write_atomically
 from harnessed.workspace.paths import encode_part
 
 __all__ = [
@@ -232,17 +232,7 @@ class JsonFileStateStore:
 
     @staticmethod
     def _write_atomically(path: Path, text: str) -> None:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        write_atomically(path, text.encode("utf-8"))
         _fsync_directory(path.parent)
 
     @staticmethod

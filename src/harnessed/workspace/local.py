@@ -13,17 +13,16 @@ between could still race them, so the root should not be shared with untrusted w
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import stat as stat_mod
-import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import BinaryIO
 
 from harnessed.workspace import paths
+from harnessed.workspace.atomic import write_atomically
 from harnessed.workspace.base import BaseFilesystem
 from harnessed.workspace.errors import (
     NotADirectoryInWorkspaceError,
@@ -141,18 +140,7 @@ class LocalFilesystem(BaseFilesystem):
             mode = stat_mod.S_IMODE(target.stat().st_mode)
         except FileNotFoundError:
             mode = _FILE_MODE
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomically(target, data, mode)
 
     def _append(self, rel: str, data: bytes) -> None:
         target = self._real(rel)
