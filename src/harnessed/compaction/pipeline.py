@@ -16,7 +16,9 @@ be summarized or when that group alone is more than a quarter of the budget.
 
 A summary that fails or comes back empty changes nothing and is reported as a failed
 compaction (a ``compaction_end`` event with status ``failed``; the manifest lists only the
-transforms that were applied). The compiler commits the result only if the final request is
+transforms that were applied). After failures, due summaries of that session wait a growing
+number of steps (:mod:`harnessed.compaction.backoff`; the manifest says
+``summary_deferred:<failures>``). The compiler commits the result only if the final request is
 valid.
 """
 
@@ -28,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from harnessed.compaction.backoff import SummaryBackoff
 from harnessed.compaction.config import CompactionConfig, PruneConfig
 from harnessed.compaction.cut import cut_for_messages, cut_for_tokens, last_group_start
 from harnessed.compaction.markers import SUMMARY_KEY, SUMMARY_NAME, is_summary
@@ -65,6 +68,7 @@ class HistoryCompactor:
         self.flusher = flusher
         self.summarizer = Summarizer(compaction, compiler) if compaction is not None else None
         self._memos: OrderedDict[tuple[str, ...], PruneMemo] = OrderedDict()
+        self.backoff = SummaryBackoff()
 
     def _session_memos(self, session: tuple[str, ...]) -> PruneMemo:
         """The session's running prunable-token counts, so an unchanged prefix of the history
@@ -88,8 +92,15 @@ class HistoryCompactor:
         config = self.compaction
         if config is not None:
             reason = "overflow" if forced else self._due(run, config)
-            if reason is not None:
+            waiting = self.backoff.skip(session) if reason not in (None, "overflow") else 0
+            if waiting:
+                run.transforms.append(f"summary_deferred:{waiting}")
+            elif reason is not None:
                 await self._compact(run, config, reason)
+                if run.summary_failed:
+                    self.backoff.failed(session)
+                elif run.summarized:
+                    self.backoff.succeeded(session)
         if self.prune is not None:
             if forced and (not run.summarized or run.last_group_tokens() > budget.tokens // 4):
                 # The provider rejected the request: when the summary could not help, or the
@@ -168,6 +179,7 @@ class HistoryCompactor:
             result = await self.summarizer.summarize(prefix, budget, max_tokens)
         except Exception as exc:
             logger.warning("summary for compaction failed; history left unchanged: %s", exc)
+            run.summary_failed = True
             info.emit(
                 "compaction_end",
                 {
@@ -234,6 +246,7 @@ class _Run:
         self.prunable = prunable
         self.transforms: list[str] = []
         self.summarized = False
+        self.summary_failed = False
         self._tokens: int | None = None
 
     def tokens(self) -> int:
