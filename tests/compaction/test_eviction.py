@@ -241,3 +241,19 @@ def test_config_validation_names_the_field() -> None:
         ToolResultEvictionConfig(excluded_tools="read_file")  # type: ignore[arg-type]
     config = ToolResultEvictionConfig(excluded_tools=["a", "b"])  # type: ignore[arg-type]
     assert config.excluded_tools == frozenset({"a", "b"})
+
+
+async def test_a_failed_write_that_does_not_fit_says_what_the_model_got() -> None:
+    fs = CountingFilesystem(fail=True)
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=208_000)]), "ok"],
+        context_window=30_000,
+    )
+    agent = HarnessAgent("ev", model, workspace=Workspace(fs), tools=[dump_logs])
+    events = await collect(agent, "go")
+    [sent] = tool_messages(model.requests[1])
+    assert len(sent.text) < 208_000  # it could not stay whole ...
+    assert "could not be saved to a workspace file (OSError)" in sent.text  # ... and it says so
+    assert "session log" in sent.text
+    [failure] = custom(events, "tool_result_offload_failed")
+    assert failure["kept"] == "history" and failure["chars"] == 208_000

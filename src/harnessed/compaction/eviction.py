@@ -7,8 +7,11 @@ only, by a notice with its size, the path, how to read it, and a head and tail p
 session log keeps the original message.
 
 The file name is derived from the content, so preparing the same request twice writes the file
-once. A failed write leaves the result as it was (and emits a ``tool_result_offload_failed``
-event); an evicted result is marked in its message's metadata and never evicted again.
+once. A failed write leaves the result in the history as it was (and emits a
+``tool_result_offload_failed`` event); it is marked so that, should it not fit the budget,
+pruning's head-and-tail preview tells the model it could not be saved and where the full text
+is (the session log). An evicted result is marked in its message's metadata and never evicted
+again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 
 from harnessed.compaction.config import ToolResultEvictionConfig
 from harnessed.compaction.markers import (
+    OFFLOAD_FAILED_KEY,
     OFFLOAD_KEY,
     PRUNED_KEY,
     has_long_result,
@@ -91,11 +95,13 @@ class ToolResultEvictor:
                 directory = self.directory(runtime.user_id, runtime.session)
             blocks: list[ContentBlock] = list(message.content)
             new_marks = dict(done)
+            unsaved = dict(marks(message, OFFLOAD_FAILED_KEY))
             for position, block in candidates:
                 digest = _digest(block.content)
-                path = await self._write(directory, block, digest, budget)
+                path, error = await self._write(directory, block, digest, budget)
                 if path is None:
                     failed_at = index if failed_at is None else failed_at
+                    unsaved[block.tool_use_id] = error
                     continue
                 blocks[position] = ToolResultBlock(
                     block.tool_use_id,
@@ -109,13 +115,16 @@ class ToolResultEvictor:
                     "sha256": digest,
                 }
                 offloaded += 1
-            if len(new_marks) == len(done):
+            if len(new_marks) == len(done) and unsaved == marks(message, OFFLOAD_FAILED_KEY):
                 continue
             if changed is None:
                 changed = list(history)
-            changed[index] = message.replace(
-                content=tuple(blocks), metadata={**message.metadata, OFFLOAD_KEY: new_marks}
-            )
+            metadata = {**message.metadata, OFFLOAD_KEY: new_marks}
+            if unsaved:
+                metadata[OFFLOAD_FAILED_KEY] = unsaved
+            if not new_marks:
+                metadata.pop(OFFLOAD_KEY)
+            changed[index] = message.replace(content=tuple(blocks), metadata=metadata)
         result = changed if changed is not None else history
         # Remember what needs no second look (a failed write is tried again next time).
         self._checked[session] = list(result[: len(result) if failed_at is None else failed_at])
@@ -126,8 +135,8 @@ class ToolResultEvictor:
 
     async def _write(
         self, directory: str, block: ToolResultBlock, digest: str, budget: HistoryBudget
-    ) -> str | None:
-        """Write the full text once; return its path, or ``None`` when it could not be saved."""
+    ) -> tuple[str | None, str]:
+        """Write the full text once; its path, or ``None`` and why it could not be saved."""
         name = f"{encode_part(block.tool_use_id, 'tool call id')}-{digest[:16]}"
         path = join(directory, name)
         fs = self.workspace.fs
@@ -136,8 +145,11 @@ class ToolResultEvictor:
                 await fs.write_text(path, block.content)
         except Exception as exc:  # any backend failure: keep the result in context instead
             logger.warning(
-                "could not write the large result of tool call %s to %s (kept in context): %s",
+                "could not write the large result of tool call %s (%d chars) to %s: %s; it "
+                "stays in the history, and if it does not fit the budget the model sees only "
+                "its beginning and end (the session log keeps it in full)",
                 block.tool_use_id,
+                len(block.content),
                 path,
                 exc,
             )
@@ -149,10 +161,11 @@ class ToolResultEvictor:
                     "chars": len(block.content),
                     "error_type": type(exc).__name__,
                     "error": str(exc)[:500],
+                    "kept": "history",
                 },
             )
-            return None
-        return path
+            return None, type(exc).__name__
+        return path, ""
 
 
 def _digest(text: str) -> str:

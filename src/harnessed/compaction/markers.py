@@ -12,6 +12,7 @@ from harnessed.messages import Msg, ToolResultBlock
 
 __all__ = [
     "ARGS_TRUNCATED_KEY",
+    "OFFLOAD_FAILED_KEY",
     "OFFLOAD_KEY",
     "PRUNED_KEY",
     "SUMMARY_KEY",
@@ -24,6 +25,8 @@ __all__ = [
 
 OFFLOAD_KEY = "harness_offload"
 """On a tool message whose result was written to a file: ``{call_id: {path, chars, sha256}}``."""
+OFFLOAD_FAILED_KEY = "harness_offload_failed"
+"""On a tool message whose large result could not be written: ``{call_id: error type}``."""
 PRUNED_KEY = "harness_pruned"
 """On a tool message whose result was shortened: ``{call_id: original_chars}``."""
 ARGS_TRUNCATED_KEY = "harness_args_truncated"

@@ -90,8 +90,15 @@ def eviction_header(path: str, size: int) -> str:
     )
 
 
-def prune_marker(removed: int) -> str:
-    """Placed between the head and the tail of a pruned tool result."""
+def prune_marker(removed: int, unsaved: str | None = None) -> str:
+    """Placed between the head and the tail of a pruned tool result; ``unsaved`` names why a
+    result too large for the context could not be written to a file."""
+    if unsaved is not None:
+        return (
+            f"\n… [{removed:,} chars cut: this output is too large for the context and could "
+            f"not be saved to a workspace file ({unsaved}); only its beginning and end are "
+            "shown. The full output is in the session log (session_history).] …\n"
+        )
     return (
         f"\n… [{removed:,} chars pruned from this old tool output; the full output is in the "
         "session log (session_history)] …\n"

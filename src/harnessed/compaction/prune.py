@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from harnessed.compaction.config import PruneConfig
 from harnessed.compaction.markers import (
+    OFFLOAD_FAILED_KEY,
     OFFLOAD_KEY,
     PRUNED_KEY,
     has_long_result,
@@ -181,6 +182,7 @@ def _shortened(message: Msg, positions: list[int], keep: int) -> Msg:
     blocks: list[ContentBlock] = list(message.content)
     pruned = dict(marks(message, PRUNED_KEY))
     offloaded = marks(message, OFFLOAD_KEY)
+    unsaved_results = marks(message, OFFLOAD_FAILED_KEY)
     for position in positions:
         block = blocks[position]
         assert isinstance(block, ToolResultBlock)
@@ -192,7 +194,9 @@ def _shortened(message: Msg, positions: list[int], keep: int) -> Msg:
         else:
             head = keep // 2
             tail = keep - head
-            short = text[:head] + prune_marker(len(text) - keep) + text[len(text) - tail :]
+            unsaved = unsaved_results.get(block.tool_use_id)
+            marker = prune_marker(len(text) - keep, str(unsaved) if unsaved else None)
+            short = text[:head] + marker + text[len(text) - tail :]
             original = len(text)
         blocks[position] = ToolResultBlock(
             block.tool_use_id, short, is_error=block.is_error, name=block.name
