@@ -154,11 +154,13 @@ async def test_no_session_is_left_failing_every_call(tmp_path, states_window):
             reply = await agent.call(f"note {turn}: " + "lorem ipsum " * 400, ctx)
             replies.append(reply.text)
         manifest = agent.last_manifest(ctx)
+        logged = await agent.session_log(ctx, types=["custom"])
     finally:
         await agent.close()
         server.stop()
     assert all(text.startswith("answer") for text in replies), replies
     assert behaviour.streamed_empty >= 1  # the window was really overrun at least once
+    assert "overflow_recovery" in [r.payload["name"] for r in logged]  # recovered, not failed
     assert manifest is not None
     assert manifest.window_source == ("server_error" if states_window else "rejected_request")
     assert manifest.context_window is not None and manifest.context_window <= WINDOW
