@@ -18,6 +18,7 @@ from harnessed.capabilities.base import Capability
 from harnessed.files import FileTools
 from harnessed.memory.capability import Memory
 from harnessed.memory.config import MemoryConfig
+from harnessed.observability.tracing import Tracing
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.permissions.rules import PermissionMode, PermissionRule
@@ -70,7 +71,8 @@ class Shortcuts:
             contracts.append(TaskContract(self.task_contract))
         elif self.task_contract is not None:
             raise ValueError("pass TaskContract in capabilities or task_contract=, not both")
-        built: list[Capability] = [permissions]
+        tracing = _take(given, Tracing) or Tracing()  # spans; a no-op without an SDK
+        built: list[Capability] = [permissions, tracing]
         if workspace is not None and self.file_tools:
             built.append(FileTools())
         if self._shell_on(workspace):

@@ -167,3 +167,70 @@ async def test_without_an_sdk_nothing_is_recorded_and_nothing_breaks(tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     ).stdout.split()
     assert out == ["hi", "ProxyTracerProvider"]
+
+
+async def test_overflow_recovery_and_compaction_show_as_spans_with_a_private_provider(tmp_path):
+    """``Tracing(tracer_provider=...)`` records without touching the global provider."""
+    from harnessed import CompactionConfig
+    from harnessed.observability import Tracing
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    summary = "## Session intent\nRead logs.\n## Next steps\nContinue."
+
+    def respond(request):
+        return summary if request.purpose == "summary" else "done"
+
+    model = ScriptedModel(responder=respond, context_window=200_000, overflow_at_tokens=4_000)
+    agent = HarnessAgent(
+        "big",
+        model,
+        workspace=tmp_path,
+        capabilities=[Tracing(tracer_provider=provider)],
+        compaction=CompactionConfig(trigger_messages=1_000),
+    )
+    ctx = RuntimeContext("u", "s")
+    try:
+        for turn in range(5):
+            await agent.call(f"part {turn}: " + "log line " * 300, ctx)
+    finally:
+        await agent.close()
+    finished = exporter.get_finished_spans()
+    overflowed = [
+        s
+        for s in by_name(finished, "chat ")
+        if s.attributes.get("error.type") == "ContextOverflowError"
+    ]
+    assert overflowed and overflowed[0].status.status_code == StatusCode.ERROR
+    [compaction, *_] = by_name(finished, "compaction")
+    assert compaction.attributes["harnessed.reason"] == "overflow"
+    assert compaction.attributes["harnessed.status"] == "completed"
+    roots = by_name(finished, "invoke_agent big")
+    assert compaction.parent.span_id in {r.context.span_id for r in roots}
+    assert all(r.attributes["harnessed.run.status"] == "completed" for r in roots)
+
+
+async def test_a_stream_closed_early_ends_its_spans(tmp_path):
+    from harnessed.observability import Tracing
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel(["a long answer"], context_window=32_000)
+    agent = HarnessAgent(
+        "a", model, workspace=tmp_path, capabilities=[Tracing(tracer_provider=provider)]
+    )
+    events = agent.stream_events("hi", CTX)
+    try:
+        async for event in events:
+            if type(event).__name__ == "ModelCallStartEvent":
+                break
+        await events.aclose()
+    finally:
+        await agent.close()
+    [root] = by_name(exporter.get_finished_spans(), "invoke_agent")
+    assert root.attributes["harnessed.run.status"] == "closed"
+    assert root.status.status_code == StatusCode.ERROR
+    [chat] = by_name(exporter.get_finished_spans(), "chat ")
+    assert chat.attributes["error.type"] == "closed"

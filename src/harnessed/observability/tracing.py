@@ -18,22 +18,24 @@ The spans are made from the call's own event stream, so they show exactly what a
 Overflow recovery, confirmation requests and every other harness or application event are
 span events on the call's span. A failure sets ``error.type`` and the ERROR status on the spans
 it ended. Nothing is recorded unless the application installed an OpenTelemetry SDK.
+
+The spans are made by the :class:`Tracing` capability, which every agent has.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
+from harnessed.capabilities.base import CallContext, CallEnd, Capability, CapabilityHost
 from harnessed.events import (
     AgentEndEvent,
+    AgentStartEvent,
     ConfirmationRequestEvent,
     CustomEvent,
     ErrorEvent,
@@ -47,7 +49,7 @@ from harnessed.events import (
 if TYPE_CHECKING:
     from harnessed.models.base import Model
 
-__all__ = ["TRACER_NAME", "traced_run"]
+__all__ = ["TRACER_NAME", "Tracing"]
 
 TRACER_NAME = "harnessed"
 
@@ -98,12 +100,6 @@ def _event_attributes(data: Mapping[str, Any]) -> dict[str, _AttributeValue]:
     }
 
 
-_STOPPED: dict[type[BaseException], str] = {
-    GeneratorExit: "closed",  # the consumer stopped reading the events
-    asyncio.CancelledError: "cancelled",
-}
-
-
 def _fail(span: Span, error_type: str, message: str = "") -> None:
     span.set_attribute("error.type", error_type)
     span.set_status(Status(StatusCode.ERROR, message[:500] or error_type))
@@ -112,8 +108,10 @@ def _fail(span: Span, error_type: str, message: str = "") -> None:
 class _RunSpans:
     """The open spans of one call, updated event by event."""
 
-    def __init__(self, agent_name: str, model: Model, session_id: str, user_id: str) -> None:
-        self.tracer = trace.get_tracer(TRACER_NAME)
+    def __init__(
+        self, tracer: Tracer, agent_name: str, model: Model, session_id: str, user_id: str
+    ) -> None:
+        self.tracer = tracer
         self.model = model
         self.provider = _provider(model)
         self.agent = self.tracer.start_span(
@@ -236,35 +234,47 @@ class _RunSpans:
             return
         self.agent.add_event(f"harnessed.{event.name}", _event_attributes(data))
 
-    def close(self, error: BaseException | None) -> None:
-        if error is not None:
-            kind = _STOPPED.get(type(error), type(error).__name__)
-            self._end_chat(kind, str(error))
+    def close(self, status: str, error: BaseException | None) -> None:
+        if error is not None or status in ("closed", "cancelled"):
+            kind = type(error).__name__ if error is not None else status
+            message = str(error) if error is not None else f"the call was {status}"
+            self._end_chat(kind, message)
             if self.compaction is not None:
-                _fail(self.compaction, kind, str(error))
+                _fail(self.compaction, kind, message)
                 self.compaction.end()
-            _fail(self.agent, kind, str(error))
+            _fail(self.agent, kind, message)
+        self.agent.set_attribute("harnessed.run.status", status)
         self.agent.end()
 
 
-async def traced_run(
-    events: AsyncGenerator[Event, None],
-    *,
-    agent_name: str,
-    model: Model,
-    session_id: str,
-    user_id: str,
-) -> AsyncGenerator[Event, None]:
-    """Pass ``events`` through unchanged, recording the spans they describe."""
-    spans = _RunSpans(agent_name, model, session_id, user_id)
-    error: BaseException | None = None
-    try:
-        async with contextlib.aclosing(events):  # a closed run closes the work it wraps
-            async for event in events:
-                spans.see(event)
-                yield event
-    except BaseException as exc:  # GeneratorExit / CancelledError included: spans still end
-        error = exc
-        raise
-    finally:
-        spans.close(error)
+class Tracing(Capability):
+    """OpenTelemetry spans for every call of the agent (built in; a no-op without an SDK).
+
+    Pass ``Tracing(tracer_provider=...)`` in ``capabilities=[...]`` to use a provider other
+    than the global one.
+    """
+
+    name = "tracing"
+
+    def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
+        self.tracer_provider = tracer_provider
+        self._model: Model | None = None
+
+    def setup(self, host: CapabilityHost) -> None:
+        self._model = host.model
+
+    def on_event(self, call: CallContext, event: Event) -> None:
+        spans = call.values.get(self.name)
+        if spans is None:
+            if not isinstance(event, AgentStartEvent) or self._model is None:
+                return
+            tracer = trace.get_tracer(TRACER_NAME, tracer_provider=self.tracer_provider)
+            spans = call.values[self.name] = _RunSpans(
+                tracer, event.agent, self._model, call.session_id, call.user_id
+            )
+        spans.see(event)
+
+    async def after_call(self, call: CallContext, end: CallEnd) -> None:
+        spans = call.values.pop(self.name, None)
+        if isinstance(spans, _RunSpans):
+            spans.close(end.status, end.error)
