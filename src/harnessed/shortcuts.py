@@ -71,8 +71,10 @@ class Shortcuts:
             contracts.append(TaskContract(self.task_contract))
         elif self.task_contract is not None:
             raise ValueError("pass TaskContract in capabilities or task_contract=, not both")
-        tracing = _take(given, Tracing) or Tracing()  # spans; a no-op without an SDK
-        built: list[Capability] = [permissions, tracing]
+        built: list[Capability] = [permissions]
+        tracing = _take(given, Tracing) or Tracing.when_configured()  # OpenTelemetry spans
+        if tracing is not None:
+            built.append(tracing)
         if workspace is not None and self.file_tools:
             built.append(FileTools())
         if self._shell_on(workspace):

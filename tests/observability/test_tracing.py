@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -13,22 +12,24 @@ from harnessed import HarnessAgent, ModelError, RuntimeContext, tool
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall, Usage
 from harnessed.models.openai import OpenAIChatModel
 from harnessed.models.retry import RetryPolicy
+from harnessed.observability import Tracing
 from tests.models.test_event_loops import openai_reply
 from tests.support.http_server import LocalServer, Reply
 
-_EXPORTER = InMemorySpanExporter()
-
 
 @pytest.fixture
-def spans():
-    """The process-wide provider can be set once: set it on first use, clear it per test."""
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-        trace.set_tracer_provider(provider)
-    _EXPORTER.clear()
-    yield _EXPORTER
-    _EXPORTER.clear()
+def spans() -> InMemorySpanExporter:
+    """An exporter behind a provider of the test's own (the process-wide one is left alone:
+    agents built after it is set get tracing by themselves, which other tests do not expect)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter.provider = provider  # type: ignore[attr-defined]
+    return exporter
+
+
+def traced(spans: InMemorySpanExporter) -> list[Tracing]:
+    return [Tracing(tracer_provider=spans.provider)]  # type: ignore[attr-defined]
 
 
 def by_name(finished: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]:
@@ -65,7 +66,9 @@ async def test_a_call_with_tools_gives_agent_chat_and_tool_spans(tmp_path, spans
         name="scripted-x",
         context_window=32_000,
     )
-    agent = HarnessAgent("weather", model, tools=[lookup], workspace=tmp_path)
+    agent = HarnessAgent(
+        "weather", model, tools=[lookup], workspace=tmp_path, capabilities=traced(spans)
+    )
     try:
         await agent.call("weather?", CTX)
     finally:
@@ -124,7 +127,7 @@ async def test_retries_are_span_events_and_a_failed_call_marks_its_spans(tmp_pat
         context_window=8000,
         retry=RetryPolicy(max_attempts=2, initial_delay=0.01, jitter=0),
     )
-    agent = HarnessAgent("a", model, workspace=tmp_path)
+    agent = HarnessAgent("a", model, workspace=tmp_path, capabilities=traced(spans))
     try:
         await agent.call("hi", CTX)
         with pytest.raises(ModelError):
@@ -149,30 +152,45 @@ async def test_retries_are_span_events_and_a_failed_call_marks_its_spans(tmp_pat
     assert ok_root.status.status_code == StatusCode.UNSET
 
 
-async def test_without_an_sdk_nothing_is_recorded_and_nothing_breaks(tmp_path):
-    """The default: opentelemetry-api alone, every span a no-op (checked in a fresh process)."""
+def test_the_global_provider_is_used_by_agents_built_after_it_and_absent_without_it():
+    """Checked in fresh processes: the process-wide provider can be set only once."""
     import subprocess
     import sys
 
     script = (
-        "import asyncio, tempfile\n"
+        "import tempfile\n"
         "from opentelemetry import trace\n"
         "from harnessed import HarnessAgent\n"
         "from harnessed.models import ScriptedModel\n"
+        "if SDK:\n"
+        "    from opentelemetry.sdk.trace import TracerProvider\n"
+        "    from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (\n"
+        "        InMemorySpanExporter)\n"
+        "    exporter = InMemorySpanExporter()\n"
+        "    provider = TracerProvider()\n"
+        "    provider.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "    trace.set_tracer_provider(provider)\n"
         "agent = HarnessAgent('a', ScriptedModel(['hi']), workspace=tempfile.mkdtemp())\n"
         "print(agent.call_sync('x').text)\n"
-        "print(type(trace.get_tracer_provider()).__name__)\n"
+        "print('tracing' in [c.capability_name for c in agent.capabilities])\n"
+        "print(sorted(s.name for s in exporter.get_finished_spans()) if SDK else [])\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
-    ).stdout.split()
-    assert out == ["hi", "ProxyTracerProvider"]
+
+    def run(sdk: bool) -> list[str]:
+        code = f"SDK = {sdk}\n" + script
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        )
+        return done.stdout.splitlines()
+
+    assert run(False) == ["hi", "False", "[]"]
+    assert run(True) == ["hi", "True", "['chat scripted', 'invoke_agent a']"]
 
 
 async def test_overflow_recovery_and_compaction_show_as_spans_with_a_private_provider(tmp_path):
     """``Tracing(tracer_provider=...)`` records without touching the global provider."""
     from harnessed import CompactionConfig
-    from harnessed.observability import Tracing
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -212,8 +230,6 @@ async def test_overflow_recovery_and_compaction_show_as_spans_with_a_private_pro
 
 
 async def test_a_stream_closed_early_ends_its_spans(tmp_path):
-    from harnessed.observability import Tracing
-
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -17,9 +17,11 @@ The spans are made from the call's own event stream, so they show exactly what a
 
 Overflow recovery, confirmation requests and every other harness or application event are
 span events on the call's span. A failure sets ``error.type`` and the ERROR status on the spans
-it ended. Nothing is recorded unless the application installed an OpenTelemetry SDK.
+it ended. Nothing is recorded, and nothing runs, unless the application installed an
+OpenTelemetry SDK.
 
-The spans are made by the :class:`Tracing` capability, which every agent has.
+The spans are made by the :class:`Tracing` capability, which an agent gets by itself when
+the application installed a tracer provider before creating it.
 """
 
 from __future__ import annotations
@@ -248,10 +250,13 @@ class _RunSpans:
 
 
 class Tracing(Capability):
-    """OpenTelemetry spans for every call of the agent (built in; a no-op without an SDK).
+    """OpenTelemetry spans for every call of the agent.
 
-    Pass ``Tracing(tracer_provider=...)`` in ``capabilities=[...]`` to use a provider other
-    than the global one.
+    An agent built after the application installed a global tracer provider (the SDK's
+    ``trace.set_tracer_provider``) gets it by itself; without one it has no tracing at all (no
+    hook on the event path). Pass ``Tracing()`` in ``capabilities=[...]`` to trace whatever the
+    global provider is at call time, or ``Tracing(tracer_provider=...)`` for a provider of its
+    own.
     """
 
     name = "tracing"
@@ -259,6 +264,13 @@ class Tracing(Capability):
     def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
         self.tracer_provider = tracer_provider
         self._model: Model | None = None
+
+    @classmethod
+    def when_configured(cls) -> Tracing | None:
+        """A ``Tracing`` if a global tracer provider is installed, else ``None``."""
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            return None
+        return cls()
 
     def setup(self, host: CapabilityHost) -> None:
         self._model = host.model
