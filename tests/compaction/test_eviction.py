@@ -249,9 +249,7 @@ async def test_a_failed_write_that_does_not_fit_says_what_the_model_got() -> Non
         [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=208_000)]), "ok"],
         context_window=30_000,
     )
-    agent = HarnessAgent(
-        "ev", model, workspace=Workspace(fs), tools=[dump_logs], compaction=None
-    )
+    agent = HarnessAgent("ev", model, workspace=Workspace(fs), tools=[dump_logs], compaction=None)
     events = await collect(agent, "go")
     [sent] = tool_messages(model.requests[1])
     assert len(sent.text) < 208_000  # it could not stay whole ...
