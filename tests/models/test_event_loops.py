@@ -20,7 +20,7 @@ from harnessed.models.openai import OpenAIChatModel
 from harnessed.models.retry import RetryPolicy
 from tests.support.http_server import LocalServer, Reply
 
-MODEL = "local-model"
+MODEL = "tiny-local"
 
 
 def openai_reply(text: str) -> Reply:

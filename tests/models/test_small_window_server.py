@@ -18,6 +18,7 @@ from harnessed.models.base import ModelRequest, collect
 from harnessed.models.errors import ContextOverflowError
 from harnessed.models.openai import OpenAIChatModel
 from harnessed.models.retry import RetryPolicy
+from tests.models.test_event_loops import openai_reply
 from tests.support.http_server import LocalServer, Recorded, Reply
 
 MODEL = "tiny-local"
@@ -54,26 +55,8 @@ class SmallWindow:
         self.answers += 1
         text = f"answer {self.answers}"
         if body.get("stream"):
-            return Reply(sse=_sse(text))
+            return openai_reply(text)
         return Reply(200, _completion(text))
-
-
-def _sse(text: str) -> list[str]:
-    def chunk(delta: dict[str, Any], finish: str | None) -> str:
-        body = {
-            "id": "c",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": MODEL,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        return f"data: {json.dumps(body)}\n\n"
-
-    return [
-        chunk({"role": "assistant", "content": text}, None),
-        chunk({}, "stop"),
-        "data: [DONE]\n\n",
-    ]
 
 
 def _completion(text: str) -> dict[str, Any]:
