@@ -140,3 +140,14 @@ def test_no_one_to_answer_exits_4_waiting_for_approval(server, tmp_path):
     assert code == 4, output
     assert "waiting for approval" in output
     assert not (tmp_path / "ran.txt").exists()
+
+
+def test_ctrl_c_while_being_asked_ends_at_once(server, tmp_path):
+    server.queue(tool_call_reply("echo RAN > ran.txt"))
+    child = spawn(server, tmp_path, "make a file", "--session", "s1")
+    child.expect("Allow execute")
+    child.sendintr()
+    output, code = finish(child)
+    assert code == 130, output
+    assert "interrupted" in output and "Traceback" not in output
+    assert not (tmp_path / "ran.txt").exists()
