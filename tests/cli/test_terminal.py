@@ -38,7 +38,7 @@ def spawn(server: LocalServer, workspace: Path, *args: str) -> pexpect.spawn:
         sys.executable,
         [
             "-m",
-            "harnessed.cli.main",
+            "harnessed.cli",
             "run",
             *args,
             "--model",

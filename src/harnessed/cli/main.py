@@ -8,12 +8,14 @@ command is adding its module to :data:`COMMANDS`.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from rich.console import Console
+from rich.logging import RichHandler
 
 from harnessed.cli import demo, inspect, run, sessions, skills
 
@@ -46,10 +48,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_handler(console: Console) -> logging.Handler | None:
+    """Warnings of the ``harnessed.*`` loggers, printed through the console (above spinners
+    and streamed text rather than through them); none if the application set up logging."""
+    if logging.getLogger().handlers or logging.getLogger("harnessed").handlers:
+        return None
+    handler = RichHandler(console=console, show_time=False, show_path=False, markup=False)
+    handler.setLevel(logging.WARNING)
+    logging.getLogger("harnessed").addHandler(handler)
+    return handler
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler: Callable[[argparse.Namespace, Console], int] = args.handler
-    return handler(args, Console())
+    console = Console()
+    logs = _log_handler(console)
+    try:
+        return handler(args, console)
+    finally:
+        if logs is not None:
+            logging.getLogger("harnessed").removeHandler(logs)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -100,7 +100,7 @@ async def retrying_stream(
                     error.args = (error.message,)
                 raise
             wait = policy.delay(attempt, error)
-            logger.warning(
+            logger.info(  # also a RetryNotice in the stream (a ``model_retry`` event)
                 "model request failed (attempt %d of %d, %s), retrying in %.1f s",
                 attempt,
                 policy.max_attempts,
