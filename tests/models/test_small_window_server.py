@@ -147,3 +147,31 @@ async def test_no_session_is_left_failing_every_call(tmp_path, states_window):
     assert manifest is not None
     assert manifest.window_source == ("server_error" if states_window else "rejected_request")
     assert manifest.context_window is not None and manifest.context_window <= WINDOW
+
+
+async def test_a_stream_cut_before_any_text_is_asked_again_without_streaming():
+    """Only the role chunk arrives, then the stream ends without a finish reason."""
+    role_only = "data: " + json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}],
+        }
+    )
+
+    def cut(request: Recorded) -> Reply:
+        if request.json().get("stream"):
+            return Reply(200, sse=[role_only + "\n\n"])
+        return Reply(200, _completion("complete answer"))
+
+    server = LocalServer(handler=cut).start()
+    model = model_for(server)
+    try:
+        response = await collect(model, ModelRequest(messages=(Msg.user("hi"),)))
+    finally:
+        await model.aclose()
+        server.stop()
+    assert response.message.text == "complete answer"
+    assert [bool(r.json().get("stream")) for r in server.requests] == [True, False]
