@@ -153,7 +153,11 @@ class ContextCompiler:
         build.transforms.extend(refs.transforms)
 
         context_request = ContextRequest(
-            info.agent_name, info.runtime.user_id, info.runtime.session, info.model_call_id
+            info.agent_name,
+            info.runtime.user_id,
+            info.runtime.session,
+            info.model_call_id,
+            extras=info.runtime.extras,
         )
         outcomes = await self.sources.load_all(context_request)
         build.transforms.extend(

@@ -15,8 +15,8 @@ import hashlib
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from harnessed.models.base import Purpose
@@ -122,6 +122,8 @@ class ContextRequest:
     session_id: str
     call_id: str
     purpose: Purpose = "reasoning"
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """The call's ``RuntimeContext.extras`` (application data, e.g. a tenant id)."""
 
 
 @runtime_checkable

@@ -13,7 +13,8 @@ Order of evaluation for one call (the first that decides wins):
 
 In ``dont_ask`` mode every "ask" becomes "deny". Permissions are opt-in: with no mode and no
 rules (for the agent and the session) only step 3 applies, so every tool runs as it would
-without a permission system, except tools whose own check asks.
+without a permission system, except tools whose own check asks and tools marked
+``destructive`` (which ask).
 """
 
 from __future__ import annotations
@@ -138,6 +139,11 @@ async def _evaluate(
         if own is not None:
             return own
     if not settings.active:
+        if tool.destructive and not tool.read_only:
+            return PermissionDecision.ask(
+                f"{call.name!r} is marked destructive (it may delete or overwrite data) and "
+                "needs your approval"
+            )
         return PermissionDecision.allow("no permission mode or rules are configured")
     if "allow" in first:
         return PermissionDecision.allow(f"a rule allows {first['allow'].describe()}")

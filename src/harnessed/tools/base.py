@@ -40,6 +40,9 @@ class Tool:
     concurrency_safe: bool = False
     context_param: str | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    destructive: bool = False
+    """The tool may destroy data: it asks for confirmation even when no permission mode or
+    rules are configured (with permissions on it is decided like any tool that changes things)."""
 
     @property
     def schema(self) -> ToolSchema:

@@ -66,6 +66,10 @@ class Toolkit:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def remove(self, name: str) -> Tool | None:
+        """Unregister a tool (a tool set that changes at run time, e.g. an MCP server's)."""
+        return self._tools.pop(name, None)
+
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 

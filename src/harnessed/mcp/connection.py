@@ -1,0 +1,381 @@
+"""One live connection to an MCP server: started on demand, shared, restarted after a crash.
+
+The SDK's :class:`mcp.Client` must be entered and left in one task, so each connection has an
+*owner* task that holds it open until :meth:`ServerConnection.close`; calls from any session
+are sent through it concurrently (the protocol matches answers to requests by id).
+
+A connection that broke (the stdio process died, the HTTP server went away) is noticed by the
+call that hits it, which fails with a clear error; the next call starts a new connection. Every
+request has a deadline (``MCPServer.timeout``), so nothing waits on a dead peer for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import tempfile
+from collections.abc import Callable
+from typing import IO, Any, Literal, TypeVar
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated, ToolsListChanged
+from mcp.shared.exceptions import MCPError as SDKError
+from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from harnessed.mcp.config import MCPServer
+from harnessed.mcp.errors import MCPCallError, MCPServerError, MCPTimeoutError
+
+__all__ = ["ChangeKind", "ServerConnection"]
+
+logger = logging.getLogger(__name__)
+
+ChangeKind = Literal["tools", "resources"]
+_T = TypeVar("_T")
+_STDERR_TAIL = 1_500
+_CLIENT_INFO = types.Implementation(name="harnessed", version="0.1.0")
+
+
+class ServerConnection:
+    """The connection to one configured server (see the module docstring)."""
+
+    def __init__(
+        self, config: MCPServer, on_change: Callable[[ChangeKind], None] | None = None
+    ) -> None:
+        self.config = config
+        self._on_change = on_change
+        self._client: Client | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._broken = False
+        self._stderr: IO[str] | None = None
+        self.starts = 0
+        """How many times the server was started (or connected); 2+ means it was restarted."""
+        self.tools_revision = 0
+        """Bumped each time the server says its tool list changed."""
+        self.resources_revision = 0
+        """Bumped each time the server says its resources changed."""
+        self._tools: tuple[int, list[types.Tool]] | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+    @property
+    def alive(self) -> bool:
+        client = self._client
+        if client is None or self._broken or self._owner is None or self._owner.done():
+            return False
+        # The SDK marks its dispatcher closed when the peer hung up (a dead stdio process);
+        # seeing it here lets the next call restart instead of failing.
+        dispatcher = getattr(client.session, "_dispatcher", None)
+        return not bool(getattr(dispatcher, "_closed", False))
+
+    async def client(self) -> Client:
+        """The connected client, starting (or restarting) the server when needed."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # first use, or the agent moved to a new event loop
+            self._forget()
+            self._loop, self._lock = loop, asyncio.Lock()
+        if self.alive:
+            assert self._client is not None
+            return self._client
+        assert self._lock is not None
+        async with self._lock:
+            if self.alive:
+                assert self._client is not None
+                return self._client
+            await self._shutdown()
+            return await self._start()
+
+    async def _start(self) -> Client:
+        self._broken = False
+        self._stop = asyncio.Event()
+        ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.create_task(
+            self._own(ready, self._stop), name=f"mcp-server-{self.config.name}"
+        )
+        try:
+            async with asyncio.timeout(self.config.startup_timeout):
+                client = await asyncio.shield(ready)
+        except TimeoutError:
+            await self._shutdown()
+            raise MCPServerError(
+                f"MCP server {self.config.name!r} ({self.config.describe()}) did not start within "
+                f"{self.config.startup_timeout:g} s{self._stderr_note()}"
+            ) from None
+        except MCPServerError:
+            await self._shutdown()
+            raise
+        except asyncio.CancelledError:
+            await self._shutdown()
+            raise
+        self._client = client
+        self.starts += 1
+        self._tools = None
+        return client
+
+    async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        """Hold the SDK client open (entered and left in this one task) until told to stop."""
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                client = await stack.enter_async_context(self._make_client(stack))
+                async with anyio.create_task_group() as group:
+                    if self._can_listen(client):
+                        group.start_soon(self._listen, client)
+                    ready.set_result(client)
+                    await stop.wait()
+                    group.cancel_scope.cancel()
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.cancel()
+            raise
+        except BaseException as exc:
+            error = _leaf(exc)
+            if not ready.done():
+                ready.set_exception(
+                    MCPServerError(
+                        f"MCP server {self.config.name!r} ({self.config.describe()}) could not "
+                        f"be started: {type(error).__name__}: {error}{self._stderr_note()}"
+                    )
+                )
+            else:
+                logger.warning(
+                    "MCP server %r: connection ended with %s: %s",
+                    self.config.name,
+                    type(error).__name__,
+                    error,
+                )
+        finally:
+            self._broken = True
+
+    def _make_client(self, stack: contextlib.AsyncExitStack) -> Client:
+        config = self.config
+        common: dict[str, Any] = {
+            "read_timeout_seconds": config.startup_timeout,
+            "client_info": _CLIENT_INFO,
+            "message_handler": self._on_message,
+            "cache": None,  # the tool list is cached here, refreshed on change notifications
+        }
+        if config.command is not None:
+            if self._stderr is not None:
+                self._stderr.close()
+            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            params = StdioServerParameters(
+                command=config.command,
+                args=list(config.args),
+                env=dict(config.env) if config.env is not None else None,
+                cwd=config.cwd,
+            )
+            return Client(stdio_client(params, errlog=self._stderr), **common)
+        assert config.url is not None
+        http = httpx2.AsyncClient(
+            headers=dict(config.headers or {}),
+            timeout=httpx2.Timeout(config.startup_timeout, read=max(300.0, config.timeout)),
+        )
+        stack.push_async_callback(http.aclose)
+        return Client(streamable_http_client(config.url, http_client=http), **common)
+
+    @staticmethod
+    def _can_listen(client: Client) -> bool:
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return False  # older servers notify through message_handler instead
+        caps = client.server_capabilities
+        return bool(
+            (caps.tools is not None and caps.tools.list_changed)
+            or (caps.resources is not None and caps.resources.list_changed)
+        )
+
+    async def _listen(self, client: Client) -> None:
+        try:
+            async with client.listen(
+                tools_list_changed=True, resources_list_changed=True
+            ) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self._changed("tools")
+                    elif isinstance(event, ResourcesListChanged | ResourceUpdated):
+                        self._changed("resources")
+        except Exception as exc:  # the server may simply not serve it; calls still work
+            logger.debug("MCP server %r: change subscription ended: %s", self.config.name, exc)
+
+    async def _on_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if method == "notifications/tools/list_changed":
+            self._changed("tools")
+        elif method in ("notifications/resources/list_changed", "notifications/resources/updated"):
+            self._changed("resources")
+
+    def _changed(self, kind: ChangeKind) -> None:
+        if kind == "tools":
+            self.tools_revision += 1
+        else:
+            self.resources_revision += 1
+        if self._on_change is not None:
+            try:
+                self._on_change(kind)
+            except Exception:
+                logger.exception("MCP server %r: change handler raised", self.config.name)
+
+    async def close(self) -> None:
+        """Stop the server (or end the HTTP session). Safe to call more than once."""
+        if self._loop is not None and self._loop is not asyncio.get_running_loop():
+            self._forget()
+            return
+        await self._shutdown()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    async def _shutdown(self) -> None:
+        owner, self._owner, self._client = self._owner, None, None
+        if owner is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        try:
+            async with asyncio.timeout(10):
+                await asyncio.shield(owner)
+        except TimeoutError:
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+        except Exception:
+            pass
+
+    def _forget(self) -> None:
+        """Drop state that belongs to another (finished) event loop."""
+        self._owner = self._client = self._stop = self._lock = None
+        self._loop = None
+        self._tools = None
+
+    # ------------------------------------------------------------------ requests
+    async def request(self, what: str, send: Callable[[Client], Any]) -> Any:
+        """Send one request with the server's deadline; errors name the server and the request."""
+        client = await self.client()
+        timeout = self.config.timeout
+        try:
+            async with asyncio.timeout(timeout + 1.0):  # the SDK's own deadline fires first
+                return await send(client)
+        except TimeoutError:
+            raise self._timeout(what) from None
+        except SDKError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise self._timeout(what) from None
+            if exc.code == CONNECTION_CLOSED:
+                raise self._broke(what, exc) from None
+            raise MCPCallError(
+                f"MCP server {self.config.name!r} refused {what}: {exc.message or exc}"
+            ) from exc
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            raise self._broke(what, exc) from None
+        except httpx2.HTTPError as exc:
+            raise self._broke(what, exc) from None
+
+    def _timeout(self, what: str) -> MCPTimeoutError:
+        return MCPTimeoutError(
+            f"MCP server {self.config.name!r} did not finish {what} within "
+            f"{self.config.timeout:g} s (its timeout); the request was abandoned"
+        )
+
+    def _broke(self, what: str, exc: BaseException) -> MCPServerError:
+        self._broken = True
+        restart = (
+            "it will be restarted at the next call"
+            if self.config.transport == "stdio"
+            else "it will be reconnected at the next call"
+        )
+        return MCPServerError(
+            f"MCP server {self.config.name!r} lost its connection during {what} "
+            f"({type(exc).__name__}: {exc}); the server may have crashed, {restart}"
+            f"{self._stderr_note()}"
+        )
+
+    def _stderr_note(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0, 2)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - _STDERR_TAIL * 4))
+            tail = self._stderr.read()[-_STDERR_TAIL:].strip()
+        except (OSError, ValueError):
+            return ""
+        return f". Its last output on stderr:\n{tail}" if tail else ""
+
+    async def list_tools(self) -> list[types.Tool]:
+        """The server's tools, fetched once and again after it says the list changed."""
+        await self.client()
+        cached = self._tools
+        revision = self.tools_revision
+        if cached is not None and cached[0] == revision:
+            return cached[1]
+
+        async def fetch(client: Client) -> list[types.Tool]:
+            tools: list[types.Tool] = []
+            cursor: str | None = None
+            for _ in range(100):  # a server that pages for ever cannot hang us
+                page = await client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            return tools
+
+        tools: list[types.Tool] = await self.request("tools/list", fetch)
+        self._tools = (revision, tools)
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        timeout = self.config.timeout
+
+        async def send(client: Client) -> types.CallToolResult:
+            return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+
+        result: types.CallToolResult = await self.request(f"the call to tool {name!r}", send)
+        return result
+
+    async def list_resources(self) -> list[types.Resource]:
+        async def fetch(client: Client) -> list[types.Resource]:
+            found: list[types.Resource] = []
+            cursor: str | None = None
+            for _ in range(100):
+                page = await client.list_resources(cursor=cursor)
+                found.extend(page.resources)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            return found
+
+        resources: list[types.Resource] = await self.request("resources/list", fetch)
+        return resources
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        async def fetch(client: Client) -> list[types.ResourceTemplate]:
+            page = await client.list_resource_templates()
+            return list(page.resource_templates)
+
+        templates: list[types.ResourceTemplate] = await self.request(
+            "resources/templates/list", fetch
+        )
+        return templates
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        async def send(client: Client) -> types.ReadResourceResult:
+            return await client.read_resource(uri)
+
+        result: types.ReadResourceResult = await self.request(f"reading resource {uri!r}", send)
+        return result
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
