@@ -102,17 +102,6 @@ class ToolUseBlock:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolResultBlock:
-    """The outcome of one tool call, matched to it by ``tool_use_id``."""
-
-    tool_use_id: str
-    content: str
-    is_error: bool = False
-    name: str | None = None
-    type: Literal["tool_result"] = "tool_result"
-
-
-@dataclass(frozen=True, slots=True)
 class ImageBlock:
     """An image given either by ``url`` or by base64 ``data`` with its ``media_type``."""
 
@@ -126,6 +115,29 @@ class ImageBlock:
             raise ValueError("ImageBlock needs exactly one of 'url' or 'data'")
         if self.data is not None and not self.media_type:
             raise ValueError("ImageBlock with 'data' needs a 'media_type' (e.g. 'image/png')")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """The outcome of one tool call, matched to it by ``tool_use_id``.
+
+    ``images`` are pictures the tool returned besides its text (e.g. an MCP tool's image
+    content); providers that cannot put images in a tool result get them right after it.
+    """
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    name: str | None = None
+    images: tuple[ImageBlock, ...] = ()
+    type: Literal["tool_result"] = "tool_result"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.images, tuple):
+            object.__setattr__(self, "images", tuple(self.images))
+        for image in self.images:
+            if not isinstance(image, ImageBlock):
+                raise TypeError(f"ToolResultBlock.images must hold ImageBlock, got {image!r}")
 
 
 ContentBlock: TypeAlias = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock
@@ -146,6 +158,10 @@ def block_to_dict(block: ContentBlock) -> dict[str, Any]:
         value = getattr(block, f.name)
         if f.name == "input":
             value = dict(value)
+        elif f.name == "images":
+            if not value:
+                continue  # results without images keep their old serialized form
+            value = [block_to_dict(image) for image in value]
         data[f.name] = value
     return data
 
@@ -160,6 +176,11 @@ def block_from_dict(data: Mapping[str, Any]) -> ContentBlock:
     unknown = set(data) - names
     if unknown:
         raise ValueError(f"unknown field(s) {sorted(unknown)} in {kind!r} block")
+    if cls is ToolResultBlock and "images" in data:
+        images = data["images"]
+        if not isinstance(images, list):
+            raise ValueError("tool_result 'images' must be a list of image blocks")
+        data = {**data, "images": tuple(block_from_dict(i) for i in images)}
     block: ContentBlock = cls(**data)
     return block
 

@@ -79,6 +79,7 @@ def _count_message(count_text: Callable[[str], int], message: Msg) -> int:
             total += _TOOL_CALL_OVERHEAD + count_text(block.name) + count_text(args)
         elif isinstance(block, ToolResultBlock):
             total += _TOOL_CALL_OVERHEAD + count_text(block.content)
+            total += _IMAGE_TOKENS * len(block.images)
         elif isinstance(block, ImageBlock):
             total += _IMAGE_TOKENS
     return total

@@ -98,7 +98,7 @@ def extra_tool(word: str) -> str:
     return word.upper()
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
 async def enable_extra(ctx: Context) -> str:
     """Add the tool extra_tool and tell clients the tool list changed."""
     if "extra_tool" not in {t.name for t in await server.list_tools()}:

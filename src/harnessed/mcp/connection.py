@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import IO, Any, Literal, TypeVar
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
@@ -127,7 +128,8 @@ class ServerConnection:
                 client = await stack.enter_async_context(self._make_client(stack))
                 async with anyio.create_task_group() as group:
                     if self._can_listen(client):
-                        group.start_soon(self._listen, client)
+                        # Subscribed before the first call, so no change is missed.
+                        await group.start(self._listen, client)
                     ready.set_result(client)
                     await stop.wait()
                     group.cancel_scope.cancel()
@@ -191,11 +193,14 @@ class ServerConnection:
             or (caps.resources is not None and caps.resources.list_changed)
         )
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         try:
             async with client.listen(
                 tools_list_changed=True, resources_list_changed=True
             ) as subscription:
+                task_status.started()
                 async for event in subscription:
                     if isinstance(event, ToolsListChanged):
                         self._changed("tools")
@@ -203,6 +208,9 @@ class ServerConnection:
                         self._changed("resources")
         except Exception as exc:  # the server may simply not serve it; calls still work
             logger.debug("MCP server %r: change subscription ended: %s", self.config.name, exc)
+        finally:
+            with contextlib.suppress(RuntimeError):  # started already
+                task_status.started()
 
     async def _on_message(self, message: Any) -> None:
         method = getattr(message, "method", None)

@@ -23,7 +23,7 @@ from jsonschema.protocols import Validator
 
 from harnessed.mcp.errors import MCPError
 from harnessed.mcp.results import MCPToolOutput, render_result
-from harnessed.tools.base import Tool, ToolError
+from harnessed.tools.base import Tool, ToolError, ToolOutput
 
 if TYPE_CHECKING:
     from harnessed.mcp.connection import ServerConnection
@@ -69,7 +69,7 @@ class MCPTool(Tool):
             raise ToolError(str(exc)) from exc
         if output.is_error:
             raise ToolError(output.text)
-        return output.text
+        return ToolOutput(output.text, output.images)
 
 
 def _clean(name: str) -> str:

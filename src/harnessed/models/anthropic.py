@@ -285,20 +285,28 @@ def _block_param(block: ContentBlock, role: str) -> dict[str, Any] | None:
             }
         return None
     if isinstance(block, ImageBlock):
-        source: dict[str, Any] = (
-            {"type": "url", "url": block.url}
-            if block.url is not None
-            else {"type": "base64", "media_type": block.media_type, "data": block.data}
-        )
-        return {"type": "image", "source": source}
+        return _image_param(block)
     if isinstance(block, ToolResultBlock):
+        content: str | list[dict[str, Any]] = block.content
+        if block.images:  # the API takes images inside a tool result
+            text = [{"type": "text", "text": block.content}] if block.content.strip() else []
+            content = [*text, *(_image_param(image) for image in block.images)]
         return {
             "type": "tool_result",
             "tool_use_id": block.tool_use_id,
-            "content": block.content,
+            "content": content,
             "is_error": block.is_error,
         }
     return None
+
+
+def _image_param(block: ImageBlock) -> dict[str, Any]:
+    source: dict[str, Any] = (
+        {"type": "url", "url": block.url}
+        if block.url is not None
+        else {"type": "base64", "media_type": block.media_type, "data": block.data}
+    )
+    return {"type": "image", "source": source}
 
 
 def _tool_param(tool: ToolSchema) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -195,7 +195,7 @@ class OpenAIChatModel:
         """The keyword arguments for ``chat.completions.create`` that carry ``request``."""
         params: dict[str, Any] = {
             "model": self._model,
-            "messages": sanitize([m for msg in request.messages for m in _convert_message(msg)]),
+            "messages": sanitize(_convert_messages(request.messages)),
             "stream": True,
             "stream_options": {"include_usage": True},
             "timeout": self.timeout,
@@ -404,6 +404,35 @@ def _parse_arguments(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: raw}
 
 
+def _convert_messages(messages: Sequence[Msg]) -> list[dict[str, Any]]:
+    """All messages in chat-completions form.
+
+    Tool messages carry text only, so images a tool returned follow the run of tool messages
+    they belong to, in one user message (the tool messages must stay right after the call).
+    """
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for msg in messages:
+        if msg.role != "tool" and pending:
+            out.append({"role": "user", "content": pending})
+            pending = []
+        out.extend(_convert_message(msg))
+        for result in msg.tool_results if msg.role == "tool" else ():
+            if result.images:
+                pending.append(
+                    {"type": "text", "text": f"Images returned by tool call {result.tool_use_id}:"}
+                )
+                pending.extend(_image_part(image) for image in result.images)
+    if pending:
+        out.append({"role": "user", "content": pending})
+    return out
+
+
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    url = block.url or f"data:{block.media_type};base64,{block.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
 def _convert_message(msg: Msg) -> list[dict[str, Any]]:
     """Turn one :class:`Msg` into the chat-completions message(s) that carry it."""
     if msg.role == "system":
@@ -416,8 +445,7 @@ def _convert_message(msg: Msg) -> list[dict[str, Any]]:
             if isinstance(block, TextBlock):
                 parts.append({"type": "text", "text": block.text})
             elif isinstance(block, ImageBlock):
-                url = block.url or f"data:{block.media_type};base64,{block.data}"
-                parts.append({"type": "image_url", "image_url": {"url": url}})
+                parts.append(_image_part(block))
         return [{"role": "user", "content": parts}]
     if msg.role == "assistant":
         text = "".join(b.text for b in msg.content if isinstance(b, TextBlock))

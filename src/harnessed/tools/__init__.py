@@ -1,6 +1,6 @@
 """Tools: the ``@tool`` decorator, the Toolkit that runs a step's calls, built-in tools."""
 
-from harnessed.tools.base import Tool, ToolError, format_tool_output
+from harnessed.tools.base import Tool, ToolError, ToolOutput, format_tool_output
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
 from harnessed.tools.shell import ShellConfig
@@ -12,6 +12,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolGuard",
+    "ToolOutput",
     "Toolkit",
     "format_tool_output",
     "tool",

@@ -11,16 +11,25 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from harnessed.messages import ImageBlock
 from harnessed.models.base import ToolSchema
 
 if TYPE_CHECKING:
     from harnessed.tools.context import ToolContext
 
-__all__ = ["Tool", "ToolError", "format_tool_output"]
+__all__ = ["Tool", "ToolError", "ToolOutput", "format_tool_output"]
 
 
 class ToolError(Exception):
     """Raise from a tool to return a clean error result (the message is shown to the model)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """Return this from a tool to give the model images besides the text."""
+
+    text: str
+    images: tuple[ImageBlock, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +79,8 @@ def format_tool_output(value: Any) -> str:
     """Turn a tool's return value into the text the model sees."""
     if value is None:
         return ""
+    if isinstance(value, ToolOutput):
+        return value.text
     if isinstance(value, str):
         return value
     if isinstance(value, pydantic.BaseModel):

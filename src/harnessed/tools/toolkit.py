@@ -19,7 +19,7 @@ import pydantic
 
 from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolResultBlock, ToolUseBlock
 from harnessed.models.base import ToolSchema
-from harnessed.tools.base import Tool, ToolError, format_tool_output
+from harnessed.tools.base import Tool, ToolError, ToolOutput, format_tool_output
 from harnessed.tools.context import ToolContext
 
 __all__ = ["Finish", "ToolGuard", "Toolkit"]
@@ -161,7 +161,8 @@ class Toolkit:
         except Exception as exc:
             logger.debug("tool %s raised", call.name, exc_info=True)
             return _error(call, f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}")
-        return ToolResultBlock(call.id, format_tool_output(value), name=call.name)
+        images = value.images if isinstance(value, ToolOutput) else ()
+        return ToolResultBlock(call.id, format_tool_output(value), name=call.name, images=images)
 
 
 def _batches(planned: Sequence[_Planned]) -> Iterator[list[_Planned]]:
