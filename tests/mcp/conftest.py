@@ -25,7 +25,13 @@ def time_server(**options: object) -> MCPServer:
 def git_server(repo: Path, **options: object) -> MCPServer:
     """The reference ``mcp-server-git`` from PyPI, limited to ``repo``."""
     return MCPServer.stdio(
-        sys.executable, "-m", "mcp_server_git", "--repository", str(repo), name="git", **options  # type: ignore[arg-type]
+        sys.executable,
+        "-m",
+        "mcp_server_git",
+        "--repository",
+        str(repo),
+        name="git",
+        **options,  # type: ignore[arg-type]
     )
 
 

@@ -92,9 +92,7 @@ async def test_a_slow_tool_times_out_with_a_clear_error(notes_url: str) -> None:
 
 
 async def test_tool_list_changes_are_picked_up(notes_url: str) -> None:
-    model = ScriptedModel(
-        [ask("enable_extra"), "enabled", ask("extra_tool", word="hi"), "used it"]
-    )
+    model = ScriptedModel([ask("enable_extra"), "enabled", ask("extra_tool", word="hi"), "used it"])
     async with HarnessAgent("n", model, mcp_servers=[notes(notes_url)]) as agent:
         assert agent.mcp is not None
         await agent.call("enable", CTX)
@@ -151,7 +149,10 @@ async def test_an_unreadable_resource_is_left_out_or_fails_when_required(notes_u
         await agent.call("hi", CTX)
         manifest = agent.last_manifest(CTX)
         assert manifest is not None
-        assert any(t.startswith("source_unavailable:source/mcp.notes-missing/") for t in manifest.transforms)
+        assert any(
+            t.startswith("source_unavailable:source/mcp.notes-missing/")
+            for t in manifest.transforms
+        )
     strict = HarnessAgent(
         "n",
         ScriptedModel(["never"]),

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.events import AgentEndEvent, ConfirmationRequestEvent
-from harnessed.mcp import MCPServer
+from harnessed.events import AgentEndEvent
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import PermissionRule
@@ -129,7 +128,11 @@ async def test_destructive_git_reset_asks_before_it_runs(git_repo: Path) -> None
 async def test_a_deny_rule_blocks_a_destructive_mcp_tool(git_repo: Path) -> None:
     _git(git_repo, "checkout", "-q", "-b", "feature")
     model = ScriptedModel(
-        [ask("git_reset", repo_path=str(git_repo)), ask("git_status", repo_path=str(git_repo)), "ok"]
+        [
+            ask("git_reset", repo_path=str(git_repo)),
+            ask("git_status", repo_path=str(git_repo)),
+            "ok",
+        ]
     )
     agent = HarnessAgent(
         "git",
@@ -181,8 +184,12 @@ async def test_a_killed_server_is_restarted_at_the_next_call(
     kill_server: Callable[[str], int],
 ) -> None:
     model = ScriptedModel(
-        [ask("get_current_time", timezone="UTC"), "first"]
-        + [ask("get_current_time", timezone="Asia/Tokyo"), "second"]
+        [
+            ask("get_current_time", timezone="UTC"),
+            "first",
+            ask("get_current_time", timezone="Asia/Tokyo"),
+            "second",
+        ]
     )
     async with HarnessAgent("clock", model, mcp_servers=[time_server()]) as agent:
         connection = agent.mcp.connections["time"]  # type: ignore[union-attr]

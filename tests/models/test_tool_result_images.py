@@ -7,7 +7,7 @@ from collections.abc import Callable
 from harnessed.messages import ImageBlock, Msg, ToolResultBlock, ToolUseBlock
 from harnessed.models.anthropic import AnthropicModel
 from harnessed.models.base import ModelRequest
-from tests.models.test_anthropic import make_model as make_model  # noqa: F401 (fixture)
+from tests.models.test_anthropic import make_model as make_model
 from tests.models.test_anthropic import run as run_anthropic
 from tests.models.test_anthropic import text_reply
 from tests.models.test_openai import chunk, sse

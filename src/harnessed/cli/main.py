@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.logging import RichHandler
 
-from harnessed.cli import demo, inspect, run, sessions, skills
+from harnessed.cli import demo, inspect, mcp, run, sessions, skills
 
 __all__ = ["COMMANDS", "main"]
 
@@ -26,6 +26,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     inspect.register,
     sessions.register,
     skills.register,
+    mcp.register,
     demo.register,
 )
 

@@ -73,6 +73,9 @@ def register(sub: Any) -> None:
     )
     run.add_argument("--tasks", action="store_true", help="give the model a task list")
     run.add_argument("--plan", action="store_true", help="give the model plan mode")
+    run.add_argument(
+        "--mcp", action="append", default=[], help="an MCP server (command line or URL); repeatable"
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -97,6 +100,7 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
             permission_mode="bypass" if args.yes else args.permission_mode,
             enable_task_list=args.tasks,
             enable_plan_mode=args.plan,
+            mcp_servers=args.mcp,
         )
     except (ValueError, TypeError, ImportError) as exc:
         console.print(f"[red]cannot start the agent:[/] {escape(str(exc))}")

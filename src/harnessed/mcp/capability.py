@@ -9,6 +9,7 @@ the latest before the next model request). ``close()`` stops them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ class MCP:
                     f"two MCP servers are named {config.name!r}; give one another name="
                 )
             self.connections[config.name] = ServerConnection(
-                config, on_change=lambda kind, n=config.name: self._changed(n, kind)
+                config, on_change=functools.partial(self._changed, config.name)
             )
         self.resources = tuple(self._resource(r) for r in resources)
         self._toolkit: Toolkit | None = None
@@ -109,7 +110,9 @@ class MCP:
                     f"two MCP resources would both be shown as {block_id!r}; give one an id="
                 )
             seen.add(block_id)
-            source = MCPResourceSource(resource, lambda s=server: self.connections[s])
+            source = MCPResourceSource(
+                resource, functools.partial(self.connections.__getitem__, server)
+            )
             specs.append(
                 ResourceSpec(
                     id=f"mcp.{block_id}"[:100],
@@ -162,8 +165,12 @@ class MCP:
                     if isinstance(result, asyncio.CancelledError):
                         raise result
                     if config.required:
-                        raise result if isinstance(result, MCPServerError) else MCPServerError(
-                            f"MCP server {name!r} could not list its tools: {result}"
+                        raise (
+                            result
+                            if isinstance(result, MCPServerError)
+                            else MCPServerError(
+                                f"MCP server {name!r} could not list its tools: {result}"
+                            )
                         )
                     logger.warning("MCP server %r is left out of this call: %s", name, result)
                     continue

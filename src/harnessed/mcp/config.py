@@ -110,11 +110,11 @@ class MCPServer:
         object.__setattr__(self, "env", _frozen(self.env, "env"))
         object.__setattr__(self, "headers", _frozen(self.headers, "headers"))
         object.__setattr__(self, "timeout", _positive(self.timeout, "timeout"))
-        object.__setattr__(self, "startup_timeout", _positive(self.startup_timeout, "startup_timeout"))
+        object.__setattr__(
+            self, "startup_timeout", _positive(self.startup_timeout, "startup_timeout")
+        )
         if self.tools is not None:
-            if isinstance(self.tools, str) or not all(
-                isinstance(t, str) and t for t in self.tools
-            ):
+            if isinstance(self.tools, str) or not all(isinstance(t, str) and t for t in self.tools):
                 raise TypeError(f"MCPServer {self.name!r}: tools must be a list of tool names")
             object.__setattr__(self, "tools", tuple(self.tools))
 
@@ -184,8 +184,9 @@ def _alias_of_command(command: str, args: Sequence[str]) -> str:
         return _sanitize(args[list(args).index("-m") + 1].rsplit(".", 1)[-1])
     if program.startswith("python") or program in _LAUNCHERS:
         positional = [a for a in args if not a.startswith("-")]
-        if positional:
-            return _sanitize(os.path.basename(positional[0].split("@", 1)[0] or positional[0]))
+        if positional:  # a package name, without its scope and version
+            base = os.path.basename(positional[0])
+            return _sanitize(re.split(r"[@=<>~]", base)[0] or base)
     return _sanitize(os.path.splitext(program)[0])
 
 
@@ -228,8 +229,10 @@ class MCPResource:
             raise ValueError(f"MCPResource.server {self.server!r} is not a valid server name")
         if isinstance(self.priority, bool) or not isinstance(self.priority, int):
             raise TypeError("MCPResource.priority must be an int")
-        if isinstance(self.max_chars, bool) or not isinstance(self.max_chars, int) or (
-            self.max_chars < 100
+        if (
+            isinstance(self.max_chars, bool)
+            or not isinstance(self.max_chars, int)
+            or (self.max_chars < 100)
         ):
             raise ValueError(f"MCPResource.max_chars must be an int >= 100, got {self.max_chars!r}")
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))

@@ -22,7 +22,6 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp_types as types
-from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated, ToolsListChanged
@@ -32,6 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from harnessed.mcp.config import MCPServer
 from harnessed.mcp.errors import MCPCallError, MCPServerError, MCPTimeoutError
+from mcp import Client, StdioServerParameters
 
 __all__ = ["ChangeKind", "ServerConnection"]
 
@@ -77,6 +77,11 @@ class ServerConnection:
         dispatcher = getattr(client.session, "_dispatcher", None)
         return not bool(getattr(dispatcher, "_closed", False))
 
+    @property
+    def server_capabilities(self) -> types.ServerCapabilities | None:
+        """What the connected server offers (``None`` before it was started)."""
+        return self._client.server_capabilities if self._client is not None else None
+
     async def client(self) -> Client:
         """The connected client, starting (or restarting) the server when needed."""
         loop = asyncio.get_running_loop()
@@ -105,7 +110,7 @@ class ServerConnection:
             async with asyncio.timeout(self.config.startup_timeout):
                 client = await asyncio.shield(ready)
         except TimeoutError:
-            await self._shutdown()
+            await self._shutdown(cancel=True)  # still in the handshake: nothing to finish
             raise MCPServerError(
                 f"MCP server {self.config.name!r} ({self.config.describe()}) did not start within "
                 f"{self.config.startup_timeout:g} s{self._stderr_note()}"
@@ -114,7 +119,7 @@ class ServerConnection:
             await self._shutdown()
             raise
         except asyncio.CancelledError:
-            await self._shutdown()
+            await self._shutdown(cancel=True)
             raise
         self._client = client
         self.starts += 1
@@ -154,7 +159,8 @@ class ServerConnection:
                     error,
                 )
         finally:
-            self._broken = True
+            if self._owner is asyncio.current_task():  # not a replaced, older connection
+                self._broken = True
 
     def _make_client(self, stack: contextlib.AsyncExitStack) -> Client:
         config = self.config
@@ -167,7 +173,10 @@ class ServerConnection:
         if config.command is not None:
             if self._stderr is not None:
                 self._stderr.close()
-            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            # kept open for the connection's life (closed by close()): its tail explains crashes
+            self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
+                "w+", encoding="utf-8", errors="replace"
+            )
             params = StdioServerParameters(
                 command=config.command,
                 args=list(config.args),
@@ -240,21 +249,20 @@ class ServerConnection:
             self._stderr.close()
             self._stderr = None
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, *, cancel: bool = False) -> None:
         owner, self._owner, self._client = self._owner, None, None
         if owner is None:
             return
         if self._stop is not None:
             self._stop.set()
-        try:
-            async with asyncio.timeout(10):
-                await asyncio.shield(owner)
-        except TimeoutError:
+        if cancel:
             owner.cancel()
-            with contextlib.suppress(BaseException):
-                await owner
-        except Exception:
-            pass
+        # asyncio.wait never raises the owner's outcome; it stops a server within its own
+        # bounded shutdown (stdin closed, then terminated, then killed).
+        _, running = await asyncio.wait({owner}, timeout=10)
+        if running:
+            owner.cancel()
+            await asyncio.wait({owner}, timeout=5)
 
     def _forget(self) -> None:
         """Drop state that belongs to another (finished) event loop."""

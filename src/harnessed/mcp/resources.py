@@ -34,7 +34,9 @@ class MCPResourceSource:
             try:
                 self._template = UriTemplate.parse(resource.uri)
             except InvalidUriTemplate as exc:
-                raise ValueError(f"MCPResource.uri {resource.uri!r} is not a valid template: {exc}")
+                raise ValueError(
+                    f"MCPResource.uri {resource.uri!r} is not a valid template: {exc}"
+                ) from None
 
     def uri_for(self, request: ContextRequest) -> str:
         """The URI to read for ``request`` (the template filled in)."""
@@ -53,9 +55,7 @@ class MCPResourceSource:
                 f"MCP resource template {self.resource.uri!r} needs {', '.join(missing)}: pass "
                 "them in RuntimeContext.extras or MCPResource.extra"
             )
-        return self._template.expand(
-            {n: str(values[n]) for n in self._template.variable_names}
-        )
+        return self._template.expand({n: str(values[n]) for n in self._template.variable_names})
 
     async def load(self, request: ContextRequest) -> list[ContextBlock]:
         connection = self._connection()
