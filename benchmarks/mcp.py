@@ -31,6 +31,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
+
 def serve(argv: list[str]) -> None:
     """The benchmark's MCP server (run in a child process)."""
     import uvicorn
@@ -100,7 +101,12 @@ async def measure(label: str, rounds: int, **agent_kw: object) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         model = ScriptedModel(responder=responder)
         agent = HarnessAgent(
-            "bench", model, workspace=Path(tmp), shell=False, memory=False, **agent_kw  # type: ignore[arg-type]
+            "bench",
+            model,
+            workspace=Path(tmp),
+            shell=False,
+            memory=False,
+            **agent_kw,  # type: ignore[arg-type]
         )
         async with agent:
             started = time.perf_counter()
