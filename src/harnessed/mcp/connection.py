@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import IO, Any, Literal, TypeVar
 
 import anyio
@@ -271,7 +271,7 @@ class ServerConnection:
         self._tools = None
 
     # ------------------------------------------------------------------ requests
-    async def request(self, what: str, send: Callable[[Client], Any]) -> Any:
+    async def request(self, what: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
         """Send one request with the server's deadline; errors name the server and the request."""
         client = await self.client()
         timeout = self.config.timeout
@@ -333,18 +333,11 @@ class ServerConnection:
         if cached is not None and cached[0] == revision:
             return cached[1]
 
-        async def fetch(client: Client) -> list[types.Tool]:
-            tools: list[types.Tool] = []
-            cursor: str | None = None
-            for _ in range(100):  # a server that pages for ever cannot hang us
-                page = await client.list_tools(cursor=cursor)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
-            return tools
+        async def fetch(client: Client, cursor: str | None) -> tuple[list[types.Tool], str | None]:
+            page = await client.list_tools(cursor=cursor)
+            return page.tools, page.next_cursor
 
-        tools: list[types.Tool] = await self.request("tools/list", fetch)
+        tools = await self._all_pages("tools/list", fetch)
         self._tools = (revision, tools)
         return tools
 
@@ -354,40 +347,50 @@ class ServerConnection:
         async def send(client: Client) -> types.CallToolResult:
             return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
 
-        result: types.CallToolResult = await self.request(f"the call to tool {name!r}", send)
-        return result
+        return await self.request(f"the call to tool {name!r}", send)
 
     async def list_resources(self) -> list[types.Resource]:
-        async def fetch(client: Client) -> list[types.Resource]:
-            found: list[types.Resource] = []
+        async def fetch(
+            client: Client, cursor: str | None
+        ) -> tuple[list[types.Resource], str | None]:
+            page = await client.list_resources(cursor=cursor)
+            return page.resources, page.next_cursor
+
+        return await self._all_pages("resources/list", fetch)
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        async def fetch(
+            client: Client, cursor: str | None
+        ) -> tuple[list[types.ResourceTemplate], str | None]:
+            page = await client.list_resource_templates(cursor=cursor)
+            return page.resource_templates, page.next_cursor
+
+        return await self._all_pages("resources/templates/list", fetch)
+
+    async def _all_pages(
+        self,
+        what: str,
+        fetch: Callable[[Client, str | None], Awaitable[tuple[list[_T], str | None]]],
+    ) -> list[_T]:
+        """Every page of a listing (at most 100: a server that pages for ever cannot hang us)."""
+
+        async def walk(client: Client) -> list[_T]:
+            found: list[_T] = []
             cursor: str | None = None
             for _ in range(100):
-                page = await client.list_resources(cursor=cursor)
-                found.extend(page.resources)
-                cursor = page.next_cursor
+                items, cursor = await fetch(client, cursor)
+                found.extend(items)
                 if cursor is None:
                     break
             return found
 
-        resources: list[types.Resource] = await self.request("resources/list", fetch)
-        return resources
-
-    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
-        async def fetch(client: Client) -> list[types.ResourceTemplate]:
-            page = await client.list_resource_templates()
-            return list(page.resource_templates)
-
-        templates: list[types.ResourceTemplate] = await self.request(
-            "resources/templates/list", fetch
-        )
-        return templates
+        return await self.request(what, walk)
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         async def send(client: Client) -> types.ReadResourceResult:
             return await client.read_resource(uri)
 
-        result: types.ReadResourceResult = await self.request(f"reading resource {uri!r}", send)
-        return result
+        return await self.request(f"reading resource {uri!r}", send)
 
 
 def _leaf(exc: BaseException) -> BaseException:
