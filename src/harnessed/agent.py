@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
@@ -57,6 +58,9 @@ from harnessed.tools.shell import ShellConfig
 from harnessed.tools.toolkit import ToolGuard, Toolkit
 from harnessed.workspace import Filesystem, IsolationScope, Workspace
 
+if TYPE_CHECKING:
+    from harnessed.mcp import MCPResource, MCPServer
+
 __all__ = ["AgentInput", "HarnessAgent"]
 
 # Default history transforms (frozen configs, safe to share).
@@ -89,6 +93,9 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout: Shortcuts that build capabilities (:mod:`harnessed.shortcuts`).
         skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
+        mcp_servers / mcp_resources: Model Context Protocol servers (:class:`~harnessed.mcp.
+            MCPServer`, a URL or a command line) and resources to show as references; they
+            build the :class:`~harnessed.mcp.MCP` capability (needs the ``mcp`` extra).
     """
 
     def __init__(
@@ -128,6 +135,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         memory_tools: bool = True,
         readable_session_agents: Sequence[str] = (),
         skills: Skills | None = None,
+        mcp_servers: Sequence[MCPServer | str] = (),
+        mcp_resources: Sequence[MCPResource | str] = (),
     ) -> None:
         if (
             not isinstance(name, str)
@@ -207,6 +216,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             permission_rules=permission_rules,
             permission_checks=permission_checks,
             confirmation_timeout=confirmation_timeout,
+            mcp_servers=mcp_servers,
+            mcp_resources=mcp_resources,
         )
         given = [*capabilities, skills] if skills is not None else capabilities
         self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))

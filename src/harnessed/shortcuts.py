@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harnessed.capabilities.base import Capability
 from harnessed.files import FileTools
@@ -50,6 +50,8 @@ class Shortcuts:
     permission_rules: Sequence[PermissionRule] = ()
     permission_checks: Mapping[str, ToolPermissionCheck] | None = None
     confirmation_timeout: float | None = None
+    mcp_servers: Sequence[Any] = ()
+    mcp_resources: Sequence[Any] = ()
 
     def capabilities(
         self, workspace: Workspace | None, given: Sequence[Capability]
@@ -88,7 +90,19 @@ class Shortcuts:
             built.append(TaskList())
         if self.enable_plan_mode:
             built.append(PlanMode())
+        built.extend(self._mcp(given))
         return [*built, PlanStatus(), *contracts, *given]
+
+    def _mcp(self, given: Sequence[Capability]) -> list[Capability]:
+        if not self.mcp_servers:
+            if self.mcp_resources:
+                raise ValueError("mcp_resources needs mcp_servers that serve them")
+            return []
+        from harnessed.mcp import MCP  # the optional `mcp` extra is imported only when used
+
+        if any(isinstance(c, MCP) for c in given):
+            raise ValueError("pass MCP in capabilities or mcp_servers=, not both")
+        return [MCP(self.mcp_servers, self.mcp_resources)]
 
     def _shell_on(self, workspace: Workspace | None) -> bool:
         shell = self.shell

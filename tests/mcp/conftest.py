@@ -12,9 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from harnessed.mcp import MCPServer
+from harnessed import HarnessAgent
+from harnessed.mcp import MCP, MCPServer
 
 NOTES_SERVER = Path(__file__).with_name("notes_server.py")
+
+
+def mcp_of(agent: HarnessAgent) -> MCP:
+    """The agent's MCP capability (built by ``mcp_servers=``)."""
+    capability = agent.capability(MCP)
+    assert capability is not None
+    return capability
 
 
 def time_server(**options: object) -> MCPServer:

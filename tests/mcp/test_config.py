@@ -63,6 +63,8 @@ def test_bad_resources_and_duplicate_servers_are_refused() -> None:
         MCP([a], resources=["x://{a b}"]).context_sources()
     with pytest.raises(ValueError, match="mcp_resources needs mcp_servers"):
         HarnessAgent("x", ScriptedModel([]), mcp_resources=["x://y"])
+    with pytest.raises(ValueError, match="not both"):
+        HarnessAgent("x", ScriptedModel([]), capabilities=[MCP([a])], mcp_servers=[b])
 
 
 def test_names_are_prefixed_only_when_they_clash() -> None:

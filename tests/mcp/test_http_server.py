@@ -15,6 +15,7 @@ from harnessed.context import ContextSourceError
 from harnessed.mcp import MCPResource, MCPServer
 from harnessed.messages import ImageBlock, Msg, ToolResultBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
+from tests.mcp.conftest import mcp_of
 
 CTX = RuntimeContext("u1", "s")
 
@@ -94,14 +95,13 @@ async def test_a_slow_tool_times_out_with_a_clear_error(notes_url: str) -> None:
 async def test_tool_list_changes_are_picked_up(notes_url: str) -> None:
     model = ScriptedModel([ask("enable_extra"), "enabled", ask("extra_tool", word="hi"), "used it"])
     async with HarnessAgent("n", model, mcp_servers=[notes(notes_url)]) as agent:
-        assert agent.mcp is not None
         await agent.call("enable", CTX)
         assert "extra_tool" not in {t.name for t in model.requests[0].tools}
         for _ in range(100):  # the server announced the change; the refresh runs at once
             if agent.toolkit.get("extra_tool") is not None:
                 break
             await asyncio.sleep(0.05)
-        assert agent.mcp.connections["notes"].tools_revision >= 1
+        assert mcp_of(agent).connections["notes"].tools_revision >= 1
         await agent.call("use it", CTX)
     assert "extra_tool" in {t.name for t in model.requests[2].tools}
     (used,) = results(model.requests[3])[-1:]
@@ -206,6 +206,6 @@ async def test_hundred_concurrent_sessions_share_one_server(notes_url: str) -> N
         replies = await asyncio.gather(
             *(agent.call(f"add {i}", RuntimeContext("u", f"s{i}")) for i in range(100))
         )
-        assert agent.mcp is not None and agent.mcp.connections["notes"].starts == 1
+        assert mcp_of(agent).connections["notes"].starts == 1
     for i, reply in enumerate(replies):
         assert json.loads(reply.text)["total"] == i + 1000

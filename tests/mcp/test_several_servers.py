@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext, tool
-from harnessed.mcp import MCPServer, MCPServerError
+from harnessed.mcp import MCP, MCPServer, MCPServerError
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from tests.mcp.conftest import start_notes_server, time_server
@@ -69,7 +69,8 @@ async def test_a_required_server_that_cannot_start_fails_the_call_clearly() -> N
         with pytest.raises(MCPServerError, match=r"'broken'.*could not be started") as info:
             await agent.call("hi", CTX)
     assert "missing API key" in str(info.value)  # the server's own words, from its stderr
-    assert await agent.session_messages(CTX) == []  # nothing was recorded
+    # the input is kept in the session log; nothing half-done is
+    assert [m.role for m in await agent.session_messages(CTX)] == ["user"]
 
 
 async def test_an_optional_server_that_cannot_start_is_left_out() -> None:
@@ -77,7 +78,8 @@ async def test_an_optional_server_that_cannot_start_is_left_out() -> None:
         sys.executable, "-c", "import sys; sys.exit(3)", name="broken", required=False
     )
     model = ScriptedModel(["still here"])
-    async with HarnessAgent("n", model, mcp_servers=[time_server(), broken]) as agent:
+    capability = MCP([time_server(), broken])  # the capability itself, passed explicitly
+    async with HarnessAgent("n", model, capabilities=[capability]) as agent:
         reply = await agent.call("hi", CTX)
     assert reply.text == "still here"
     assert "get_current_time" in {t.name for t in model.requests[0].tools}

@@ -15,7 +15,13 @@ from harnessed.events import AgentEndEvent
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import PermissionRule
-from tests.mcp.conftest import children_running, git_server, notes_stdio_server, time_server
+from tests.mcp.conftest import (
+    children_running,
+    git_server,
+    mcp_of,
+    notes_stdio_server,
+    time_server,
+)
 
 CTX = RuntimeContext("u", "s")
 
@@ -122,7 +128,7 @@ async def test_destructive_git_reset_asks_before_it_runs(git_repo: Path) -> None
     assert _git(git_repo, "diff", "--cached", "--name-only") == ""  # approved, then run
     # read-only tools of the same server never ask
     assert agent.toolkit.get("git_status") is not None
-    assert not agent.toolkit.get("git_status").destructive  # type: ignore[union-attr]
+    assert not agent.toolkit.get("git_status").destructive
 
 
 async def test_a_deny_rule_blocks_a_destructive_mcp_tool(git_repo: Path) -> None:
@@ -192,7 +198,7 @@ async def test_a_killed_server_is_restarted_at_the_next_call(
         ]
     )
     async with HarnessAgent("clock", model, mcp_servers=[time_server()]) as agent:
-        connection = agent.mcp.connections["time"]  # type: ignore[union-attr]
+        connection = mcp_of(agent).connections["time"]
         await agent.call("one", CTX)
         first_pid = kill_server("mcp_server_time")
         await asyncio.sleep(0.2)
@@ -211,7 +217,7 @@ async def test_a_server_killed_during_a_call_fails_that_call_clearly_never_hangs
     )
     server = notes_stdio_server(timeout=30)
     async with HarnessAgent("notes", model, mcp_servers=[server]) as agent:
-        await agent.mcp.start()  # type: ignore[union-attr]
+        await mcp_of(agent).start()
 
         async def kill_soon() -> None:
             await asyncio.sleep(1.0)
@@ -228,6 +234,6 @@ async def test_a_server_killed_during_a_call_fails_that_call_clearly_never_hangs
         assert "restarted at the next call" in failed.content
         assert elapsed < 10  # not the 30 s timeout, and certainly not the 60 s sleep
         await agent.call("again", CTX)
-        assert agent.mcp.connections["notes"].starts == 2  # type: ignore[union-attr]
+        assert mcp_of(agent).connections["notes"].starts == 2
     (ok,) = results(model.requests[3])[-1:]
     assert not ok.is_error and '"total":5' in ok.content.replace(" ", "")

@@ -71,6 +71,7 @@ from harnessed.state.editor import Change
 from harnessed.state.store import AgentStateStore
 from harnessed.tokens import TokenEstimator
 from harnessed.tools.base import Tool
+from harnessed.tools.toolkit import Toolkit
 from harnessed.workspace.layout import Workspace
 
 if TYPE_CHECKING:
@@ -190,6 +191,14 @@ class CapabilityHost(Protocol):
     def tool(self, name: str) -> Tool | None:
         """The agent's tool called ``name`` — complete only once the agent is built, so ask
         from hooks and tool checks, not in ``setup``."""
+        ...
+
+    @property
+    def toolkit(self) -> Toolkit:
+        """The agent's tools. Only for a capability whose tools change while the agent runs
+        (an MCP server's tools are known at the first call and change when the server says
+        so): it adds and removes its *own* tools here, from its hooks. Every other capability
+        gives its tools through :meth:`Capability.tools`."""
         ...
 
 

@@ -1,9 +1,10 @@
-"""``MCP``: the servers of one agent, their tools in its toolkit, their resources as sources.
+"""``MCP``: the capability that gives an agent the tools and resources of MCP servers.
 
-Servers start at the first call that needs them (all at once, concurrently) and are shared by
+Servers start at the first call (``before_call``; all at once, concurrently) and are shared by
 every session of the agent. Their tools join the agent's toolkit then, and again whenever a
 server says its tool list changed (the new list is fetched at once in the background, and at
-the latest before the next model request). ``close()`` stops them.
+the latest before the next model request). Resources are context sources. ``close()`` stops
+the servers.
 """
 
 from __future__ import annotations
@@ -12,34 +13,25 @@ import asyncio
 import functools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from harnessed.capabilities.base import CallContext, Capability, CapabilityHost, SourceSpec
 from harnessed.context.sources import SourceFailurePolicy
 from harnessed.mcp.config import MCPResource, MCPServer
 from harnessed.mcp.connection import ChangeKind, ServerConnection
-from harnessed.mcp.errors import MCPServerError
+from harnessed.mcp.errors import MCPError, MCPServerError
 from harnessed.mcp.resources import MCPResourceSource
 from harnessed.mcp.tools import MCPTool, build_tools, exposed_names
 from harnessed.tools.toolkit import Toolkit
 
-__all__ = ["MCP", "ResourceSpec"]
+__all__ = ["MCP"]
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceSpec:
-    """A context source to register for one resource (id, source, timeout, failure policy)."""
-
-    id: str
-    source: MCPResourceSource
-    timeout: float
-    on_failure: SourceFailurePolicy
-
-
-class MCP:
-    """Tools and resources of MCP servers for one agent.
+class MCP(Capability):
+    """Tools and resources of MCP servers for one agent (``HarnessAgent(mcp_servers=...)``
+    builds it; or pass ``capabilities=[MCP(...)]``).
 
     Args:
         servers: :class:`MCPServer` configurations, or strings (a URL or a command line).
@@ -92,15 +84,15 @@ class MCP:
             )
         return resource
 
-    # ------------------------------------------------------------------- wiring
-    def setup(self, toolkit: Toolkit) -> None:
-        """Attach to the agent's toolkit (the MCP tools are added at the first call)."""
-        self._toolkit = toolkit
+    # ------------------------------------------------------------- capability
+    def setup(self, host: CapabilityHost) -> None:
+        """Keep the agent's toolkit: the MCP tools are added to it at the first call."""
+        self._toolkit = host.toolkit
 
-    def context_sources(self) -> list[ResourceSpec]:
+    def context_sources(self) -> list[SourceSpec]:
         """One source per chosen resource; ``required`` ones fail the request when unreadable,
         the others are left out of it (and the manifest says so)."""
-        specs: list[ResourceSpec] = []
+        specs: list[SourceSpec] = []
         seen: set[str] = set()
         for resource in self.resources:
             server = resource.server or next(iter(self.connections))
@@ -114,7 +106,7 @@ class MCP:
                 resource, functools.partial(self.connections.__getitem__, server)
             )
             specs.append(
-                ResourceSpec(
+                SourceSpec(
                     id=f"mcp.{block_id}"[:100],
                     source=source,
                     timeout=self.connections[server].config.timeout + 5.0,
@@ -125,17 +117,20 @@ class MCP:
             )
         return specs
 
-    async def before_call(self) -> None:
+    async def before_call(self, call: CallContext) -> None:
         """Start the servers that are not running and bring the toolkit up to date."""
-        if self._up_to_date():
-            return
-        await self.start()
+        if not self._up_to_date():
+            await self.start()
 
-    async def before_model_request(self) -> None:
-        """A tool list that changed during the call is fetched before the next request."""
+    async def before_model_request(self, call: CallContext) -> None:
+        """A tool list that changed during the call is fetched before the next request (and a
+        server that stopped is started again)."""
         if self._up_to_date():
             return
-        await self.start()
+        try:
+            await self.start()
+        except MCPError as exc:  # its tools answer with a clear error; the call goes on
+            logger.warning("MCP: %s", exc)
 
     # --------------------------------------------------------------- public API
     def tools(self) -> list[MCPTool]:
