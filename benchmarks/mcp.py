@@ -48,7 +48,11 @@ def serve(argv: list[str]) -> None:
     if argv[0] == "--stdio":
         server.run("stdio")
     else:
-        uvicorn.run(server.streamable_http_app(), fd=int(argv[1]), log_level="warning")
+        # socket(fileno=...) keeps the real family (AF_INET), so TCP_NODELAY is set on
+        # connections; uvicorn's fd= option assumes a Unix socket (then ~40 ms per response).
+        sock = socket.socket(fileno=int(argv[1]))
+        config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
 if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1].startswith("--serve-"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import socket
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -131,8 +132,11 @@ def main() -> None:
     if args.stdio:
         server.run("stdio")
         return
-    app = server.streamable_http_app()
-    uvicorn.run(app, fd=args.fd, log_level="warning")
+    # socket(fileno=...) sees the real family (AF_INET): uvicorn's own fd= option assumes a Unix
+    # socket, which leaves Nagle's algorithm on and adds ~40 ms to every response.
+    sock = socket.socket(fileno=args.fd)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
 if __name__ == "__main__":
