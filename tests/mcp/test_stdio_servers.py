@@ -155,17 +155,21 @@ async def test_a_deny_rule_blocks_a_destructive_mcp_tool(git_repo: Path) -> None
     assert not status.is_error  # read-only tools still run
 
 
-async def test_plan_mode_blocks_changing_mcp_tools_but_not_read_only_ones(
+async def test_plan_mode_blocks_changing_and_destructive_mcp_tools_not_read_only_ones(
     git_repo: Path, tmp_path: Path
 ) -> None:
     (git_repo / "x.txt").write_text("x\n")
+    (git_repo / "README.md").write_text("staged change\n")
+    _git(git_repo, "add", "README.md")
+    repo = str(git_repo)
     model = ScriptedModel(
         [
             ask("plan_enter"),
             ScriptedResponse(
                 tool_calls=[
-                    ScriptedToolCall("git_add", {"repo_path": str(git_repo), "files": ["x.txt"]}),
-                    ScriptedToolCall("git_status", {"repo_path": str(git_repo)}),
+                    ScriptedToolCall("git_add", {"repo_path": repo, "files": ["x.txt"]}),
+                    ScriptedToolCall("git_reset", {"repo_path": repo}),
+                    ScriptedToolCall("git_status", {"repo_path": repo}),
                 ]
             ),
             "planned",
@@ -176,14 +180,18 @@ async def test_plan_mode_blocks_changing_mcp_tools_but_not_read_only_ones(
         model,
         workspace=tmp_path / "ws",
         enable_plan_mode=True,
-        mcp_servers=[git_server(git_repo, confirm_destructive=False)],
+        mcp_servers=[git_server(git_repo)],
     )
     async with agent:
-        await agent.call("plan it", CTX)
-    blocked, status = results(model.requests[2])[-2:]
-    assert blocked.is_error and "Blocked in plan mode" in blocked.content
+        reply = await agent.call("plan it", CTX)
+        assert await agent.pending_confirmations(CTX) == []  # blocked, never asked
+    assert reply.text == "planned"
+    added, reset, status = results(model.requests[2])[-3:]
+    assert added.is_error and "Blocked in plan mode" in added.content
+    assert reset.is_error and "Blocked in plan mode" in reset.content
     assert not status.is_error and "x.txt" in status.content
-    assert "x.txt" not in _git(git_repo, "diff", "--cached", "--name-only")
+    staged = _git(git_repo, "diff", "--cached", "--name-only")
+    assert "x.txt" not in staged and "README.md" in staged  # neither ran
 
 
 async def test_a_killed_server_is_restarted_at_the_next_call(

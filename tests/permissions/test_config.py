@@ -144,3 +144,36 @@ async def test_cancelling_a_waiting_call_keeps_the_step_resumable() -> None:
     events = [e async for e in agent.stream_events(None, CTX)]
     assert isinstance(events[-1], AgentEndEvent) and events[-1].reply.text == "after resume"
     assert ran == ["transfer 9"]
+
+
+async def test_a_destructive_tool_asks_even_with_permissions_off() -> None:
+    wiped: list[str] = []
+
+    @tool(destructive=True)
+    def wipe(target: str) -> str:
+        """Delete everything in a target."""
+        wiped.append(target)
+        return "wiped"
+
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[ScriptedToolCall("wipe", {"target": "db"})]), "done"]
+    )
+    agent = HarnessAgent("ops", model, tools=[wipe])  # no permission mode, no rules
+    events = [e async for e in agent.stream_events("wipe it", CTX, confirmations="park")]
+    end = events[-1]
+    assert isinstance(end, AgentEndEvent) and end.status == "pending" and wiped == []
+    [request] = await agent.pending_confirmations(CTX)
+    assert "destructive" in request.reason
+    await agent.respond(CTX, request.request_id, True)
+    assert (await agent.call(None, CTX)).text == "done" and wiped == ["db"]
+    # with a permission mode it is decided like any tool that changes things
+    bypass = HarnessAgent(
+        "ops",
+        ScriptedModel(
+            [ScriptedResponse(tool_calls=[ScriptedToolCall("wipe", {"target": "x"})]), "ok"]
+        ),
+        tools=[wipe],
+        permission_mode="bypass",
+    )
+    await bypass.call("wipe x", CTX)
+    assert wiped == ["db", "x"]

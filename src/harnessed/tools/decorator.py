@@ -29,6 +29,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     concurrency_safe: bool | None = None,
+    destructive: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -40,6 +41,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     concurrency_safe: bool | None = None,
+    destructive: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a sync or async function.
 
@@ -49,7 +51,9 @@ def tool(
     context and is hidden from the model.
 
     ``read_only`` marks a tool that changes nothing (plan mode lets only those run);
-    ``concurrency_safe`` lets calls of one step run in parallel (defaults to ``read_only``).
+    ``concurrency_safe`` lets calls of one step run in parallel (defaults to ``read_only``);
+    ``destructive`` marks a tool that may delete or overwrite data: it asks for confirmation
+    even when no permission mode or rules are configured.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -59,6 +63,7 @@ def tool(
             description=description,
             read_only=read_only,
             concurrency_safe=read_only if concurrency_safe is None else concurrency_safe,
+            destructive=destructive,
         )
 
     if fn is not None:
@@ -73,6 +78,7 @@ def _build_tool(
     description: str | None,
     read_only: bool,
     concurrency_safe: bool,
+    destructive: bool = False,
 ) -> Tool:
     if not callable(func):
         raise TypeError(f"@tool needs a function, got {func!r}")
@@ -123,6 +129,7 @@ def _build_tool(
         args_model=args_model,
         read_only=read_only,
         concurrency_safe=concurrency_safe,
+        destructive=destructive,
         context_param=context_param,
         parameters=_clean_schema(args_model.model_json_schema()),
     )
