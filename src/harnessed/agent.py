@@ -91,11 +91,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         compaction / tool_result_eviction / prune: History transforms (``None`` = off).
         file_tools, shell, memory, memory_tools, readable_session_agents, enable_task_list,
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
-        confirmation_timeout: Shortcuts that build capabilities (:mod:`harnessed.shortcuts`).
+        confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.shortcuts`).
         skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
-        mcp_servers / mcp_resources: Model Context Protocol servers (:class:`~harnessed.mcp.
-            MCPServer`, a URL or a command line) and resources to show as references; they
-            build the :class:`~harnessed.mcp.MCP` capability (needs the ``mcp`` extra).
     """
 
     def __init__(
