@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
@@ -45,7 +44,7 @@ from harnessed.session import SessionLogStore
 from harnessed.session.defaults import indexed_session_store
 from harnessed.session.queries import SessionQueries
 from harnessed.session.search import SearchIndex
-from harnessed.shortcuts import Shortcuts
+from harnessed.shortcuts import MCPResources, MCPServers, Shortcuts
 from harnessed.skills import Skills
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor
@@ -57,9 +56,6 @@ from harnessed.tools.base import Tool
 from harnessed.tools.shell import ShellConfig
 from harnessed.tools.toolkit import ToolGuard, Toolkit
 from harnessed.workspace import Filesystem, IsolationScope, Workspace
-
-if TYPE_CHECKING:
-    from harnessed.mcp import MCPResource, MCPServer
 
 __all__ = ["AgentInput", "HarnessAgent"]
 
@@ -132,8 +128,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         memory_tools: bool = True,
         readable_session_agents: Sequence[str] = (),
         skills: Skills | None = None,
-        mcp_servers: Sequence[MCPServer | str] = (),
-        mcp_resources: Sequence[MCPResource | str] = (),
+        mcp_servers: MCPServers = (),
+        mcp_resources: MCPResources = (),
     ) -> None:
         if (
             not isinstance(name, str)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from harnessed.capabilities.base import Capability
 from harnessed.files import FileTools
@@ -29,7 +29,15 @@ from harnessed.state.task import TaskContractConfig
 from harnessed.tasks import TaskContract, TaskList
 from harnessed.workspace.layout import Workspace
 
-__all__ = ["Shortcuts"]
+if TYPE_CHECKING:
+    from harnessed.mcp import MCPResource, MCPServer
+
+__all__ = ["MCPResources", "MCPServers", "Shortcuts"]
+
+MCPServers: TypeAlias = "Sequence[MCPServer | str]"
+"""``mcp_servers=``: server configurations, URLs or command lines (the ``mcp`` extra)."""
+MCPResources: TypeAlias = "Sequence[MCPResource | str]"
+"""``mcp_resources=``: resources of those servers shown to the model as references."""
 
 C = TypeVar("C", bound=Capability)
 
@@ -50,8 +58,8 @@ class Shortcuts:
     permission_rules: Sequence[PermissionRule] = ()
     permission_checks: Mapping[str, ToolPermissionCheck] | None = None
     confirmation_timeout: float | None = None
-    mcp_servers: Sequence[Any] = ()
-    mcp_resources: Sequence[Any] = ()
+    mcp_servers: MCPServers = ()
+    mcp_resources: MCPResources = ()
 
     def capabilities(
         self, workspace: Workspace | None, given: Sequence[Capability]

@@ -245,3 +245,13 @@ async def test_a_server_killed_during_a_call_fails_that_call_clearly_never_hangs
         assert mcp_of(agent).connections["notes"].starts == 2
     (ok,) = results(model.requests[3])[-1:]
     assert not ok.is_error and '"total":5' in ok.content.replace(" ", "")
+
+
+async def test_only_the_chosen_tools_of_a_server_are_given() -> None:
+    model = ScriptedModel(["ok"])
+    servers = [time_server(tools=["convert_time"], prefix_tools=True)]
+    async with HarnessAgent("clock", model, mcp_servers=servers) as agent:
+        await agent.call("hi", CTX)
+    names = {t.name for t in model.requests[0].tools}
+    assert "time_convert_time" in names
+    assert not any("get_current_time" in n for n in names)
