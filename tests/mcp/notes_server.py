@@ -104,7 +104,10 @@ async def enable_extra(ctx: Context) -> str:
     """Add the tool extra_tool and tell clients the tool list changed."""
     if "extra_tool" not in {t.name for t in await server.list_tools()}:
         server.add_tool(extra_tool, annotations=ToolAnnotations(read_only_hint=True))
-    await ctx.notify_tools_changed()
+    if ctx.protocol_version in ("2026-07-28",):
+        await ctx.notify_tools_changed()  # to subscriptions/listen streams
+    else:
+        await ctx.session.send_tool_list_changed()  # a plain notification (2025-era sessions)
     return "extra_tool is now available"
 
 

@@ -39,6 +39,7 @@ def test_stdio_and_http_constructors_derive_a_name() -> None:
         ({"name": "s", "command": "x", "timeout": 0}, "MCPServer.timeout"),
         ({"name": "s", "command": "x", "startup_timeout": -1}, "MCPServer.startup_timeout"),
         ({"name": "s", "command": " "}, "command must be"),
+        ({"name": "s", "command": "x", "protocol": "2099"}, "protocol must be"),
     ],
 )
 def test_bad_server_configurations_name_the_field(kwargs: dict[str, object], message: str) -> None:

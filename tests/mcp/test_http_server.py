@@ -92,16 +92,22 @@ async def test_a_slow_tool_times_out_with_a_clear_error(notes_url: str) -> None:
     assert not after.is_error  # the connection is still good after a timeout
 
 
-async def test_tool_list_changes_are_picked_up(notes_url: str) -> None:
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_tool_list_changes_are_picked_up(notes_url: str, protocol: str) -> None:
+    """Announced over a subscriptions/listen stream (2026) or as a plain notification (2025)."""
     model = ScriptedModel([ask("enable_extra"), "enabled", ask("extra_tool", word="hi"), "used it"])
-    async with HarnessAgent("n", model, mcp_servers=[notes(notes_url)]) as agent:
+    server = notes(notes_url, protocol=protocol)
+    async with HarnessAgent("n", model, mcp_servers=[server]) as agent:
+        connection = mcp_of(agent).connections["notes"]
         await agent.call("enable", CTX)
         assert "extra_tool" not in {t.name for t in model.requests[0].tools}
         for _ in range(100):  # the server announced the change; the refresh runs at once
             if agent.toolkit.get("extra_tool") is not None:
                 break
             await asyncio.sleep(0.05)
-        assert mcp_of(agent).connections["notes"].tools_revision >= 1
+        assert connection.tools_revision >= 1
+        legacy = connection.protocol_version not in ("2026-07-28",)
+        assert legacy == (protocol == "legacy")
         await agent.call("use it", CTX)
     assert "extra_tool" in {t.name for t in model.requests[2].tools}
     (used,) = results(model.requests[3])[-1:]

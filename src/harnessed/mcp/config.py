@@ -78,6 +78,9 @@ class MCPServer:
     required: bool = True
     """A server that cannot start fails the agent call; ``False`` runs without its tools (the
     start is tried again at the next call)."""
+    protocol: str = "auto"
+    """``"auto"`` negotiates the newest protocol both sides speak; ``"legacy"`` forces the
+    2025-era ``initialize`` handshake (for servers that mishandle the discovery probe)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _ALIAS.match(self.name):
@@ -113,6 +116,11 @@ class MCPServer:
         object.__setattr__(
             self, "startup_timeout", _positive(self.startup_timeout, "startup_timeout")
         )
+        if self.protocol not in ("auto", "legacy"):
+            raise ValueError(
+                f"MCPServer {self.name!r}: protocol must be 'auto' or 'legacy', got "
+                f"{self.protocol!r}"
+            )
         if self.tools is not None:
             if isinstance(self.tools, str) or not all(isinstance(t, str) and t for t in self.tools):
                 raise TypeError(f"MCPServer {self.name!r}: tools must be a list of tool names")

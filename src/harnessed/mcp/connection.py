@@ -78,6 +78,11 @@ class ServerConnection:
         return not bool(getattr(dispatcher, "_closed", False))
 
     @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version (``None`` before the server was started)."""
+        return self._client.protocol_version if self._client is not None else None
+
+    @property
     def server_capabilities(self) -> types.ServerCapabilities | None:
         """What the connected server offers (``None`` before it was started)."""
         return self._client.server_capabilities if self._client is not None else None
@@ -169,6 +174,7 @@ class ServerConnection:
             "client_info": _CLIENT_INFO,
             "message_handler": self._on_message,
             "cache": None,  # the tool list is cached here, refreshed on change notifications
+            "mode": config.protocol,
         }
         if config.command is not None:
             if self._stderr is not None:
