@@ -74,7 +74,10 @@ class ServerConnection:
             return False
         # The SDK marks its dispatcher closed when the peer hung up (a dead stdio process);
         # seeing it here lets the next call restart instead of failing.
-        dispatcher = getattr(client.session, "_dispatcher", None)
+        try:
+            dispatcher = getattr(client.session, "_dispatcher", None)
+        except RuntimeError:  # the client is being closed
+            return False
         return not bool(getattr(dispatcher, "_closed", False))
 
     @property
