@@ -48,10 +48,12 @@ def notes_stdio_server(**options: object) -> MCPServer:
     return MCPServer.stdio(sys.executable, str(NOTES_SERVER), "--stdio", name="notes", **options)  # type: ignore[arg-type]
 
 
-def start_notes_server() -> tuple[subprocess.Popen[bytes], str]:
-    """Our SDK-built server in its own process, on a socket bound here to a free port."""
+def start_notes_server(port: int = 0) -> tuple[subprocess.Popen[bytes], str]:
+    """Our SDK-built server in its own process, on a socket bound here (to a free port, or to
+    ``port`` again after a server on it was stopped)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)
     port = sock.getsockname()[1]
     process = subprocess.Popen(

@@ -15,7 +15,7 @@ from harnessed.context import ContextSourceError
 from harnessed.mcp import MCPResource, MCPServer
 from harnessed.messages import ImageBlock, Msg, ToolResultBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
-from tests.mcp.conftest import mcp_of
+from tests.mcp.conftest import mcp_of, start_notes_server
 
 CTX = RuntimeContext("u1", "s")
 
@@ -215,3 +215,22 @@ async def test_hundred_concurrent_sessions_share_one_server(notes_url: str) -> N
         assert mcp_of(agent).connections["notes"].starts == 1
     for i, reply in enumerate(replies):
         assert json.loads(reply.text)["total"] == i + 1000
+
+
+async def test_a_restarted_http_server_is_reconnected_at_the_next_call() -> None:
+    process, url = start_notes_server()
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    model = ScriptedModel([ask("add", a=1, b=1), "one", ask("add", a=2, b=2), "two"])
+    try:
+        async with HarnessAgent("n", model, mcp_servers=[notes(url, timeout=5)]) as agent:
+            await agent.call("first", CTX)
+            process.kill()  # a crash: the open connections just drop
+            process.wait(10)
+            process, _ = start_notes_server(port)  # the server is back, as a new process
+            await agent.call("second", CTX)
+            assert mcp_of(agent).connections["notes"].starts == 2
+    finally:
+        process.terminate()
+        process.wait(10)
+    (after,) = results(model.requests[3])[-1:]
+    assert not after.is_error and '"total":4' in after.content.replace(" ", "")

@@ -142,7 +142,7 @@ class ServerConnection:
                 async with anyio.create_task_group() as group:
                     if self._can_listen(client):
                         # Subscribed before the first call, so no change is missed.
-                        await group.start(self._listen, client)
+                        await group.start(self._listen, client, stop)
                     ready.set_result(client)
                     await stop.wait()
                     group.cancel_scope.cancel()
@@ -212,23 +212,38 @@ class ServerConnection:
         )
 
     async def _listen(
-        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self,
+        client: Client,
+        stop: asyncio.Event,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
+        subscribed = False
         try:
             async with client.listen(
                 tools_list_changed=True, resources_list_changed=True
             ) as subscription:
+                subscribed = True
                 task_status.started()
                 async for event in subscription:
                     if isinstance(event, ToolsListChanged):
                         self._changed("tools")
                     elif isinstance(event, ResourcesListChanged | ResourceUpdated):
                         self._changed("resources")
-        except Exception as exc:  # the server may simply not serve it; calls still work
-            logger.debug("MCP server %r: change subscription ended: %s", self.config.name, exc)
+            ended = "the server closed it"
+        except Exception as exc:
+            ended = f"{type(exc).__name__}: {exc}"
         finally:
-            with contextlib.suppress(RuntimeError):  # started already
-                task_status.started()
+            if not subscribed:  # calls go on without change notifications
+                with contextlib.suppress(RuntimeError):
+                    task_status.started()
+        if not subscribed:
+            logger.debug("MCP server %r: no change subscription (%s)", self.config.name, ended)
+        elif not stop.is_set():
+            # The server went away or restarted. Changes are not replayed, so the next call
+            # connects again: a new subscription and a fresh tool list.
+            self._broken = True
+            logger.info("MCP server %r: change subscription ended (%s)", self.config.name, ended)
 
     async def _on_message(self, message: Any) -> None:
         method = getattr(message, "method", None)
