@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import shlex
 import sys
+from pathlib import Path
 
 import pytest
 
 from harnessed.cli import main
+from tests.cli.test_run import chunk
 from tests.mcp.conftest import notes_url  # noqa: F401 (fixture)
+from tests.support.http_server import LocalServer, Reply
 
 
 def test_lists_the_tools_of_a_stdio_server(
@@ -43,3 +46,39 @@ def test_a_server_that_cannot_start_is_reported(capsys: pytest.CaptureFixture[st
     assert "could not be started" in out and "no such server here" in out
     assert main(["mcp", "list", "--server", "/nonexistent/mcp-server-x"]) == 1
     assert "could not be started" in capsys.readouterr().out
+
+
+def test_run_gives_the_agent_an_mcp_server(
+    http_server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`harnessed run --mcp ...` against an OpenAI-compatible server: the model sees the
+    server's tools, calls one, and gets its result."""
+    monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_current_time", "arguments": '{"timezone": "Europe/Rome"}'},
+    }
+    http_server.queue(
+        Reply(
+            sse=[
+                chunk({"role": "assistant", "tool_calls": [call]}),
+                chunk({}, finish="tool_calls"),
+                "data: [DONE]\n\n",
+            ]
+        ),
+        Reply(sse=[chunk({"content": "It is late."}, finish="stop"), "data: [DONE]\n\n"]),
+    )
+    server = shlex.join([sys.executable, "-m", "mcp_server_time"])
+    args = ["--model", "openai:gpt-test", "--workspace", str(tmp_path), "--mcp", server]
+    assert main(["run", "what time is it in Rome?", *args]) == 0
+    assert "It is late." in capsys.readouterr().out
+    first = http_server.requests[0].json()
+    assert "get_current_time" in {t["function"]["name"] for t in first["tools"]}
+    result = http_server.requests[1].json()["messages"][-1]
+    assert result["role"] == "tool" and "Europe/Rome" in result["content"]
