@@ -111,6 +111,13 @@ async def enable_extra(ctx: Context) -> str:
     return "extra_tool is now available"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+async def bump(ctx: Context) -> str:
+    """Tell subscribers that notes://counter changed."""
+    await ctx.notify_resource_updated("notes://counter")
+    return "bumped"
+
+
 @server.resource("notes://readme", mime_type="text/plain")
 def readme() -> str:
     return NOTES.get("readme", "")

@@ -115,7 +115,7 @@ async def test_tool_list_changes_are_picked_up(notes_url: str, protocol: str) ->
 
 
 async def test_resources_become_reference_material_with_manifest(notes_url: str) -> None:
-    model = ScriptedModel(["first", "second"])
+    model = ScriptedModel(["first", "second", ask("bump"), "bumped", "fourth"])
     agent = HarnessAgent(
         "n",
         model,
@@ -128,22 +128,33 @@ async def test_resources_become_reference_material_with_manifest(notes_url: str)
     )
     async with agent:
         await agent.call("hello", CTX)
-        first = model.requests[0]
+        manifest = agent.last_manifest(CTX)
         await agent.call("again", CTX)
+        await agent.call("change the counter", CTX)
+        connection = mcp_of(agent).connections["notes"]
+        for _ in range(100):  # the server announces the update on the subscription stream
+            if connection.resources_revision:
+                break
+            await asyncio.sleep(0.05)
+        await agent.call("and now?", CTX)
+    first = model.requests[0]
     text = "\n".join(m.text for m in first.messages)
     assert "The notes server keeps short notes." in text
     assert "Today's notes for u1: buy milk." in text
     assert "MCP resource notes://u1/today (server 'notes')" in text
-    manifest = agent.last_manifest(CTX)
     assert manifest is not None
     items = {i.source_id: i for i in manifest.items}
-    assert {"mcp.notes-readme", "mcp.today", "mcp.counter"} <= {
-        i.split("/")[0] for i in items
-    } | set(items)
-    counters = [i for i in manifest.items if "counter" in i.source_id]
-    assert counters and counters[0].placement == "reference"
-    # the counter resource is read again for every request: its revision changes
-    assert "read 2 times" in "\n".join(m.text for m in model.requests[1].messages)
+    assert {"mcp.notes-readme", "mcp.today", "mcp.counter"} <= set(items)
+    assert all(items[s].placement == "reference" for s in ("mcp.today", "mcp.counter"))
+    assert items["mcp.today"].priority == 5
+
+    def shown(request: ModelRequest) -> str:
+        return "\n".join(m.text for m in request.messages)
+
+    # a fixed resource is subscribed to: read once, and again only after the server's update
+    assert "read 1 times" in shown(model.requests[1])
+    assert "read 1 times" in shown(model.requests[2])
+    assert "read 2 times" in shown(model.requests[4])
 
 
 async def test_an_unreadable_resource_is_left_out_or_fails_when_required(notes_url: str) -> None:

@@ -49,16 +49,23 @@ class MCP(Capability):
         configs = [s if isinstance(s, MCPServer) else MCPServer.parse(s) for s in servers]
         if not configs:
             raise ValueError("MCP needs at least one server")
-        self.connections: dict[str, ServerConnection] = {}
-        for config in configs:
-            if config.name in self.connections:
-                raise ValueError(
-                    f"two MCP servers are named {config.name!r}; give one another name="
-                )
-            self.connections[config.name] = ServerConnection(
-                config, on_change=functools.partial(self._changed, config.name)
+        names = [c.name for c in configs]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"two MCP servers are named {name!r}; give one another name=")
+        self.resources = tuple(self._resource(r, names) for r in resources)
+        self.connections: dict[str, ServerConnection] = {
+            config.name: ServerConnection(
+                config,
+                on_change=functools.partial(self._changed, config.name),
+                watch=[  # fixed URIs are subscribed to and read again only when updated
+                    r.uri
+                    for r in self.resources
+                    if (r.server or names[0]) == config.name and not r.is_template
+                ],
             )
-        self.resources = tuple(self._resource(r) for r in resources)
+            for config in configs
+        }
         self._toolkit: Toolkit | None = None
         self._registered: dict[str, MCPTool] = {}
         self._synced: dict[str, tuple[int, int]] = {}
@@ -66,21 +73,22 @@ class MCP(Capability):
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._refresh_task: asyncio.Task[None] | None = None
 
-    def _resource(self, resource: MCPResource | str) -> MCPResource:
+    @staticmethod
+    def _resource(resource: MCPResource | str, servers: Sequence[str]) -> MCPResource:
         if isinstance(resource, str):
             resource = MCPResource(resource)
         if not isinstance(resource, MCPResource):
             raise TypeError(f"mcp_resources must hold MCPResource or URI strings, got {resource!r}")
         if resource.server is None:
-            if len(self.connections) != 1:
+            if len(servers) != 1:
                 raise ValueError(
                     f"MCPResource {resource.uri!r} needs server= (the agent has "
-                    f"{len(self.connections)} MCP servers: {', '.join(self.connections)})"
+                    f"{len(servers)} MCP servers: {', '.join(servers)})"
                 )
-        elif resource.server not in self.connections:
+        elif resource.server not in servers:
             raise ValueError(
                 f"MCPResource {resource.uri!r} names server {resource.server!r}, which is not "
-                f"configured (servers: {', '.join(self.connections)})"
+                f"configured (servers: {', '.join(servers)})"
             )
         return resource
 

@@ -246,6 +246,11 @@ class MCPResource:
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
 
     @property
+    def is_template(self) -> bool:
+        """The URI has ``{variables}`` filled from each request."""
+        return "{" in self.uri and "}" in self.uri
+
+    @property
     def block_id(self) -> str:
         if self.id is not None:
             return self.id

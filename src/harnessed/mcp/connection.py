@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import IO, Any, Literal, TypeVar
 
 import anyio
@@ -47,10 +47,19 @@ class ServerConnection:
     """The connection to one configured server (see the module docstring)."""
 
     def __init__(
-        self, config: MCPServer, on_change: Callable[[ChangeKind], None] | None = None
+        self,
+        config: MCPServer,
+        on_change: Callable[[ChangeKind], None] | None = None,
+        watch: Sequence[str] = (),
     ) -> None:
         self.config = config
         self._on_change = on_change
+        self._watch = tuple(dict.fromkeys(watch))
+        """Resource URIs to subscribe to: while the server honours the subscription, a read
+        is answered from the last one until the server says the resource was updated."""
+        self._watched: frozenset[str] = frozenset()
+        self._resource_revisions: dict[str, int] = {}
+        self._resources: dict[str, tuple[tuple[int, int], types.ReadResourceResult]] = {}
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -208,7 +217,10 @@ class ServerConnection:
         caps = client.server_capabilities
         return bool(
             (caps.tools is not None and caps.tools.list_changed)
-            or (caps.resources is not None and caps.resources.list_changed)
+            or (
+                caps.resources is not None
+                and (caps.resources.list_changed or caps.resources.subscribe)
+            )
         )
 
     async def _listen(
@@ -221,19 +233,28 @@ class ServerConnection:
         subscribed = False
         try:
             async with client.listen(
-                tools_list_changed=True, resources_list_changed=True
+                tools_list_changed=True,
+                resources_list_changed=True,
+                resource_subscriptions=self._watch,
             ) as subscription:
                 subscribed = True
+                honored = subscription.honored
+                self._watched = (
+                    frozenset(honored.resource_subscriptions or ()) if honored else (frozenset())
+                )
                 task_status.started()
                 async for event in subscription:
                     if isinstance(event, ToolsListChanged):
                         self._changed("tools")
-                    elif isinstance(event, ResourcesListChanged | ResourceUpdated):
+                    elif isinstance(event, ResourceUpdated):
+                        self._changed("resources", event.uri)
+                    elif isinstance(event, ResourcesListChanged):
                         self._changed("resources")
             ended = "the server closed it"
         except Exception as exc:
             ended = f"{type(exc).__name__}: {exc}"
         finally:
+            self._watched = frozenset()  # nothing is cached without a live subscription
             if not subscribed:  # calls go on without change notifications
                 with contextlib.suppress(RuntimeError):
                     task_status.started()
@@ -252,11 +273,15 @@ class ServerConnection:
         elif method in ("notifications/resources/list_changed", "notifications/resources/updated"):
             self._changed("resources")
 
-    def _changed(self, kind: ChangeKind) -> None:
+    def _changed(self, kind: ChangeKind, uri: str | None = None) -> None:
         if kind == "tools":
             self.tools_revision += 1
         else:
             self.resources_revision += 1
+            if uri is not None:
+                self._resource_revisions[uri] = self._resource_revisions.get(uri, 0) + 1
+            else:  # the list changed: any cached read may be stale
+                self._resources.clear()
         if self._on_change is not None:
             try:
                 self._on_change(kind)
@@ -411,10 +436,21 @@ class ServerConnection:
         return await self.request(what, walk)
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """Read a resource; a watched one (see ``watch``) is read again only after the server
+        said it was updated (or the connection was renewed)."""
+        await self.client()
+        key = (self.starts, self._resource_revisions.get(uri, 0))
+        cached = self._resources.get(uri) if uri in self._watched else None
+        if cached is not None and cached[0] == key:
+            return cached[1]
+
         async def send(client: Client) -> types.ReadResourceResult:
             return await client.read_resource(uri)
 
-        return await self.request(f"reading resource {uri!r}", send)
+        result = await self.request(f"reading resource {uri!r}", send)
+        if uri in self._watched:
+            self._resources[uri] = (key, result)
+        return result
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -1,8 +1,10 @@
 """MCP resources as reference material: one context source per chosen resource.
 
-Each :class:`~harnessed.mcp.MCPResource` is read before every reasoning request (so a change
-on the server is seen at the next step) and shown as a ``reference`` block, with the budget,
-revision and manifest handling of any other source. A URI template is filled from the request
+Each :class:`~harnessed.mcp.MCPResource` is shown as a ``reference`` block at every reasoning
+request, with the budget, revision and manifest handling of any other source. A fixed URI the
+server lets us subscribe to is read again only after the server says it was updated (see
+:class:`~harnessed.mcp.ServerConnection`); anything else is read for each request, so a change on
+the server is seen at the next step. A URI template is filled from the request
 (``agent_id``, ``user_id``, ``session_id`` and ``RuntimeContext.extras``). A resource that is
 not ``required`` is left out of a request when it cannot be read (the manifest records
 ``source_unavailable``); a required one fails the request.
