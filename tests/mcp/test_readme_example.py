@@ -1,0 +1,33 @@
+"""The README's MCP example works as written: its code block is run as is, in a git repository."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+MARKER = "<!-- README example: tests/mcp/test_readme_example.py runs this block as written -->"
+
+
+def example_code() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(MARKER) + len(MARKER)
+    match = re.compile(r"\s*```python\n(.*?)\n```", re.S).match(text, start)
+    assert match is not None, "the README example must follow its marker"
+    return match.group(1)
+
+
+def test_the_mcp_example_runs_as_written(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(git_repo)  # the git server serves the current directory
+    namespace: dict[str, Any] = {"__name__": "readme_example"}
+    exec(compile(example_code(), str(README), "exec"), namespace)
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["timezone"] == "Asia/Tokyo" and "datetime" in printed
+    tools = {t.name for t in namespace["model"].requests[0].tools}
+    assert {"get_current_time", "git_status", "git_log"} <= tools
