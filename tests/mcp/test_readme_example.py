@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.support.readme import README, marked_example
+
 MARKER = "<!-- README example: tests/mcp/test_readme_example.py runs this block as written -->"
 
 
 def example_code() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(MARKER) + len(MARKER)
-    match = re.compile(r"\s*```python\n(.*?)\n```", re.S).match(text, start)
-    assert match is not None, "the README example must follow its marker"
-    return match.group(1)
+    return marked_example(MARKER)
 
 
 def test_the_mcp_example_runs_as_written(
