@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
+from harnessed.durability import fsync_directory
 from harnessed.messages import clean_text
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.workspace.atomic import write_atomically
@@ -76,7 +77,7 @@ def _describe(key: StateKey) -> str:
     return f"agent={key.agent_id!r} user={key.user_id!r} session={key.session_id!r}"
 
 
-def _snapshot(state: AgentState, version: int) -> dict[str, Any]:
+def snapshot(state: AgentState, version: int) -> dict[str, Any]:
     """Serialize ``state`` as it will be stored, with the new version number."""
     data = state.to_dict()
     data["version"] = version
@@ -103,7 +104,7 @@ class InMemoryStateStore:
     async def save(self, state: AgentState) -> None:
         key = state.key
         new_version = state.version + 1
-        data = json.loads(json.dumps(_snapshot(state, new_version)))
+        data = json.loads(json.dumps(snapshot(state, new_version)))
         with self._lock:
             current = self._states.get(key)
             stored = 0 if current is None else int(current["version"])
@@ -150,7 +151,7 @@ class JsonFileStateStore:
 
     async def save(self, state: AgentState) -> None:
         new_version = state.version + 1
-        data = _snapshot(state, new_version)
+        data = snapshot(state, new_version)
         await asyncio.to_thread(self._save, state.key, state.version, data)
         state.version = new_version
 
@@ -199,7 +200,7 @@ class JsonFileStateStore:
                 path.unlink()
             except FileNotFoundError:
                 return False
-            _fsync_directory(path.parent)
+            fsync_directory(path.parent)
             return True
 
     @staticmethod
@@ -233,7 +234,7 @@ class JsonFileStateStore:
     @staticmethod
     def _write_atomically(path: Path, text: str) -> None:
         write_atomically(path, text.encode("utf-8"))
-        _fsync_directory(path.parent)
+        fsync_directory(path.parent)
 
     @staticmethod
     @contextlib.contextmanager
@@ -262,13 +263,3 @@ class JsonFileStateStore:
                     return
             finally:
                 os.close(fd)  # closing the descriptor releases the lock
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename or unlink in ``directory`` durable (best effort)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
