@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harnessed import CompactionConfig, HarnessAgent, Msg, RuntimeContext, ToolUseBlock, tool
 from harnessed.context import tool_pair_problems
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
@@ -224,3 +226,36 @@ async def test_a_remote_workspace_keeps_state_and_history_beyond_the_process() -
     assert [m.role for m in state.history] == ["user", "assistant", "tool", "assistant"]
     assert await second.state_store.list_sessions("a", "u") == ["s"]
     await second.close()
+
+
+async def test_a_step_that_failed_in_its_tools_is_dropped_but_stays_in_the_log() -> None:
+    from harnessed import Capability
+    from harnessed.capabilities import CallContext
+    from harnessed.messages import ToolResultBlock
+
+    class Broken(Capability):
+        broken = True
+
+        async def after_tool_call(
+            self, call: CallContext, tool_call: ToolUseBlock, result: ToolResultBlock
+        ) -> ToolResultBlock | None:
+            if self.broken:
+                raise SystemError("the capability broke")
+            return None
+
+    model = ScriptedModel([ScriptedResponse(tool_calls=[ScriptedToolCall("lookup", {"q": "x"})])])
+    broken = Broken()
+    agent = HarnessAgent("a", model, tools=[lookup], capabilities=[broken])
+    with pytest.raises(SystemError):
+        await agent.call("go", CTX)
+    logged = await agent.session_messages(CTX)
+    assert [m.role for m in logged] == ["user", "assistant"]  # the log tells what happened
+    assert [m.role for m in (await agent.load_state(CTX)).history] == ["user"]  # no half step
+    broken.broken = False  # the application fixed its capability
+    model.add("ok")
+    assert (await agent.call("try again", CTX)).text == "ok"
+    history = (await agent.load_state(CTX)).history
+    assert [m.text for m in history] == ["go", "try again", "ok"]
+    assert tool_pair_problems(history) == []
+    [dropped] = await agent.session_log(CTX, types=[RecordType.CHECKPOINT])
+    assert dropped.payload["reason"] == "unfinished step dropped"

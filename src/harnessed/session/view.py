@@ -15,11 +15,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessed.messages import Msg, ToolResultBlock
+from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
 from harnessed.session.checkpoint import CheckpointError, apply_checkpoint
 from harnessed.session.record import NewRecord, RecordType, SessionRecord
 
-__all__ = ["INTERRUPTED_TEXT", "LogView", "interrupted_results", "process_stamp"]
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "LogView",
+    "interrupted_results",
+    "process_stamp",
+    "unanswered_step",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +106,10 @@ class LogView:
         if not self.messages or self.messages[-1] is not tail:
             self.tail_logged = False
 
+    def run_ended(self, run_id: str | None) -> bool:
+        """Whether ``run_id`` logged its end (it failed or stopped, rather than the process)."""
+        return run_id is not None and run_id not in self.open_runs
+
     def run_alive(self, run_id: str | None) -> bool:
         """Whether ``run_id`` is open and its process (on this host) still runs."""
         if run_id is None:
@@ -119,27 +129,38 @@ class LogView:
         return True
 
 
-def interrupted_results(history: list[Msg], *, skip: str | None = None) -> list[Msg]:
-    """Error results for the tool calls at the end of ``history`` that have none.
+def unanswered_step(
+    history: list[Msg], *, skip: str | None = None
+) -> tuple[int, list[ToolUseBlock]]:
+    """Where the last step of ``history`` starts and its tool calls that have no result.
 
-    Only the last assistant message can be unanswered (a step logs its message and then its
+    Only the last assistant message can be unanswered (a step logs its message, then its
     results); ``skip`` names a message that legitimately waits (a step parked for approval).
+    ``(len(history), [])`` when every call has its result.
     """
     answered: set[str] = set()
-    for message in reversed(history):
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
         if message.role == "tool":
             answered.update(r.tool_use_id for r in message.tool_results)
             continue
         if message.role != "assistant" or not message.tool_uses or message.id == skip:
-            return []
-        return [
-            Msg(
-                "tool",
-                (ToolResultBlock(call.id, INTERRUPTED_TEXT, is_error=True, name=call.name),),
-                name=call.name,
-                metadata={"harness": "interrupted"},
-            )
-            for call in message.tool_uses
-            if call.id not in answered
-        ]
-    return []
+            break
+        missing = [c for c in message.tool_uses if c.id not in answered]
+        if missing:
+            return index, missing
+        break
+    return len(history), []
+
+
+def interrupted_results(calls: list[ToolUseBlock]) -> list[Msg]:
+    """The error results that answer ``calls`` a stopped process left without one."""
+    return [
+        Msg(
+            "tool",
+            (ToolResultBlock(call.id, INTERRUPTED_TEXT, is_error=True, name=call.name),),
+            name=call.name,
+            metadata={"harness": "interrupted"},
+        )
+        for call in calls
+    ]

@@ -18,8 +18,10 @@ changed:
 
 On load under the session lock (``settle=True``) two repairs happen, each recorded in the log:
 a state file of the previous format (which held the working history itself) is converted once
-into a checkpoint, and tool calls that a stopped process left without results are answered with
-an "interrupted" error result (never a fabricated success).
+into a checkpoint, and a step whose tool calls have no results is settled: if its process
+stopped (no end of its run in the log) each call gets an "interrupted" error result (never a
+fabricated success); if its run ended (the step failed or was cancelled, and the loop logged
+why) the step is dropped from the history, as a failed step always was.
 """
 
 from __future__ import annotations
@@ -32,11 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessed.messages import Msg, shared_prefix
+from harnessed.messages import Msg, ToolUseBlock, shared_prefix
 from harnessed.session.checkpoint import checkpoint_ops
 from harnessed.session.record import NewRecord, RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
-from harnessed.session.view import LogView, interrupted_results, process_stamp
+from harnessed.session.view import (
+    LogView,
+    interrupted_results,
+    process_stamp,
+    unanswered_step,
+)
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.store import AgentStateStore
 
@@ -111,24 +118,55 @@ class ConversationStore:
             await self._convert(skey, entry, state)
         parked = _parked_message_id(state)
         view = entry.view
-        if settle:
-            missing = interrupted_results(view.messages, skip=parked)
-            if missing and view.tail_logged and not view.run_alive(view.last_message_run):
-                note = {
-                    "error_type": "ProcessInterrupted",
-                    "message": "the process stopped before these tool calls finished",
-                    "call_ids": [m.tool_results[0].tool_use_id for m in missing],
-                }
-                records = [NewRecord(RecordType.ERROR, note)]
-                records += [NewRecord.message(m, run_id=None, turn_id=None) for m in missing]
-                await self._write(skey, entry, records)
+        start, missing = unanswered_step(view.messages, skip=parked)
+        repair = bool(missing) and view.tail_logged and not view.run_alive(view.last_message_run)
+        abandoned = repair and view.run_ended(view.last_message_run)
+        if repair and settle:
+            await self._settle(skey, entry, start, missing, abandoned=abandoned)
+            abandoned = False
         history = view.messages
-        if parked is not None and history and history[-1].id == parked:
+        if abandoned:
+            history = history[:start]  # what settling will drop (see _settle)
+        elif parked is not None and history and history[-1].id == parked:
             history = history[:-1]  # the parked step rejoins the history when it is settled
         state.history = list(history)
         state.log_seq = view.through
         entry.saved = _fingerprint(state)
         return state
+
+    async def _settle(
+        self,
+        key: SessionKey,
+        entry: _Entry,
+        start: int,
+        missing: list[ToolUseBlock],
+        *,
+        abandoned: bool,
+    ) -> None:
+        """A step whose tool calls have no results. If its run logged an end (the step failed
+        or was cancelled; the loop has recorded why) the step is dropped from the history, as
+        if it had never been taken. Otherwise the process stopped while its tools ran: each
+        call gets an "interrupted" error result."""
+        view = entry.view
+        if abandoned:
+            payload = {
+                "after": view.checkpoint,
+                "base_len": len(view.messages),
+                "ops": [[0, start]] if start else [],
+                "messages": start,
+                "reason": "unfinished step dropped",
+            }
+            await self._write(key, entry, [NewRecord(RecordType.CHECKPOINT, payload)])
+            return
+        note = {
+            "error_type": "ProcessInterrupted",
+            "message": "the process stopped before these tool calls finished",
+            "call_ids": [c.id for c in missing],
+        }
+        records = [NewRecord(RecordType.ERROR, note)]
+        for message in interrupted_results(missing):
+            records.append(NewRecord.message(message, run_id=None, turn_id=None))
+        await self._write(key, entry, records)
 
     async def _convert(self, key: SessionKey, entry: _Entry, state: AgentState) -> None:
         """A state saved with its history (the previous format, or an application that set
