@@ -1,4 +1,4 @@
-"""Group commit: concurrent durable appends to one file share a write and an fsync.
+"""Group commit: concurrent appends to one file (or database) share a write and an fsync.
 
 An fsync costs milliseconds whatever it flushes, so instead of one fsync per append, appends
 that arrive while a write is in progress wait for the next one and go out together: one
@@ -9,7 +9,7 @@ many concurrent appenders pay one per group, so throughput grows with concurrenc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -28,10 +28,10 @@ class _Queue(Generic[In, Out]):
 
 
 class GroupCommit(Generic[In, Out]):
-    """Runs ``write(items) -> results`` (blocking; in a worker thread) for groups of items
-    submitted concurrently under the same key; each submitter gets its own result."""
+    """Runs ``await write(key, items) -> results`` for groups of items submitted concurrently
+    under the same key, one group at a time per key; each submitter gets its own result."""
 
-    def __init__(self, write: Callable[[object, list[In]], list[Out]]) -> None:
+    def __init__(self, write: Callable[[object, list[In]], Awaitable[list[Out]]]) -> None:
         self._write = write
         self._queues: dict[object, _Queue[In, Out]] = {}
 
@@ -52,7 +52,7 @@ class GroupCommit(Generic[In, Out]):
             while queue.waiting:
                 group, queue.waiting = queue.waiting, []
                 try:
-                    results = await asyncio.to_thread(self._write, key, [i for i, _ in group])
+                    results = await self._write(key, [i for i, _ in group])
                 except BaseException as exc:
                     for _, future in group:
                         if not future.done():
