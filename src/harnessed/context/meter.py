@@ -52,14 +52,19 @@ class HistoryMemo:
         Afterwards ``cumulative[i]`` is the sum over ``history[: i + 1]``.
         """
         shared = self.shared_prefix(history)
-        cumulative = self.cumulative[:shared]
+        known = len(self.messages)
+        if shared == known == len(history):  # the same history: nothing to copy or count
+            return self.cumulative[-1] if self.cumulative else 0
+        if shared < known:  # the history was rewritten after ``shared``: drop what changed
+            del self.messages[shared:]
+            del self.cumulative[shared:]
+        cumulative = self.cumulative
         total = cumulative[-1] if cumulative else 0
         for message in history[shared:]:
             total += count(message)
             cumulative.append(total)
+        self.messages.extend(history[shared:])
         self.pairs_checked = min(self.pairs_checked, shared)
-        self.messages = list(history)
-        self.cumulative = cumulative
         return total
 
 

@@ -198,18 +198,21 @@ class ConversationStore:
         batch = list(records)
         pending = [r.msg for r in batch if r.msg is not None and r.type == RecordType.MESSAGE]
         history = state.history
-        settled = history
         k = len(pending)
-        if k and len(history) >= k and all(map(operator.is_, history[-k:], pending)):
-            settled = history[:-k]
-        ops = None if _is_prefix(settled, view.messages) else checkpoint_ops(view.messages, settled)
+        if not (k and len(history) >= k and all(map(operator.is_, history[-k:], pending))):
+            k = 0
+        settled_len = len(history) - k  # the history without this batch's messages
+        ops = None
+        if not _starts_with(view.messages, history, settled_len):
+            settled = history[:settled_len]
+            ops = checkpoint_ops(view.messages, settled)
         if ops is not None:
             first = batch[0] if batch else None
             payload = {
                 "after": view.checkpoint,
                 "base_len": len(view.messages),
                 "ops": ops,
-                "messages": len(settled),
+                "messages": settled_len,
             }
             checkpoint = NewRecord(
                 RecordType.CHECKPOINT,
@@ -219,7 +222,7 @@ class ConversationStore:
             )
             batch.insert(0, checkpoint)
         if batch:
-            await self._write(key, entry, batch, adopt=list(settled) if ops is not None else None)
+            await self._write(key, entry, batch, adopt=settled if ops is not None else None)
         await self._save(state, entry)
 
     async def _write(
@@ -271,13 +274,14 @@ def _fingerprint(state: AgentState) -> str:
     return json.dumps(data, sort_keys=True, default=str)
 
 
-def _is_prefix(settled: Sequence[Msg], logged: Sequence[Msg]) -> bool:
-    """Whether ``settled`` is the start of ``logged`` (same or equal messages): what the log
-    holds beyond it was written ahead of the state (a step's message before its results)."""
-    if len(settled) > len(logged):
+def _starts_with(logged: Sequence[Msg], history: Sequence[Msg], length: int) -> bool:
+    """Whether ``history[:length]`` is the start of ``logged`` (same or equal messages): what
+    the log holds beyond it was written ahead of the state (a step's message before its
+    results). Compares in place, without copying the history."""
+    if length > len(logged):
         return False
-    start = shared_prefix(settled, logged)
-    return all(a == b for a, b in zip(settled[start:], logged[start : len(settled)], strict=True))
+    start = shared_prefix(logged, history)
+    return start >= length or all(logged[i] == history[i] for i in range(start, length))
 
 
 def _stamped(record: NewRecord) -> NewRecord:
