@@ -14,8 +14,9 @@ For each history size (10 … 100,000 messages already in the session) a fresh p
      the OS file cache are warm);
    * warm: the following calls (the session stays loaded; only new records are read);
    * overhead = call time - time inside the model's ``stream``;
-4. reports bytes handed to ``write()`` per call (``wchar`` of ``/proc/self/io``: log, search
-   index, state), and peak RSS (``ru_maxrss``) of the process.
+4. reports the bytes the session log grew by per call, all bytes handed to ``write()`` per call
+   (``wchar`` of ``/proc/self/io``: log, SQLite search index, state files), the size of the
+   state files (none: nothing structured changed), and peak RSS (``ru_maxrss``).
 
 The ``fsync`` column repeats the warm run with ``JsonlSessionLogStore(durable=True)``: each
 call then waits for the disk (group commit; on this machine one fsync takes ~4 ms).
@@ -199,11 +200,13 @@ async def worker(size: int) -> dict[str, Any]:
         totals: list[float] = []
         runs = WARM_RUNS[size]
         before = wchar()
+        log_before = log.stat().st_size
         for i in range(runs):
             total, overhead = await timed_call(agent, model, ctx, 200 + i)
             totals.append(total)
             warm.append(overhead)
         written = (wchar() - before) / runs
+        log_written = (log.stat().st_size - log_before) / runs
         await agent.close()
         model = InstantModel()
         agent = make_agent(root, model, durable=True)
@@ -221,6 +224,7 @@ async def worker(size: int) -> dict[str, Any]:
         "warm_p90_ms": sorted(warm)[int(len(warm) * 0.9) - 1] * 1e3,
         "fsync_ms": statistics.median(synced) * 1e3,
         "bytes_per_call": written,
+        "log_bytes_per_call": log_written,
         "state_bytes": state_files,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "runs": runs,
@@ -251,13 +255,15 @@ def main() -> None:
         print(f"… {size:,} done", file=sys.stderr, flush=True)
     print(
         "| history msgs | log MB | cold overhead ms | warm overhead ms | warm p90 ms | "
-        "warm, fsync per step ms | bytes written / call | state file bytes | peak RSS MB |"
+        "warm, fsync per step ms | log bytes / call | all bytes written / call | "
+        "state file bytes | peak RSS MB |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['size']:,} | {r['log_mb']:.1f} | {r['cold_ms']:.1f} | {r['warm_ms']:.2f} | "
-            f"{r['warm_p90_ms']:.2f} | {r['fsync_ms']:.2f} | {r['bytes_per_call']:,.0f} | "
+            f"{r['warm_p90_ms']:.2f} | {r['fsync_ms']:.2f} | {r['log_bytes_per_call']:,.0f} | "
+            f"{r['bytes_per_call']:,.0f} | "
             f"{r['state_bytes']:,} | {r['peak_rss_mb']:.0f} |"
         )
     if args.json:

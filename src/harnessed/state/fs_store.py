@@ -18,7 +18,12 @@ import json
 from harnessed.messages import clean_text
 from harnessed.runtime import SessionLocks
 from harnessed.state.agent_state import AgentState, StateKey
-from harnessed.state.store import StateConflictError, StateCorruptedError, snapshot
+from harnessed.state.store import (
+    StateConflictError,
+    StateCorruptedError,
+    decode_state,
+    snapshot,
+)
 from harnessed.workspace.filesystem import Filesystem
 from harnessed.workspace.paths import encode_part, join
 
@@ -47,15 +52,7 @@ class FilesystemStateStore:
     async def load(self, key: StateKey) -> AgentState | None:
         path = self.path_for(key)
         data = await self._read(path)
-        if data is None:
-            return None
-        try:
-            state = AgentState.from_dict(data)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise StateCorruptedError(f"agent state file {path} is invalid: {exc}") from exc
-        if state.key != key:
-            raise StateCorruptedError(f"agent state file {path} holds another session's state")
-        return state
+        return None if data is None else decode_state(data, key, path)
 
     async def save(self, state: AgentState) -> None:
         key = state.key

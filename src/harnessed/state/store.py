@@ -16,7 +16,7 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
@@ -75,6 +75,19 @@ class AgentStateStore(Protocol):
 
 def _describe(key: StateKey) -> str:
     return f"agent={key.agent_id!r} user={key.user_id!r} session={key.session_id!r}"
+
+
+def decode_state(data: Mapping[str, Any], key: StateKey, where: str) -> AgentState:
+    """The state stored as ``data`` in ``where``, checked to be the one of ``key``."""
+    try:
+        state = AgentState.from_dict(data)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StateCorruptedError(f"agent state file {where} is invalid: {exc}") from exc
+    if state.key != key:
+        raise StateCorruptedError(
+            f"agent state file {where} holds {_describe(state.key)}, expected {_describe(key)}"
+        )
+    return state
 
 
 def snapshot(state: AgentState, version: int) -> dict[str, Any]:
@@ -166,17 +179,7 @@ class JsonFileStateStore:
     def _load(self, key: StateKey) -> AgentState | None:
         path = self.path_for(key)
         data = self._read(path)
-        if data is None:
-            return None
-        try:
-            state = AgentState.from_dict(data)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise StateCorruptedError(f"agent state file {path} is invalid: {exc}") from exc
-        if state.key != key:
-            raise StateCorruptedError(
-                f"agent state file {path} holds {_describe(state.key)}, expected {_describe(key)}"
-            )
-        return state
+        return None if data is None else decode_state(data, key, str(path))
 
     def _save(self, key: StateKey, expected: int, data: dict[str, Any]) -> None:
         path = self.path_for(key)
