@@ -174,7 +174,8 @@ class JsonlSessionLogStore:
                     self._reported.add((path, at))  # warned about once per process
                     complete = number < len(lines) - 1
                     torn = "" if complete else " (torn by a crash; the next write fences it)"
-                    logger.warning("skipping unreadable line at byte %d of %s%s", at, path, torn)
+                    where = f"line {number + 1}" if start == 0 else f"the line at byte {at}"
+                    logger.warning("skipping unreadable %s of %s%s", where, path, torn)
                 continue
             if number < len(lines) - 1:  # complete: its newline was written
                 end, last = offset, record.seq
