@@ -14,6 +14,7 @@ processes: two processes saving the same session at the same moment could both p
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from harnessed.messages import clean_text
 from harnessed.runtime import SessionLocks
@@ -22,6 +23,7 @@ from harnessed.state.store import (
     StateConflictError,
     StateCorruptedError,
     decode_state,
+    parse_state_file,
     snapshot,
 )
 from harnessed.workspace.filesystem import Filesystem
@@ -86,14 +88,7 @@ class FilesystemStateStore:
         names = [i.name for i in await self.fs.ls(folder) if not i.is_dir]
         return sorted(unquote(n[: -len(".json")]) for n in names if n.endswith(".json"))
 
-    async def _read(self, path: str) -> dict[str, object] | None:
+    async def _read(self, path: str) -> dict[str, Any] | None:
         if not await self.fs.exists(path):
             return None
-        raw = await self.fs.read(path)
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise StateCorruptedError(f"agent state file {path} is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise StateCorruptedError(f"agent state file {path} does not hold a JSON object")
-        return data
+        return parse_state_file(await self.fs.read(path), path)

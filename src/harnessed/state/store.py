@@ -77,6 +77,17 @@ def _describe(key: StateKey) -> str:
     return f"agent={key.agent_id!r} user={key.user_id!r} session={key.session_id!r}"
 
 
+def parse_state_file(raw: bytes, where: str) -> dict[str, Any]:
+    """The JSON object of a state file (never taken as missing when it is damaged)."""
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise StateCorruptedError(f"agent state file {where} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise StateCorruptedError(f"agent state file {where} does not hold a JSON object")
+    return data
+
+
 def decode_state(data: Mapping[str, Any], key: StateKey, where: str) -> AgentState:
     """The state stored as ``data`` in ``where``, checked to be the one of ``key``."""
     try:
@@ -226,13 +237,7 @@ class JsonFileStateStore:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise StateCorruptedError(f"agent state file {path} is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise StateCorruptedError(f"agent state file {path} does not hold a JSON object")
-        return data
+        return parse_state_file(raw, str(path))
 
     @staticmethod
     def _write_atomically(path: Path, text: str) -> None:
