@@ -3,8 +3,12 @@
 Prints two tables:
 
 1. append throughput of the JSONL store, alone and with the SQLite FTS5 index kept up to date
-   (one record per append, as a loop step writes them, and ten per append);
-2. search latency through ``IndexedSessionLogStore.search`` (what ``session_search`` calls) over
+   (one record per append, as a loop step writes them, and ten per append); an append returns
+   after its one ``write()``: the records survive the process being killed;
+2. durable appends (``durable=True``): an append returns after ``fsync()`` as well, so the
+   records survive a power loss; concurrent appends share a write and an fsync (group
+   commit), so throughput grows with the number of writers;
+3. search latency through ``IndexedSessionLogStore.search`` (what ``session_search`` calls) over
    10^4, 10^5 and 10^6 logged messages of one user — the worst case: every message is that
    user's — for scanning the JSONL files, the default SQLite FTS5 index, and tantivy when it
    is installed. Queries: a rare word, a common word (in about half the messages), a phrase
@@ -13,7 +17,7 @@ Prints two tables:
 
 The messages are synthetic (Zipf-distributed words from a 5,000-word vocabulary, ~30 words
 each, in sessions of 1,000 messages). Run time is a few minutes, mostly building the 10^6 logs;
-``--sizes 10000,100000`` is quicker.
+``--sizes 10000,100000`` is quicker, ``--sizes ""`` runs only the append tables.
 
     python benchmarks/session_log.py [--sizes 10000,100000,1000000] [--runs 30]
 """
@@ -258,6 +262,61 @@ def append_table(records: int) -> list[tuple[str, ...]]:
     return rows
 
 
+def durable_table(records: int) -> list[tuple[str, ...]]:
+    """Durable appends: each returns only after its record was written and fsync()ed. Many
+    writers at once share writes and fsyncs (group commit)."""
+    rows = []
+    text = message_text(random.Random(2), False)
+    for label, indexed in (("JSONL durable", False), ("JSONL durable + SQLite FTS5", True)):
+        for writers, sessions in ((1, 1), (16, 1), (256, 1), (256, 16)):
+            root = Path(tempfile.mkdtemp(prefix="harnessed-durable-"))
+            try:
+                store = JsonlSessionLogStore(root, durable=True)
+                log: JsonlSessionLogStore | IndexedSessionLogStore = (
+                    IndexedSessionLogStore(store, SqliteSearchIndex(root)) if indexed else store
+                )
+                count = records if writers > 1 else min(records, 500)
+
+                async def writer(
+                    n: int, key: SessionKey, log: JsonlSessionLogStore | IndexedSessionLogStore
+                ) -> None:
+                    for _ in range(n):
+                        await log.append(
+                            key, [NewRecord.message(Msg.user(text), run_id="r", turn_id="t")]
+                        )
+
+                async def run(
+                    log: JsonlSessionLogStore | IndexedSessionLogStore = log,
+                    writers: int = writers,
+                    sessions: int = sessions,
+                    count: int = count,
+                ) -> float:
+                    keys = [SessionKey(AGENT, USER, f"s{i}") for i in range(sessions)]
+                    started = time.perf_counter()
+                    await asyncio.gather(
+                        *(writer(count // writers, keys[w % sessions], log) for w in range(writers))
+                    )
+                    elapsed = time.perf_counter() - started
+                    if isinstance(log, IndexedSessionLogStore):
+                        await log.close()
+                    return elapsed
+
+                seconds = asyncio.run(run())
+                done = count // writers * writers
+                rows.append(
+                    (
+                        label,
+                        str(writers),
+                        str(sessions),
+                        f"{done / seconds:,.0f}",
+                        f"{seconds / (done / writers) * 1e3:,.2f}",
+                    )
+                )
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
 def print_table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     print(f"\n{title}\n")
@@ -272,16 +331,34 @@ def print_table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]
         )
 
 
+DURABLE_TITLE = (
+    "Durable appends (one record each; an append returns after write() and fsync() of the log "
+    "file, and of its directory when the file is new: the record survives a power loss)"
+)
+DURABLE_HEADER = ("store", "concurrent writers", "sessions", "appends/s", "ms/append (latency)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--runs", type=int, default=30, help="searches per query (default 30)")
     parser.add_argument("--appends", type=int, default=5_000, help="records per append run")
+    parser.add_argument("--durable", type=int, default=20_000, help="records per durable run")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
 
     print("append throughput ...", flush=True)
     appends = append_table(args.appends)
+    print("durable appends ...", flush=True)
+    durable = durable_table(args.durable)
+    if not sizes:
+        print_table(
+            f"Append throughput ({args.appends:,} message records, one session)",
+            ("store", "records/append", "appends/s", "records/s", "µs/append"),
+            appends,
+        )
+        print_table(DURABLE_TITLE, DURABLE_HEADER, durable)
+        return
     print("search latency ...", flush=True)
     searches = search_table(sizes, args.runs)
 
@@ -290,6 +367,7 @@ def main() -> None:
         ("store", "records/append", "appends/s", "records/s", "µs/append"),
         appends,
     )
+    print_table(DURABLE_TITLE, DURABLE_HEADER, durable)
     print_table(
         "session_search latency (top 10; newest first unless noted)",
         ("messages", "backend", "query", "hits", "p50 ms", "p95 ms", "index build", "index size"),

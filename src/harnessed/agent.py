@@ -46,9 +46,11 @@ from harnessed.session.queries import SessionQueries
 from harnessed.session.search import SearchIndex
 from harnessed.shortcuts import MCPResources, MCPServers, Shortcuts
 from harnessed.skills import Skills
-from harnessed.state.agent_state import AgentState
+from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.state.conversation import ConversationStore
+from harnessed.state.defaults import default_state_store
 from harnessed.state.editor import StateEditor
-from harnessed.state.store import AgentStateStore, InMemoryStateStore, JsonFileStateStore
+from harnessed.state.store import AgentStateStore
 from harnessed.state.task import TaskContractConfig
 from harnessed.state.verification import VerificationService
 from harnessed.tasks.controls import TaskControls
@@ -78,7 +80,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             :class:`~harnessed.workspace.Workspace` (``isolation_scope`` separates runtime data
             per ``"user"``, ``"session"``, ``"agent"`` or ``"global"``).
         state_store / session_store / search_index: Where state, the session log and its index
-            are kept (defaults: files in a local workspace, else memory).
+            are kept (defaults: files in the workspace, else memory). The working history is
+            the session log's; the state store keeps the structured parts.
         max_iters / max_output_tokens: The most model requests per call; tokens per request.
         instructions / context_policy / max_context_tokens / context_files / prepare: The
             context compiler's configuration (``prepare`` replaces the compiler).
@@ -153,15 +156,10 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             if workspace is None or isinstance(workspace, Workspace)
             else Workspace(workspace, scope=isolation_scope)
         )
-        local_root = self.workspace.local_root if self.workspace is not None else None
-        if state_store is None:
-            state_store = (
-                JsonFileStateStore(local_root / ".harnessed" / "state")
-                if local_root is not None
-                else InMemoryStateStore()
-            )
-        self.state_store = state_store
+        self.state_store = state_store or default_state_store(self.workspace)
         self.session_store = indexed_session_store(self.workspace, session_store, search_index)
+        self.conversation = ConversationStore(self.session_store, self.state_store)
+        """Loads each session's state (its history replayed from the log), commits steps."""
         self.max_iters, self.max_output_tokens = max_iters, max_output_tokens
         self.compaction = compaction
         self.tool_result_eviction, self.prune = tool_result_eviction, prune
@@ -284,8 +282,10 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         await self.close()
 
     async def load_state(self, ctx: RuntimeContext | None = None) -> AgentState:
-        """The stored state of a session (a fresh one when the session is new)."""
-        return await self._editor.read(ctx)
+        """The state of a session (a fresh one when the session is new), with its working
+        history as the session log has it."""
+        ctx = (ctx or RuntimeContext()).resolved(self.name)
+        return await self.conversation.load(StateKey(self.name, ctx.user_id, ctx.session))
 
     def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest:
         """The request before preparation: system prompt, working history and tool schemas."""

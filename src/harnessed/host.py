@@ -31,7 +31,8 @@ from harnessed.permissions.capability import Permissions
 from harnessed.permissions.gate import ApprovalGate
 from harnessed.runtime import RuntimeContext
 from harnessed.session.indexed import IndexedSessionLogStore
-from harnessed.state.agent_state import AgentState
+from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import Change, StateEditor
 from harnessed.state.store import AgentStateStore
 from harnessed.tokens import TokenEstimator
@@ -53,6 +54,7 @@ class AgentHost:
     workspace: Workspace | None
     state_store: AgentStateStore
     session_store: IndexedSessionLogStore
+    conversation: ConversationStore
     sources: SourceSet
     prepare: RequestPreparer
     compiler: ContextCompiler
@@ -129,7 +131,8 @@ class AgentHost:
         return self.prepare
 
     async def read_state(self, ctx: RuntimeContext | None) -> AgentState:
-        return await self._editor.read(ctx)
+        ctx = self._editor.resolve(ctx)
+        return await self.conversation.load(StateKey(self.name, ctx.user_id, ctx.session))
 
     async def change_state(self, ctx: RuntimeContext | None, change: Change) -> AgentState:
         return await self._editor.change(ctx, change)

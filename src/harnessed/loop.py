@@ -68,6 +68,7 @@ from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
 from harnessed.session.store import SessionLogStore
 from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.state.conversation import ConversationStore
 from harnessed.state.store import AgentStateStore
 from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext
@@ -103,6 +104,7 @@ class LoopHost(Protocol):
     toolkit: Toolkit
     workspace: Workspace | None
     state_store: AgentStateStore
+    conversation: ConversationStore
     capabilities: CapabilitySet
     prepare: RequestPreparer
 
@@ -193,7 +195,7 @@ class AgentRun:
         """Write the queued records to the session log."""
         if self.records:
             batch, self.records = self.records, []
-            await self.agent.session_store.append(self.key, batch)
+            await self.agent.conversation.append(self.key, batch)
 
     def _drain(self) -> list[Event]:
         events: list[Event] = []
@@ -203,15 +205,18 @@ class AgentRun:
 
     # ------------------------------------ state: the only place it is loaded and saved
     async def _load_state(self) -> AgentState:
-        """The session's state at the start of the call (a fresh one for a new session)."""
+        """The session's state at the start of the call (a fresh one for a new session): its
+        history is the session log's, settled (tool calls a stopped process left unanswered
+        get their "interrupted" result)."""
         key = StateKey(self.agent.name, self.ctx.user_id, self.ctx.session)
-        state = await self.agent.state_store.load(key)
-        return state if state is not None else AgentState.new(key)
+        return await self.agent.conversation.load(key, settle=True)
 
     async def _commit_step(self) -> None:
-        """A step is complete: append its records to the session log, then save the state."""
-        await self.flush()
-        await self.agent.state_store.save(self.state)
+        """A step is complete: append its records to the session log (with a checkpoint if
+        the working history was replaced), then save the state if its structured parts
+        changed."""
+        batch, self.records = self.records, []
+        await self.agent.conversation.commit(self.state, batch)
 
     # ----------------------------------------------------------------- loop
     async def execute(self, messages: list[Msg]) -> AsyncGenerator[Event, None]:
@@ -334,6 +339,7 @@ class AgentRun:
                     yield await self._finish(message, "completed", iterations)
                     return
                 self.record_messages(message)
+                await self.flush()  # logged before its tools run: a crash leaves it answerable
                 async for event in self._act(message, iterations):
                     yield event
                 if self.ended is not None:
@@ -476,7 +482,7 @@ class AgentRun:
             raise overflow_not_recovered(
                 overflow, shrunk=False, summary_error=self.summary_error
             ) from overflow
-        await self.flush()
+        # the preparation's records go out with the step's message (one write per step part)
         yield ModelCallStartEvent(
             model_call_id=model_call_id, iteration=iteration, model=agent.model.name, **self.base
         )

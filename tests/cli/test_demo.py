@@ -25,8 +25,8 @@ def test_demo_fixes_the_bug_and_the_tests_really_pass(
         [sys.executable, "test_calc.py"], cwd=tmp_path, capture_output=True, text=True
     )
     assert check.returncode == 0
-    # the session's state was saved under the workspace
-    assert list((tmp_path / ".harnessed" / "state").rglob("*.json"))
+    # the session (its log, the source of its history) was saved under the workspace
+    assert list((tmp_path / "agents").rglob("*.log.jsonl"))
 
 
 def test_demo_as_a_command() -> None:

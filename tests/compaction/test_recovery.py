@@ -28,7 +28,6 @@ from harnessed.models import (
     ScriptedResponse,
     TextDelta,
 )
-from harnessed.state import StateKey
 from tests.compaction.helpers import (
     CTX,
     assert_valid_pairs,
@@ -93,9 +92,7 @@ async def test_an_overflow_is_recovered_once_without_rerunning_tools(
     model = ScriptedModel(
         responder=respond(read_first=True), context_window=200_000, overflow_at_tokens=3_000
     )
-    agent, store = await seeded(
-        history, model, tools=[log_tool(counter, 5_000)], compaction=NO_TRIGGER
-    )
+    agent, _ = await seeded(history, model, tools=[log_tool(counter, 5_000)], compaction=NO_TRIGGER)
     user_input = "Why did the service go down?"
     if mode == "call":
         reply = await agent.call(user_input, CTX)
@@ -133,7 +130,7 @@ async def test_an_overflow_is_recovered_once_without_rerunning_tools(
         assert texts[-1] == user_input  # the last message group: the input, sent once
     assert all(user_input not in t for t in texts[:-1])
 
-    state = await store.load(StateKey("agent", "u", "s"))
+    state = await agent.load_state(CTX)
     assert state is not None and is_summary(state.history[0])
     assert state.history[-1].text == reply.text
     logged = await agent.session_messages(CTX)
@@ -154,7 +151,7 @@ async def test_a_second_overflow_surfaces_as_a_clear_error() -> None:
     history = conversation(4, output_chars=2_000)
     model = ScriptedModel(responder=respond(), context_window=200_000, overflow_at_tokens=300)
     summarizer = ScriptedModel(responder=respond())
-    agent, store = await seeded(
+    agent, _ = await seeded(
         history,
         model,
         tools=[log_tool(counter, 10)],
@@ -169,8 +166,10 @@ async def test_a_second_overflow_surfaces_as_a_clear_error() -> None:
     assert len(summarizer.requests) == 1
     errors = [e for e in events if isinstance(e, ErrorEvent)]
     assert [e.error_type for e in errors] == ["ContextOverflowError"]
-    stored = await store.load(StateKey("agent", "u", "s"))
-    assert stored is not None and [m.id for m in stored.history] == [m.id for m in history]
+    stored = await agent.load_state(CTX)
+    # the history is unchanged but for the user's input, which is never lost (BEHAVIOUR.md §8)
+    assert stored is not None and [m.id for m in stored.history[:-1]] == [m.id for m in history]
+    assert stored.history[-1].text == "a long question " * 60
 
 
 async def test_when_nothing_can_shrink_there_is_no_pointless_retry() -> None:

@@ -24,7 +24,6 @@ from harnessed import (
 from harnessed.compaction import ARGS_TRUNCATED_KEY, SUMMARY_KEY, SUMMARY_NAME, is_summary
 from harnessed.context import ContextBudgetExceededError, PrepareInfo
 from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.state import StateKey
 from harnessed.tokens import default_estimator
 from tests.compaction.helpers import (
     CTX,
@@ -57,7 +56,7 @@ def transcript(request: ModelRequest) -> str:
 async def test_reaching_trigger_messages_summarizes_the_prefix_and_keeps_the_tail() -> None:
     history = conversation(5)  # 11 messages; the new input makes 12
     model = ScriptedModel([SUMMARY_1, "all clear"])
-    agent, store = await seeded(history, model, sys_prompt="You read logs.", compaction=BY_MESSAGES)
+    agent, _ = await seeded(history, model, sys_prompt="You read logs.", compaction=BY_MESSAGES)
     events = await collect(agent, "what now?")
 
     [summary_request] = summaries(model)
@@ -84,7 +83,7 @@ async def test_reaching_trigger_messages_summarizes_the_prefix_and_keeps_the_tai
 
     manifest = agent.last_manifest(CTX)
     assert manifest is not None and "history_compaction" in manifest.transforms
-    state = await store.load(StateKey("agent", "u", "s"))
+    state = await agent.load_state(CTX)
     assert state is not None
     assert ids(state.history[:-1]) == ids(sent) and state.history[-1].text == "all clear"
 
@@ -221,7 +220,7 @@ async def test_nothing_is_committed_when_the_compacted_request_is_still_invalid(
     # the last step alone is larger than the limit, so even the compacted request fails
     history = [*conversation(2), use("big"), result("big", text_of(8_000, "huge"))]
     model = ScriptedModel([SUMMARY_1, "never"])
-    agent, store = await seeded(
+    agent, _ = await seeded(
         history,
         model,
         compaction=CompactionConfig(trigger_messages=4, keep_messages=1, keep_tokens=0),
@@ -233,8 +232,8 @@ async def test_nothing_is_committed_when_the_compacted_request_is_still_invalid(
         async for event in agent.stream_events(None, CTX):  # continue without new input
             events.append(event)
     assert len(summaries(model)) == 1 and reasoning(model) == []
-    state = await store.load(StateKey("agent", "u", "s"))
-    assert state is not None and ids(state.history) == ids(history)
+    state = await agent.load_state(CTX)
+    assert state is not None and ids(state.history) == ids(history)  # no input: none kept
     manifest = agent.last_manifest(CTX)
     assert manifest is not None and manifest.validation == "budget_exceeded"
 
@@ -414,10 +413,10 @@ async def test_compaction_events_reach_the_stream_while_the_summary_is_being_wri
 
 async def test_compaction_never_touches_todos_or_plan_state() -> None:
     model = ScriptedModel([SUMMARY_1, "ok"])
-    agent, store = await seeded(conversation(5), model, compaction=BY_MESSAGES)
+    agent, _ = await seeded(conversation(5), model, compaction=BY_MESSAGES)
     state = await agent.load_state(CTX)
     state.set_todos([TodoItem("t1", "check the logs", "in_progress")])
-    await store.save(state)
+    await agent.state_store.save(state)
     await agent.call("go", CTX)
     after = await agent.load_state(CTX)
     assert after.todos == [TodoItem("t1", "check the logs", "in_progress")]

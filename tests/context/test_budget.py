@@ -346,7 +346,8 @@ async def test_a_tiny_window_with_a_large_instruction_raises_naming_estimate_and
     assert manifest["validation"] == "budget_exceeded"
     assert manifest["input_limit"] == error.limit
     assert manifest["estimated_input_tokens"] > manifest["input_limit"]
-    assert (await agent.load_state(CTX)).history == []
+    # only the user's input is kept (BEHAVIOUR.md §8)
+    assert [m.text for m in (await agent.load_state(CTX)).history] == ["hi"]
 
 
 async def test_required_material_that_cannot_fit_raises_after_optional_is_dropped(
@@ -377,7 +378,8 @@ async def test_a_history_that_does_not_fit_raises_and_stores_nothing() -> None:
     with pytest.raises(ContextBudgetExceededError):
         await agent.call(words("LONG", 400), CTX)
     assert model.requests == []
-    assert (await agent.load_state(CTX)).history == []
+    # only the user's input is kept (BEHAVIOUR.md §8)
+    assert [m.text for m in (await agent.load_state(CTX)).history] == [words("LONG", 400)]
     manifest = agent.last_manifest(CTX)
     assert manifest is not None and manifest.validation == "budget_exceeded"
 

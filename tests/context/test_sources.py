@@ -253,9 +253,9 @@ async def test_fail_policy_stops_the_call_and_commits_nothing(
     assert manifest["counting_method"] == "unavailable"
     assert isinstance(events[-1], ErrorEvent)
     assert events[-1].error_type == "ContextSourceError"
-    # nothing from the failed call was committed
+    # nothing from the failed call was committed but the user's input (BEHAVIOUR.md §8)
     stored = await agent.load_state(CTX)
-    assert stored.history == []
+    assert [m.role for m in stored.history] == ["user"]
 
 
 @pytest.mark.parametrize(

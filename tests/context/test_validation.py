@@ -65,7 +65,7 @@ BROKEN_HISTORIES = pytest.mark.parametrize(
 @BROKEN_HISTORIES
 async def test_unpaired_tool_messages_fail_the_call_without_repair(history: list[Msg]) -> None:
     model = ScriptedModel(["never sent"])
-    agent, store = await seeded_agent(history, model)
+    agent, _ = await seeded_agent(history, model)
     events, error = await collect_failing(agent, "continue", CTX)
     assert isinstance(error, ToolPairingError)
     assert model.requests == []
@@ -78,10 +78,10 @@ async def test_unpaired_tool_messages_fail_the_call_without_repair(history: list
     text = manifest_json(manifest) + json.dumps(build["context_manifest"])
     for fragment in (SECRET, "hello", "continue", "interrupting", "lookup"):
         assert fragment not in text
-    # nothing fabricated, nothing stored
-    stored = await store.load(StateKey("val", "u", "s"))
-    assert stored is not None and stored.version == 1
-    assert [m.to_dict() for m in stored.history] == [m.to_dict() for m in history]
+    # nothing fabricated; nothing stored but the user's input (BEHAVIOUR.md §8)
+    stored = await agent.load_state(CTX)
+    assert [m.to_dict() for m in stored.history[:-1]] == [m.to_dict() for m in history]
+    assert stored.history[-1].role == "user" and stored.history[-1].text == "continue"
 
 
 async def test_a_well_paired_history_passes() -> None:
@@ -107,14 +107,14 @@ def keep_last(n: int):  # type: ignore[no-untyped-def]
 async def test_a_valid_compaction_is_committed_into_the_state() -> None:
     history = [Msg.user("old question"), use("c1"), result("c1"), Msg.assistant("old answer")]
     model = ScriptedModel(["new answer"])
-    agent, store = await seeded_agent(history, model)
+    agent, _ = await seeded_agent(history, model)
     agent.compiler.compactor = keep_last(1)
     await agent.call("new question", CTX)
     assert [m.text for m in model.requests[0].messages[1:]] == ["new question"]
     manifest = agent.last_manifest(CTX)
     assert manifest is not None
     assert manifest.transforms == ("history_compaction",) and manifest.history_messages == 1
-    stored = await store.load(StateKey("val", "u", "s"))
+    stored = await agent.load_state(CTX)
     assert stored is not None
     assert [m.text for m in stored.history] == ["new question", "new answer"]
 
@@ -195,7 +195,7 @@ async def test_a_conflict_seen_by_the_agent_stores_nothing() -> None:
     }
     assert statuses == {("failed", "ContextConflictError", "state_conflict")}
     stored = await agent.load_state(CTX)
-    assert stored.history == [] and stored.todos == []
+    assert [m.text for m in stored.history] == ["hi"] and stored.todos == []  # input kept
 
 
 async def test_after_a_conflict_a_clean_attempt_commits() -> None:
@@ -245,14 +245,14 @@ def offload_results(marker: str):  # type: ignore[no-untyped-def]
 async def test_a_valid_eviction_is_committed_and_recorded() -> None:
     history = [Msg.user("q"), use("c1"), result("c1", "BIG OUTPUT " * 50), Msg.assistant("a")]
     model = ScriptedModel(["ok"])
-    agent, store = await seeded_agent(history, model)
+    agent, _ = await seeded_agent(history, model)
     agent.compiler.evictor = offload_results("[offloaded to a file]")
     await agent.call("next", CTX)
     sent_tool = [m for m in model.requests[0].messages if m.role == "tool"]
     assert [m.text for m in sent_tool] == ["[offloaded to a file]"]
     manifest = agent.last_manifest(CTX)
     assert manifest is not None and manifest.transforms == ("tool_result_offload",)
-    stored = await store.load(StateKey("val", "u", "s"))
+    stored = await agent.load_state(CTX)
     assert stored is not None
     assert [m.text for m in stored.history if m.role == "tool"] == ["[offloaded to a file]"]
 

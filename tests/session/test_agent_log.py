@@ -64,9 +64,9 @@ async def test_a_failed_call_records_the_error(tmp_path: Path) -> None:
     assert [r.type for r in records][-2:] == ["error", "run/end"]
     assert records[-2].payload == {"error_type": "ModelError", "message": "provider down"}
     assert records[-1].payload["status"] == "error"
-    # the input is in the log even though the state never committed it
+    # the input is in the log, and so in the history: it is never lost (BEHAVIOUR.md §8)
     assert (await agent.session_messages(ctx))[0].text == "hello"
-    assert (await agent.load_state(ctx)).history == []
+    assert [m.text for m in (await agent.load_state(ctx)).history] == ["hello"]
 
 
 async def test_sessions_are_listed_per_user_and_the_log_survives_restarts(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.models import ScriptedModel
+from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.workspace import LocalFilesystem, atomic
 from harnessed.workspace.atomic import STALE_AFTER, remove_stale_temp_files
 
@@ -39,7 +39,15 @@ async def test_the_first_write_into_a_directory_cleans_it(tmp_path: Path) -> Non
 
 async def test_state_files_of_a_crashed_save_are_cleaned(tmp_path: Path) -> None:
     ctx = RuntimeContext("u", "s")
-    agent = HarnessAgent("a", ScriptedModel(["one", "two"]), workspace=tmp_path)
+
+    # the state file is written when the structured state changes (the history is the log's):
+    # each call here rewrites the task list
+    def todos(text: str) -> ScriptedResponse:
+        todo = ScriptedToolCall("todo_write", {"todos": [{"id": "1", "content": text}]})
+        return ScriptedResponse(tool_calls=[todo])
+
+    model = ScriptedModel([todos("first"), "one", todos("second"), "two"])
+    agent = HarnessAgent("a", model, workspace=tmp_path, enable_task_list=True)
     try:
         await agent.call("hi", ctx)
         [state_file] = [p for p in tmp_path.rglob("*.json") if "state" in str(p)]

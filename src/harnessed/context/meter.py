@@ -13,11 +13,9 @@ import math
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from itertools import compress, count
-from operator import is_not
 from typing import TypeVar
 
-from harnessed.messages import Msg
+from harnessed.messages import Msg, shared_prefix
 from harnessed.models.base import ToolSchema
 from harnessed.tokens import TokenEstimator
 
@@ -28,15 +26,6 @@ V = TypeVar("V")
 
 _MIN_RATIO, _MAX_RATIO = 0.5, 4.0
 _TRACKED = 4_096
-
-
-def shared_prefix(previous: Sequence[Msg], history: Sequence[Msg]) -> int:
-    """How many leading messages two histories share as the *same objects* (messages are
-    immutable, so an unchanged prefix is recognised without comparing content)."""
-    limit = min(len(previous), len(history))
-    # map/compress run in C: a 10,000-message comparison costs tens of microseconds
-    first_different = next(compress(count(), map(is_not, previous, history)), None)
-    return limit if first_different is None else first_different
 
 
 class HistoryMemo:
@@ -63,14 +52,19 @@ class HistoryMemo:
         Afterwards ``cumulative[i]`` is the sum over ``history[: i + 1]``.
         """
         shared = self.shared_prefix(history)
-        cumulative = self.cumulative[:shared]
+        known = len(self.messages)
+        if shared == known == len(history):  # the same history: nothing to copy or count
+            return self.cumulative[-1] if self.cumulative else 0
+        if shared < known:  # the history was rewritten after ``shared``: drop what changed
+            del self.messages[shared:]
+            del self.cumulative[shared:]
+        cumulative = self.cumulative
         total = cumulative[-1] if cumulative else 0
         for message in history[shared:]:
             total += count(message)
             cumulative.append(total)
+        self.messages.extend(history[shared:])
         self.pairs_checked = min(self.pairs_checked, shared)
-        self.messages = list(history)
-        self.cumulative = cumulative
         return total
 
 

@@ -14,7 +14,6 @@ from harnessed.session.jsonl import JsonlSessionLogStore
 from harnessed.session.memory import InMemorySessionLogStore
 from harnessed.session.scan import ScanSearchIndex
 from harnessed.session.search import SearchIndex
-from harnessed.session.sqlite_index import SqliteSearchIndex
 from harnessed.session.store import SessionLogStore
 from harnessed.workspace.layout import Workspace
 
@@ -31,6 +30,8 @@ def default_session_store(workspace: Workspace | None) -> SessionLogStore:
 
 def default_search_index(workspace: Workspace | None, store: SessionLogStore) -> SearchIndex:
     if workspace is not None and workspace.local_root is not None:
+        from harnessed.session.sqlite_index import SqliteSearchIndex
+
         return SqliteSearchIndex(workspace.local_root / Workspace.AGENTS_DIR)
     return ScanSearchIndex(store)
 

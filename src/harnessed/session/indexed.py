@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 
 from harnessed.runtime import SessionLocks
+from harnessed.session.group_commit import GroupCommit
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 from harnessed.session.search import MatchMode, SearchHit, SearchIndex, SearchOrder
 from harnessed.session.store import SessionCatalog, SessionInfo, SessionLogStore
@@ -35,6 +36,9 @@ class IndexedSessionLogStore:
         self._verified: set[tuple[str, str]] = set()
         """Users whose every session was compared with the index in this process."""
         self._builds = SessionLocks()
+        self._groups: GroupCommit[tuple[SessionKey, Sequence[SessionRecord]], None] = GroupCommit(
+            self._index_group
+        )
 
     def __repr__(self) -> str:
         return f"IndexedSessionLogStore({self.store!r}, {self.index!r})"
@@ -43,8 +47,21 @@ class IndexedSessionLogStore:
     async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
         stored = await self.store.append(key, records)
         if stored:
-            await self._index(key, stored)
+            # concurrent appends (a durable store commits them in groups) reach the index as
+            # one group per user: one transaction, in sequence order, so no gaps to fill
+            await self._groups.submit((key.agent_id, key.user_id), (key, stored))
         return stored
+
+    async def _index_group(
+        self, scope: object, items: list[tuple[SessionKey, Sequence[SessionRecord]]]
+    ) -> list[None]:
+        by_session: dict[SessionKey, list[SessionRecord]] = {}
+        for key, stored in items:
+            by_session.setdefault(key, []).extend(stored)
+        for key, stored in by_session.items():
+            stored.sort(key=lambda r: r.seq)
+            await self._index(key, stored)
+        return [None] * len(items)
 
     async def read(
         self,

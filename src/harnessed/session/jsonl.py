@@ -15,10 +15,13 @@ import fcntl
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 from urllib.parse import unquote
 
+from harnessed.durability import fsync_directory
+from harnessed.session.group_commit import GroupCommit
 from harnessed.session.index_files import user_session_file
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 from harnessed.session.store import SessionInfo
@@ -36,11 +39,19 @@ class JsonlSessionLogStore:
     """Session logs as JSONL files under ``root``."""
 
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = False) -> None:
-        """``durable=True`` fsyncs every append (slower; survives power loss, not just crashes)."""
+        """Every append is one ``write`` under the file's lock: once it returns, the records
+        survive the process being killed. ``durable=True`` also waits for ``fsync`` (they
+        survive power loss too); concurrent appends to one session share a write and an fsync
+        (group commit)."""
         self.root = Path(root)
         self.durable = durable
         self._tails: dict[Path, tuple[int, int]] = {}  # path -> (file size, last seq)
         self._reported: set[tuple[Path, int]] = set()  # unreadable lines already warned about
+        self._groups: GroupCommit[Sequence[NewRecord], list[SessionRecord]] = GroupCommit(
+            lambda path, groups: asyncio.to_thread(
+                self._append, cast(Path, path), groups, sync=True
+            )
+        )
 
     def path_for(self, key: SessionKey) -> Path:
         name = f"{encode_part(key.session_id, 'session id')}{_SUFFIX}"
@@ -51,25 +62,38 @@ class JsonlSessionLogStore:
         """Append records atomically as a group; returns them with their sequence numbers."""
         if not records:
             return []
-        return await asyncio.to_thread(self._append, self.path_for(key), records)
+        path = self.path_for(key)
+        if self.durable:
+            return await self._groups.submit(path, records)
+        return (await asyncio.to_thread(self._append, path, [records], sync=False))[0]
 
-    def _append(self, path: Path, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    def _append(
+        self, path: Path, groups: Sequence[Sequence[NewRecord]], *, sync: bool
+    ) -> list[list[SessionRecord]]:
+        """Write groups of records with one ``write`` (and one ``fsync`` when ``sync``)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
             last_seq, torn = self._tail(path, fd, size)
-            stored = [SessionRecord.assign(last_seq + i + 1, r) for i, r in enumerate(records)]
-            data = ("\n" if torn else "") + "".join(r.to_json() + "\n" for r in stored)
-            payload = data.encode("utf-8")
+            out: list[list[SessionRecord]] = []
+            for records in groups:
+                out.append(
+                    [SessionRecord.assign(last_seq + i + 1, r) for i, r in enumerate(records)]
+                )
+                last_seq += len(records)
+            lines = "".join(r.to_json() + "\n" for stored in out for r in stored)
+            payload = (("\n" if torn else "") + lines).encode("utf-8")
             written = 0
             while written < len(payload):
                 written += os.write(fd, payload[written:])
-            if self.durable:
+            if sync:
                 os.fsync(fd)
-            self._tails[path] = (size + len(payload), stored[-1].seq)
-            return stored
+                if size == 0:
+                    fsync_directory(path.parent)  # a new file: make its name durable too
+            self._tails[path] = (size + len(payload), last_seq)
+            return out
         finally:
             os.close(fd)  # closing releases the lock
 
@@ -113,12 +137,52 @@ class JsonlSessionLogStore:
     ) -> list[SessionRecord]:
         wanted = set(types) if types else None
         out: list[SessionRecord] = []
-        for record in _records(path, self._reported):
-            if record.seq <= after_seq or (wanted is not None and record.type not in wanted):
+        for record in self._records_after(path, after_seq):
+            if wanted is not None and record.type not in wanted:
                 continue
             out.append(record)
             if limit is not None and len(out) >= limit:
                 break
+        return out
+
+    def _records_after(self, path: Path, after_seq: int) -> list[SessionRecord]:
+        """Records with ``seq > after_seq``. When ``after_seq`` is the last record this store
+        wrote or read, only the bytes after it are read (what other writers appended since)."""
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            return []
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            cached = self._tails.get(path)
+            start = 0
+            if after_seq and cached is not None and cached[1] == after_seq and cached[0] <= size:
+                start = cached[0]
+            if start == size:
+                return []
+            handle.seek(start)
+            data = handle.read(size - start)
+        out: list[SessionRecord] = []
+        offset = start
+        end, last = start, after_seq if start else 0
+        lines = data.split(b"\n")
+        for number, line in enumerate(lines):
+            at, offset = offset, offset + len(line) + 1
+            record = _parse(line)
+            if record is None:
+                if line.strip() and (path, at) not in self._reported:
+                    self._reported.add((path, at))  # warned about once per process
+                    complete = number < len(lines) - 1
+                    torn = "" if complete else " (torn by a crash; the next write fences it)"
+                    where = f"line {number + 1}" if start == 0 else f"the line at byte {at}"
+                    logger.warning("skipping unreadable %s of %s%s", where, path, torn)
+                continue
+            if number < len(lines) - 1:  # complete: its newline was written
+                end, last = offset, record.seq
+            if record.seq > after_seq:
+                out.append(record)
+        if last:
+            self._tails[path] = (end, last)
         return out
 
     async def tail(
@@ -161,27 +225,6 @@ def _list_users(folder: Path) -> list[str]:
     if not folder.is_dir():
         return []
     return sorted(unquote(p.name) for p in folder.iterdir() if p.is_dir())
-
-
-def _records(path: Path, reported: set[tuple[Path, int]]) -> Iterator[SessionRecord]:
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        return
-    with handle:
-        for number, line in enumerate(handle, 1):
-            record = _parse(line)
-            if record is None:
-                if line.strip() and (path, number) not in reported:
-                    reported.add((path, number))
-                    torn = (
-                        ""
-                        if line.endswith(b"\n")
-                        else " (torn by a crash; the next write fences it)"
-                    )
-                    logger.warning("skipping unreadable line %d of %s%s", number, path, torn)
-                continue
-            yield record
 
 
 def _parse(line: bytes) -> SessionRecord | None:

@@ -28,6 +28,9 @@ class RecordType:
     PERMISSION_CHANGED = "permission/changed"
     MEMORY_FLUSH = "memory/flush"
     ERROR = "error"
+    CHECKPOINT = "history/checkpoint"
+    """The working history was replaced (summary, pruned or offloaded views): see
+    :mod:`harnessed.session.checkpoint`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +54,13 @@ class NewRecord:
     turn_id: str | None = None
     event_id: str = field(default_factory=lambda: new_id("ev_"))
     timestamp: str = field(default_factory=_now)
+    msg: Msg | None = field(default=None, compare=False, repr=False)
+    """The message object of a ``message`` record (kept in memory, never stored), so the
+    working history can hold the very object the caller has."""
 
     @classmethod
     def message(cls, msg: Msg, *, run_id: str | None, turn_id: str | None) -> NewRecord:
-        return cls(RecordType.MESSAGE, {"message": msg.to_dict()}, run_id, turn_id)
+        return cls(RecordType.MESSAGE, {"message": msg.to_dict()}, run_id, turn_id, msg=msg)
 
 
 @dataclass(frozen=True, slots=True)

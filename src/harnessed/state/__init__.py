@@ -1,7 +1,9 @@
 """Agent state and the stores that keep it between calls and processes."""
 
 from harnessed.state.agent_state import AgentState, PlanState, StateKey, TodoItem, TodoStatus
+from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
+from harnessed.state.fs_store import FilesystemStateStore
 from harnessed.state.store import (
     AgentStateStore,
     InMemoryStateStore,
@@ -21,6 +23,8 @@ from harnessed.state.verification import VerificationService
 __all__ = [
     "AgentState",
     "AgentStateStore",
+    "ConversationStore",
+    "FilesystemStateStore",
     "InMemoryStateStore",
     "JsonFileStateStore",
     "PlanState",

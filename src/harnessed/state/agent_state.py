@@ -101,6 +101,8 @@ class AgentState:
     """Bumped on every change to todos, plan mode, task contract, permissions or sections."""
     history_revision: int = 0
     """Bumped on every change to ``history``."""
+    log_seq: int = 0
+    """The session log position (record ``seq``) the stored state was last saved at."""
 
     @property
     def key(self) -> StateKey:
@@ -172,6 +174,7 @@ class AgentState:
             version=self.version,
             task_revision=self.task_revision,
             history_revision=self.history_revision,
+            log_seq=self.log_seq,
         )
 
     # -------------------------------------------------------- serialization
@@ -183,6 +186,7 @@ class AgentState:
             "version": self.version,
             "task_revision": self.task_revision,
             "history_revision": self.history_revision,
+            "log_seq": self.log_seq,
             "history": [m.to_dict() for m in self.history],
             "todos": [t.to_dict() for t in self.todos],
             "plan": self.plan.to_dict(),
@@ -221,6 +225,7 @@ class AgentState:
                 version=int(data.get("version", 0)),
                 task_revision=int(data.get("task_revision", 0)),
                 history_revision=int(data.get("history_revision", 0)),
+                log_seq=int(data.get("log_seq", 0)),
             )
         except KeyError as exc:
             raise ValueError(f"agent state data is missing field {exc.args[0]!r}") from None

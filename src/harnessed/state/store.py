@@ -16,11 +16,12 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
+from harnessed.durability import fsync_directory
 from harnessed.messages import clean_text
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.workspace.atomic import write_atomically
@@ -76,7 +77,31 @@ def _describe(key: StateKey) -> str:
     return f"agent={key.agent_id!r} user={key.user_id!r} session={key.session_id!r}"
 
 
-def _snapshot(state: AgentState, version: int) -> dict[str, Any]:
+def parse_state_file(raw: bytes, where: str) -> dict[str, Any]:
+    """The JSON object of a state file (never taken as missing when it is damaged)."""
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise StateCorruptedError(f"agent state file {where} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise StateCorruptedError(f"agent state file {where} does not hold a JSON object")
+    return data
+
+
+def decode_state(data: Mapping[str, Any], key: StateKey, where: str) -> AgentState:
+    """The state stored as ``data`` in ``where``, checked to be the one of ``key``."""
+    try:
+        state = AgentState.from_dict(data)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StateCorruptedError(f"agent state file {where} is invalid: {exc}") from exc
+    if state.key != key:
+        raise StateCorruptedError(
+            f"agent state file {where} holds {_describe(state.key)}, expected {_describe(key)}"
+        )
+    return state
+
+
+def snapshot(state: AgentState, version: int) -> dict[str, Any]:
     """Serialize ``state`` as it will be stored, with the new version number."""
     data = state.to_dict()
     data["version"] = version
@@ -103,7 +128,7 @@ class InMemoryStateStore:
     async def save(self, state: AgentState) -> None:
         key = state.key
         new_version = state.version + 1
-        data = json.loads(json.dumps(_snapshot(state, new_version)))
+        data = json.loads(json.dumps(snapshot(state, new_version)))
         with self._lock:
             current = self._states.get(key)
             stored = 0 if current is None else int(current["version"])
@@ -150,7 +175,7 @@ class JsonFileStateStore:
 
     async def save(self, state: AgentState) -> None:
         new_version = state.version + 1
-        data = _snapshot(state, new_version)
+        data = snapshot(state, new_version)
         await asyncio.to_thread(self._save, state.key, state.version, data)
         state.version = new_version
 
@@ -165,17 +190,7 @@ class JsonFileStateStore:
     def _load(self, key: StateKey) -> AgentState | None:
         path = self.path_for(key)
         data = self._read(path)
-        if data is None:
-            return None
-        try:
-            state = AgentState.from_dict(data)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise StateCorruptedError(f"agent state file {path} is invalid: {exc}") from exc
-        if state.key != key:
-            raise StateCorruptedError(
-                f"agent state file {path} holds {_describe(state.key)}, expected {_describe(key)}"
-            )
-        return state
+        return None if data is None else decode_state(data, key, str(path))
 
     def _save(self, key: StateKey, expected: int, data: dict[str, Any]) -> None:
         path = self.path_for(key)
@@ -199,7 +214,7 @@ class JsonFileStateStore:
                 path.unlink()
             except FileNotFoundError:
                 return False
-            _fsync_directory(path.parent)
+            fsync_directory(path.parent)
             return True
 
     @staticmethod
@@ -222,18 +237,12 @@ class JsonFileStateStore:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise StateCorruptedError(f"agent state file {path} is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise StateCorruptedError(f"agent state file {path} does not hold a JSON object")
-        return data
+        return parse_state_file(raw, str(path))
 
     @staticmethod
     def _write_atomically(path: Path, text: str) -> None:
         write_atomically(path, text.encode("utf-8"))
-        _fsync_directory(path.parent)
+        fsync_directory(path.parent)
 
     @staticmethod
     @contextlib.contextmanager
@@ -262,13 +271,3 @@ class JsonFileStateStore:
                     return
             finally:
                 os.close(fd)  # closing the descriptor releases the lock
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename or unlink in ``directory`` durable (best effort)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import pydantic
 
 from harnessed.messages import ImageBlock
 from harnessed.models.base import ToolSchema
 
 if TYPE_CHECKING:
+    import pydantic
+
     from harnessed.tools.context import ToolContext
 
 __all__ = ["Tool", "ToolError", "ToolOutput", "format_tool_output"]
@@ -83,8 +84,9 @@ def format_tool_output(value: Any) -> str:
         return value.text
     if isinstance(value, str):
         return value
-    if isinstance(value, pydantic.BaseModel):
-        return value.model_dump_json()
+    pydantic = sys.modules.get("pydantic")  # not imported: the value cannot be a model
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        return str(value.model_dump_json())
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     try:

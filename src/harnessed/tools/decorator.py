@@ -7,9 +7,6 @@ import re
 from collections.abc import Callable
 from typing import Any, get_type_hints, overload
 
-import docstring_parser
-import pydantic
-
 from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext
 
@@ -87,6 +84,9 @@ def _build_tool(
         raise ValueError(
             f"tool name {tool_name!r} is invalid: use 1-64 letters, digits, '_' or '-'"
         )
+    import docstring_parser  # imported with the first tool, not with harnessed
+    import pydantic
+
     doc = docstring_parser.parse(inspect.getdoc(func) or "")
     text = description or "\n\n".join(
         part for part in (doc.short_description, doc.long_description) if part

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
-
-import pydantic
+from typing import TYPE_CHECKING, Any
 
 from harnessed.state.agent_state import TodoItem
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
+
+if TYPE_CHECKING:
+    from harnessed.tools.todo_entry import TodoEntry
 
 __all__ = ["MAX_TODOS", "TODO_WRITE", "TodoEntry", "plan_todo_list", "todo_tools"]
 
@@ -29,20 +30,6 @@ MAX_TODOS = 100
 """The longest list ``todo_write`` accepts (the list is shown in every request)."""
 
 _NUMBERED = re.compile(r"^t(\d+)$")
-
-
-class TodoEntry(pydantic.BaseModel):
-    """One item of the task list."""
-
-    model_config = pydantic.ConfigDict(extra="forbid")
-
-    content: str = pydantic.Field(description="What to do, as a short imperative sentence.")
-    status: Literal["pending", "in_progress", "completed"] = pydantic.Field(
-        "pending", description="pending, in_progress (at most one item) or completed."
-    )
-    id: str | None = pydantic.Field(
-        None, description="The id of an existing item you are updating; leave out for new items."
-    )
 
 
 def plan_todo_list(current: Sequence[TodoItem], entries: Sequence[TodoEntry]) -> list[TodoItem]:
@@ -108,6 +95,9 @@ def _receipt(items: Sequence[TodoItem], revision: int) -> str:
 
 def todo_tools() -> list[Tool]:
     """The ``todo_write`` tool (registered by ``HarnessAgent(enable_task_list=True)``)."""
+    # the argument model needs pydantic, imported with the first tool rather than with
+    # harnessed; the tool's type hints are resolved in this module's namespace
+    globals()["TodoEntry"] = _todo_entry()
 
     @tool(name=TODO_WRITE)
     async def todo_write(todos: list[TodoEntry], ctx: ToolContext) -> str:
@@ -136,3 +126,15 @@ def todo_tools() -> list[Tool]:
         return _receipt(items, state.task_revision)
 
     return [todo_write]
+
+
+def _todo_entry() -> type[Any]:
+    from harnessed.tools.todo_entry import TodoEntry
+
+    return TodoEntry
+
+
+def __getattr__(name: str) -> object:
+    if name == "TodoEntry":
+        return _todo_entry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,14 +13,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-import pydantic
+from typing import TYPE_CHECKING, Protocol
 
 from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolResultBlock, ToolUseBlock
 from harnessed.models.base import ToolSchema
 from harnessed.tools.base import Tool, ToolError, ToolOutput, format_tool_output
 from harnessed.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    import pydantic
 
 __all__ = ["Finish", "ToolGuard", "Toolkit"]
 
@@ -150,6 +151,8 @@ class Toolkit:
                 )
             if refusal is not None:
                 return _error(call, refusal)
+        import pydantic  # loaded with the tool's argument model already: a lookup
+
         try:
             value = await tool.run(call.input, context)
         except pydantic.ValidationError as exc:

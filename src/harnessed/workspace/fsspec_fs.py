@@ -16,14 +16,14 @@ import contextlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, BinaryIO, cast
-
-from fsspec import AbstractFileSystem  # type: ignore[import-untyped]
-from fsspec.core import url_to_fs  # type: ignore[import-untyped]
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from harnessed.workspace.base import BaseFilesystem
 from harnessed.workspace.errors import FileNotFoundInWorkspaceError
 from harnessed.workspace.filesystem import FileInfo
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem  # type: ignore[import-untyped]
 
 __all__ = ["FsspecFilesystem"]
 
@@ -45,6 +45,8 @@ class FsspecFilesystem(BaseFilesystem):
     ) -> None:
         super().__init__()
         if fs is None:
+            from fsspec.core import url_to_fs  # type: ignore[import-untyped]  # slow import
+
             fs, root = url_to_fs(url, **storage_options)
         else:
             root = fs._strip_protocol(url)

@@ -1,0 +1,78 @@
+"""Durable appends: concurrent appends share writes and fsyncs (group commit)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnessed.messages import Msg
+from harnessed.session import (
+    IndexedSessionLogStore,
+    JsonlSessionLogStore,
+    NewRecord,
+    SessionKey,
+    SqliteSearchIndex,
+)
+
+KEY = SessionKey("a", "u", "s")
+
+
+def record(i: int) -> NewRecord:
+    return NewRecord.message(Msg.user(f"note {i}"), run_id="r", turn_id=None)
+
+
+async def test_concurrent_durable_appends_share_fsyncs_and_keep_the_sequence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fsyncs = 0
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        nonlocal fsyncs
+        fsyncs += 1
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    store = JsonlSessionLogStore(tmp_path, durable=True)
+    results = await asyncio.gather(*(store.append(KEY, [record(i), record(i)]) for i in range(200)))
+    seqs = sorted(r.seq for stored in results for r in stored)
+    assert seqs == list(range(1, 401))
+    for stored in results:  # each append's records stay together, in order
+        assert stored[1].seq == stored[0].seq + 1
+        text = stored[0].payload["message"]["content"][0]["text"]
+        assert stored[1].payload["message"]["content"][0]["text"] == text
+    assert fsyncs < 100  # 200 appends, far fewer fsyncs (+1 for the new file's directory)
+    again = await JsonlSessionLogStore(tmp_path).read(KEY)
+    assert [r.seq for r in again] == list(range(1, 401))
+
+
+async def test_a_failed_group_write_fails_every_append_of_the_group(tmp_path: Path) -> None:
+    store = JsonlSessionLogStore(tmp_path / "blocked", durable=True)
+    (tmp_path / "blocked").write_text("a file where the directory should be")
+    results = await asyncio.gather(
+        *(store.append(KEY, [record(i)]) for i in range(5)), return_exceptions=True
+    )
+    assert all(isinstance(r, OSError) for r in results)
+
+
+async def test_concurrent_appends_reach_the_index_without_gaps(tmp_path: Path) -> None:
+    store = JsonlSessionLogStore(tmp_path, durable=True)
+    reads: list[int] = []
+    original = store.read
+
+    async def spy(key: SessionKey, **kw: Any) -> Any:
+        reads.append(kw.get("after_seq", 0))
+        return await original(key, **kw)
+
+    store.read = spy  # type: ignore[method-assign]
+    indexed = IndexedSessionLogStore(store, SqliteSearchIndex(tmp_path))
+    await asyncio.gather(*(indexed.append(KEY, [record(i)]) for i in range(100)))
+    assert await indexed.index.indexed_through(KEY) == 100
+    assert reads == []  # no catching up: every group arrived in order
+    hits = await indexed.search("a", "u", "note 42")
+    assert [h.text for h in hits] == ["note 42"]
+    await indexed.close()
