@@ -81,6 +81,9 @@ class EventPrinter:
         if self._live is not None:
             self._live.update(Markdown("".join(self._text)), refresh=True)
             self._live.stop()
+            if not self.console.is_terminal:
+                # off a terminal Live prints its last frame without ending the line
+                self.console.print()
             self._live = None
             self._text = []
         if self._in_text:
