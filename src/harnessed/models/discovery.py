@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 __all__ = ["OLLAMA_DEFAULT_CTX", "ask_window", "server_root"]
 
@@ -49,11 +49,11 @@ async def ask_window(
         return _CACHE[key]
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     window: int | None = None
-    async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
+    async with httpx2.AsyncClient(timeout=timeout, headers=headers) as client:
         for probe in (_vllm, _llama_cpp, _ollama):
             try:
                 window = await probe(client, base_url, model)
-            except (httpx.HTTPError, ValueError, TypeError, KeyError) as exc:
+            except (httpx2.HTTPError, ValueError, TypeError, KeyError) as exc:
                 logger.debug("window probe %s failed: %s", probe.__name__, exc)
                 continue
             if window is not None:
@@ -71,13 +71,13 @@ def _positive(value: Any) -> int | None:
     return None
 
 
-async def _json(response: httpx.Response) -> Any:
+async def _json(response: httpx2.Response) -> Any:
     if response.status_code != 200:
         return None
     return response.json()
 
 
-async def _vllm(client: httpx.AsyncClient, base_url: str, model: str) -> int | None:
+async def _vllm(client: httpx2.AsyncClient, base_url: str, model: str) -> int | None:
     body = await _json(await client.get(f"{base_url.rstrip('/')}/models"))
     entries = body.get("data") if isinstance(body, Mapping) else None
     for entry in entries if isinstance(entries, list) else ():
@@ -86,7 +86,7 @@ async def _vllm(client: httpx.AsyncClient, base_url: str, model: str) -> int | N
     return None
 
 
-async def _llama_cpp(client: httpx.AsyncClient, base_url: str, model: str) -> int | None:
+async def _llama_cpp(client: httpx2.AsyncClient, base_url: str, model: str) -> int | None:
     body = await _json(await client.get(f"{server_root(base_url)}/props"))
     if not isinstance(body, Mapping):
         return None
@@ -96,7 +96,7 @@ async def _llama_cpp(client: httpx.AsyncClient, base_url: str, model: str) -> in
     return _positive(body.get("n_ctx"))
 
 
-async def _ollama(client: httpx.AsyncClient, base_url: str, model: str) -> int | None:
+async def _ollama(client: httpx2.AsyncClient, base_url: str, model: str) -> int | None:
     response = await client.post(f"{server_root(base_url)}/api/show", json={"model": model})
     body = await _json(response)
     if not isinstance(body, Mapping):
