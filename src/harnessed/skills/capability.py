@@ -29,14 +29,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harnessed.capabilities.base import Capability, CapabilityHost
+from harnessed.capabilities.base import CallContext, Capability, CapabilityHost
 from harnessed.context.compiler import ContextCompiler
 from harnessed.context.materials import Material
 from harnessed.context.seam import PrepareInfo
+from harnessed.messages import ToolUseBlock
 from harnessed.runtime import RuntimeContext
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
 from harnessed.skills.drafts import DRAFTS_DIR, promote_draft, reject_draft
 from harnessed.skills.grants import grants_for
+from harnessed.skills.guard import skill_write_refusal
 from harnessed.skills.listing import skill_listing
 from harnessed.skills.mounts import SANDBOX_SKILLS_ROOT, SkillMount, host_dir
 from harnessed.skills.tools import load_skill_tool, propose_skill_tool
@@ -73,6 +75,9 @@ class Skills(Capability):
         sandbox_root: Where the sandbox that runs ``execute`` mounts the skill folders (see
             :meth:`mounts`), e.g. ``"/skills"``; ``None`` (default): ``execute`` runs on the
             host and the model is given host paths.
+        model_edits_skills: Let the model's ``write_file`` / ``edit_file`` change the
+            workspace's and the user's skill folders (default off: a skill it wrote could
+            pre-approve any tool for itself; see :mod:`harnessed.skills.guard`).
     """
 
     name = "skills"
@@ -87,6 +92,7 @@ class Skills(Capability):
         max_listing_tokens: int | None = 4_000,
         storage_options: dict[str, Any] | None = None,
         sandbox_root: str | None = None,
+        model_edits_skills: bool = False,
     ) -> None:
         if isinstance(skill_dirs, str | os.PathLike):
             raise TypeError("Skills skill_dirs must be a list of folders, not one folder")
@@ -101,6 +107,7 @@ class Skills(Capability):
         self.workspace_skills = workspace_skills
         self.user_skills = user_skills
         self.self_learning = self_learning
+        self.model_edits_skills = model_edits_skills
         self.max_listing_tokens = max_listing_tokens
         self.catalog = SkillCatalog()
         self.workspace: Workspace | None = None
@@ -121,6 +128,15 @@ class Skills(Capability):
         if self.self_learning:
             found.append(propose_skill_tool(self))
         return found
+
+    async def before_tool_call(
+        self, call: CallContext, tool_call: ToolUseBlock, tool: Tool
+    ) -> str | None:
+        ws = self.workspace
+        if self.model_edits_skills or ws is None:
+            return None
+        roots = [la.root for la in self.layers(call.runtime) if la.fs is ws.fs and la.root]
+        return skill_write_refusal(tool_call.name, tool_call.input, ws.fs, roots)
 
     # ------------------------------------------------------------ application API
     def bind(
