@@ -6,7 +6,8 @@ Order of evaluation for one call (the first that decides wins):
 2. ask rules → ask
 3. the tool's own check (e.g. ``plan_exit`` always asks to approve the plan) → its decision
 4. allow rules → allow; then grants (allow rules the session gained by activating something,
-   e.g. a skill's ``allowed-tools``) → allow
+   e.g. a skill's ``allowed-tools``) → allow, except that a grant naming a command never
+   covers an ``execute`` command that chains, pipes, redirects or substitutes others
 5. ``bypass`` mode → allow
 6. the mode's default: read-only tools and the harness's state tools run; ``accept_edits`` also
    runs file edits; ``explore`` denies everything else; other modes ask.
@@ -19,6 +20,7 @@ without a permission system, except tools whose own check asks and tools marked
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -41,6 +43,8 @@ HARNESS_STATE_TOOLS = frozenset(
 )
 """Tools that only change the harness's own task and plan state; they run like read-only tools."""
 EDIT_TOOLS = frozenset({"write_file", "edit_file"})
+_CHAINING = re.compile(r"[;&|`\n\r<>]|\$\(")
+"""Shell syntax that runs or feeds more than the one command a grant names."""
 """File edits that ``accept_edits`` mode lets run without asking."""
 
 
@@ -148,7 +152,7 @@ async def _evaluate(
     if "allow" in first:
         return PermissionDecision.allow(f"a rule allows {first['allow'].describe()}")
     for grant in settings.grants:
-        if grant.matches(call):
+        if grant.matches(call) and not _chains(grant, call):
             return PermissionDecision.allow(f"pre-approved ({grant.describe()})")
     mode = settings.effective_mode
     if mode is PermissionMode.BYPASS:
@@ -163,3 +167,11 @@ async def _evaluate(
             f"{call.name!r} can change things"
         )
     return PermissionDecision.ask(f"{call.name!r} can change things and needs your approval")
+
+
+def _chains(grant: PermissionRule, call: ToolUseBlock) -> bool:
+    """Whether a grant that names a command (``Bash(git:*)``) would also pass on others: an
+    ``execute`` command with ``;``, ``&&``, ``|``, redirections or substitutions is not
+    pre-approved by it (it falls through to the mode, which asks)."""
+    command = call.input.get("command")
+    return bool(grant.args) and isinstance(command, str) and bool(_CHAINING.search(command))
