@@ -1,87 +1,87 @@
-"""Every package the library imports when it is loaded is one its install brings.
+"""Every module of the library loads with what ``pip install harnessed`` installs.
 
-A module-level import of a package that only happens to be in the developer's environment
-(for instance ``httpx``, which ``openai`` 3 no longer depends on) works here and fails for every
-user of ``pip install harnessed``. Optional extras are imported inside functions, on first use.
+A module-level import of a package that only happens to be in the developer's environment (for
+instance ``httpx``, which ``openai`` 3 no longer depends on) works here and fails for every user.
+The check runs each module in a fresh interpreter in which every package that is not a runtime
+dependency (or a dependency of one) cannot be imported. Subpackages of optional extras are the
+only modules allowed to need their extra.
 """
 
 from __future__ import annotations
 
-import ast
-import re
+import subprocess
 import sys
-import tomllib
-from importlib import metadata
+import textwrap
 from pathlib import Path
 
-from packaging.requirements import Requirement
-
 ROOT = Path(__file__).resolve().parents[1]
-SRC = ROOT / "src" / "harnessed"
 
+OPTIONAL = {"harnessed.mcp": "mcp"}
+"""Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+_PROBE = textwrap.dedent(
+    """
+    import importlib, pkgutil, re, sys, tomllib
+    from importlib import metadata
+    from packaging.requirements import Requirement
 
+    def canonical(name):
+        return re.sub(r"[-_.]+", "-", name).lower()
 
-def runtime_closure() -> set[str]:
-    """The distributions ``pip install harnessed`` installs (no extras), canonical names."""
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    todo = [Requirement(text) for text in declared]
-    seen: set[str] = set()
+    declared = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
+    todo, runtime = [Requirement(text) for text in declared], set()
     while todo:
-        requirement = todo.pop()
-        name = _canonical(requirement.name)
-        if name in seen:
+        req = todo.pop()
+        if canonical(req.name) in runtime:
             continue
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
             continue
-        seen.add(name)
-        todo.extend(Requirement(text) for text in metadata.requires(requirement.name) or ())
-    return seen
-
-
-def _is_type_checking(node: ast.stmt) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
-def module_level_imports(tree: ast.Module) -> set[str]:
-    """Top-level package names imported when the module is loaded (not in functions)."""
-    found: set[str] = set()
-    todo: list[ast.stmt] = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
-        elif isinstance(node, ast.If) and not _is_type_checking(node):
-            todo.extend([*node.body, *node.orelse])
-        elif isinstance(node, ast.Try):
-            todo.extend([*node.body, *node.orelse, *node.finalbody])
-            for handler in node.handlers:
-                todo.extend(handler.body)
-        elif isinstance(node, ast.With):
-            todo.extend(node.body)
-    return found
-
-
-def test_module_level_imports_are_runtime_dependencies() -> None:
-    closure = runtime_closure()
+        runtime.add(canonical(req.name))
+        todo.extend(Requirement(text) for text in metadata.requires(req.name) or ())
     providers = metadata.packages_distributions()
-    missing: list[str] = []
-    for path in sorted(SRC.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for package in sorted(module_level_imports(tree)):
-            if package == "harnessed" or package in sys.stdlib_module_names:
-                continue
-            dists = {_canonical(d) for d in providers.get(package, [])}
-            if not dists & closure:
-                missing.append(f"{path.relative_to(ROOT)}: {package} (from {sorted(dists)})")
-    assert not missing, "imported at load time but not a runtime dependency:\n" + "\n".join(missing)
+
+    class NotInstalled:
+        def find_spec(self, name, path=None, target=None):
+            top = name.split(".")[0]
+            if top in providers and top != "harnessed" and top not in sys.stdlib_module_names:
+                if not {canonical(d) for d in providers[top]} & runtime:
+                    raise ImportError(f"{top} is not a runtime dependency")
+            return None
+
+    sys.meta_path.insert(0, NotInstalled())
+    import harnessed
+    for info in pkgutil.walk_packages(harnessed.__path__, "harnessed."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError as exc:
+            print(info.name, "|", exc)
+    """
+)
 
 
-def test_the_check_sees_an_undeclared_import() -> None:
-    tree = ast.parse("import json\nimport no_such_pkg\ndef f():\n    import lazy_pkg\n")
-    assert module_level_imports(tree) == {"json", "no_such_pkg"}
-    assert "pydantic" in runtime_closure() and "httpx" not in runtime_closure()
+def modules_that_fail_without_extras() -> dict[str, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    failed = dict(line.split(" | ", 1) for line in done.stdout.splitlines() if " | " in line)
+    return failed
+
+
+def test_every_module_loads_without_extras_except_the_optional_subpackages() -> None:
+    failed = modules_that_fail_without_extras()
+    unexpected = {
+        module: error
+        for module, error in failed.items()
+        if not any(module == p or module.startswith(p + ".") for p in OPTIONAL)
+    }
+    assert not unexpected, f"modules that need a package pip install harnessed lacks: {unexpected}"
+    # the probe really blocks what is not a runtime dependency
+    assert "mcp" in failed.get("harnessed.mcp", "")
