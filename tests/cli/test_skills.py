@@ -39,3 +39,23 @@ def test_validate_reports_each_rule_and_exit_code(
     assert "invalid" in out and words in out and "valid   " in out
     assert main(["skills", "validate", str(tmp_path / "missing")]) == 1
     assert "does not exist" in capsys.readouterr().out
+
+
+def test_list_names_each_skipped_folder_once(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    write_skill(ws / "skills", "other", INVALID["folder mismatch"][1])
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-m", "harnessed.cli", "skills", "list", "--workspace", str(ws)],
+        env={**os.environ, "PYTHONPATH": src, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    output = done.stdout + done.stderr
+    assert output.count("differs from its folder") == 1, output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,14 @@ def list_skills(
     skills = Skills(skill_dirs)
     skills.bind(Workspace(workspace) if workspace.is_dir() else None, agent)
     ctx = RuntimeContext(user).resolved(agent)
-    found = asyncio.run(skills.available(ctx))
-    problems = asyncio.run(skills.problems(ctx))
+    catalog_log = logging.getLogger("harnessed.skills.catalog")
+    level = catalog_log.level
+    catalog_log.setLevel(logging.ERROR)  # skipped folders are listed below, not warned twice
+    try:
+        found = asyncio.run(skills.available(ctx))
+        problems = asyncio.run(skills.problems(ctx))
+    finally:
+        catalog_log.setLevel(level)
     table = Table("skill", "layer", "description")
     for skill in found:
         table.add_row(skill.name, skill.layer.label, escape(skill.description))
