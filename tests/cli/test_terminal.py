@@ -151,3 +151,21 @@ def test_ctrl_c_while_being_asked_ends_at_once(server, tmp_path):
     assert code == 130, output
     assert "interrupted" in output and "Traceback" not in output
     assert not (tmp_path / "ran.txt").exists()
+
+
+def test_always_allow_survives_ctrl_c(server, tmp_path):
+    server.queue(tool_call_reply("echo one > one.txt"), text_reply("Still going", pause=30))
+    child = spawn(server, tmp_path, "write a file", "--session", "s1")
+    child.expect("Allow execute")
+    child.sendline("a")
+    child.expect("Still going")
+    child.sendintr()
+    output, code = finish(child)
+    assert code == 130, output
+    assert (tmp_path / "one.txt").exists()
+
+    server.queue(tool_call_reply("echo two > two.txt"), text_reply("Written."))
+    child = spawn(server, tmp_path, "one more", "--session", "s1")
+    output, code = finish(child)
+    assert code == 0, output
+    assert "Allow execute" not in output and (tmp_path / "two.txt").exists()

@@ -139,9 +139,11 @@ async def _run(
         printer = EventPrinter(console, show_thinking=not args.no_thinking)
         approver = TerminalApprover(console)
         await _remembered(agent, ctx, approver)
-        status = await stream_run(agent, args.task, ctx, printer, approver)
-        if approver.always:
-            await _remember(agent, ctx, approver.always)
+        try:
+            status = await stream_run(agent, args.task, ctx, printer, approver)
+        finally:  # also when interrupted: "always" answers belong to the session
+            if approver.always:
+                await _remember(agent, ctx, approver.always)
         if status == "pending":
             console.print(
                 "[yellow]waiting for approval:[/] no answer could be read. Continue with "
