@@ -42,7 +42,7 @@ from harnessed.plan.controls import PlanControls
 from harnessed.runtime import RuntimeContext, SessionLocks
 from harnessed.session import SessionLogStore
 from harnessed.session.defaults import indexed_session_store
-from harnessed.session.queries import SessionQueries
+from harnessed.sessions import SessionAccess, TurnControl
 from harnessed.session.search import SearchIndex
 from harnessed.shortcuts import MCPResources, MCPServers, Shortcuts
 from harnessed.skills import Skills
@@ -67,7 +67,7 @@ _EVICTION = ToolResultEvictionConfig()
 _PRUNE = PruneConfig()
 
 
-class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, SessionQueries):
+class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, SessionAccess):
     """A long-running agent: a model, tools, capabilities, and a harness around every request.
 
     Args:
@@ -247,6 +247,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         ctx: RuntimeContext | None = None,
         *,
         confirmations: ConfirmationMode = "wait",
+        control: TurnControl | None = None,
     ) -> AsyncIterator[Event]:
         """Run the agent on ``input``, yielding typed events as the work happens.
 
@@ -254,13 +255,13 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         :class:`ErrorEvent` is yielded and the exception is raised. When a tool call needs the
         user's approval a :class:`ConfirmationRequestEvent` is yielded and, with
         ``confirmations="wait"``, the run waits for :meth:`respond`; with ``"park"`` (what
-        :meth:`call` uses) the call ends at once with status ``pending``.
+        :meth:`call` uses) the call ends at once with status ``pending``. ``control`` steers.
         """
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         await discover_windows(self.models())  # self-hosted servers tell their window once
         async with self._locks.hold(self.name, ctx.user_id, ctx.session):
-            run = AgentRun(self, ctx, confirmations)
+            run = AgentRun(self, ctx, confirmations, control)
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:
                     yield event

@@ -33,8 +33,12 @@ __all__ = [
     "ToolResultEvent",
 ]
 
-RunStatus: TypeAlias = Literal["completed", "max_iters", "error", "cancelled", "pending", "stopped"]
-"""``pending``: the call stopped to wait for the user's answer to confirmation requests."""
+RunStatus: TypeAlias = Literal[
+    "completed", "max_iters", "error", "cancelled", "pending", "stopped", "interrupted"
+]
+"""``pending``: the call stopped to wait for the user's answer to confirmation requests;
+``interrupted``: the turn was stopped at a safe point (``AgentSession.interrupt``), its progress
+saved."""
 
 
 def _now() -> str:

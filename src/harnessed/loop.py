@@ -45,9 +45,10 @@ from harnessed.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
+from harnessed.messages import ContentBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
 from harnessed.models.base import (
     Model,
+    ModelEvent,
     ModelRequest,
     ModelResponse,
     RetryNotice,
@@ -67,6 +68,7 @@ from harnessed.permissions.pending import ParkedStep
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
 from harnessed.session.store import SessionLogStore
+from harnessed.sessions.control import TurnControl
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.store import AgentStateStore
@@ -117,6 +119,10 @@ class LoopHost(Protocol):
     def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest: ...
 
 
+class _Interrupted(Exception):
+    """Raised inside a run when its :class:`TurnControl` asked it to stop (at a safe point)."""
+
+
 class AgentRun:
     """Executes one call. Created by :meth:`HarnessAgent.stream_events` under the session lock."""
 
@@ -129,8 +135,12 @@ class AgentRun:
         agent: LoopHost,
         ctx: RuntimeContext,
         confirmations: ConfirmationMode = "wait",
+        control: TurnControl | None = None,
     ) -> None:
         self.agent = agent
+        self.control = control
+        self.partial: Msg | None = None
+        """The assistant message cut short by an interrupt (saved as it was)."""
         self.caps = agent.capabilities
         self.ctx = ctx
         self.key = SessionKey(agent.name, ctx.user_id, ctx.session)
@@ -307,6 +317,11 @@ class AgentRun:
                 if self.ended is not None:
                     return
             while True:
+                if self.control is not None:  # the session's safe point: steer or interrupt
+                    if self.control.interrupted:
+                        raise _Interrupted
+                    for steered in await self._take_steering():
+                        yield steered
                 async for point_event in self._safe_point():
                     yield point_event
                 if self.call.stop_reason is not None:
@@ -336,6 +351,12 @@ class AgentRun:
                 message = response.message
                 calls = message.tool_uses
                 if not calls:
+                    if self.control is not None and self.control.has_steering:
+                        # steering arrived while the model answered: it gets one more step
+                        self.record_messages(message)
+                        state.append(message)
+                        await self._commit_step()
+                        continue
                     yield await self._finish(message, "completed", iterations)
                     return
                 self.record_messages(message)
@@ -344,6 +365,10 @@ class AgentRun:
                     yield event
                 if self.ended is not None:
                     return
+        except _Interrupted:
+            for event in self._drain():
+                yield event
+            yield await self._stop(iterations)
         except GeneratorExit:
             await self._abandon(closed=True)
             raise
@@ -365,8 +390,15 @@ class AgentRun:
         """Approve the calls of ``message``, run them and commit the step — or park it."""
         state = self.state
         decided: list[StepDecision] = []
-        async for event in self._pump(self.approvals.decide(message, state, parked), decided):
-            yield event
+        try:
+            async for event in self._pump(self.approvals.decide(message, state, parked), decided):
+                yield event
+        except _Interrupted:
+            # asked and not answered: the step is parked (resume asks again); otherwise its
+            # calls end as interrupted, never run
+            if not self.approvals.park_aborted(state):
+                self._append_interrupted(message, message.tool_uses)
+            raise
         decision = decided[0]
         if decision.parked is not None:
             state.set_permissions(decision.parked.store(state.permissions))
@@ -386,30 +418,117 @@ class AgentRun:
             yield self.ended
             return
         results: list[ToolResultBlock] = []
-        async for event in self._tool_step(message.tool_uses, results, decision.guard):
-            yield event
+        stopped = False
+        try:
+            async for event in self._tool_step(message.tool_uses, results, decision.guard):
+                yield event
+        except _Interrupted:
+            stopped = True
         tool_messages = [_result_msg(r) for r in results]
         self.record_messages(*tool_messages)
         state.append(message, *tool_messages)
         if decision.resumed:
             state.set_permissions(ParkedStep.clear(state.permissions))
         await self._commit_step()
+        if stopped:
+            raise _Interrupted
+
+    # ------------------------------------------------- steering and interrupts
+    async def _take_steering(self) -> list[Event]:
+        """Add the steering messages that arrived since the last step to the history (through
+        the same door as a capability's ``add_messages``), saved at once."""
+        assert self.control is not None
+        messages = self.control.take_steering()
+        if not messages:
+            return []
+        self._add_messages(messages)
+        await self._commit_step()
+        return [
+            CustomEvent(name="steer", data={"message_id": m.id, "text": m.text}, **self.base)
+            for m in messages
+        ]
+
+    def _interrupted_result(self, call: ToolUseBlock) -> ToolResultBlock:
+        result = ToolResultBlock(
+            call.id,
+            "Interrupted: the user stopped the turn before this call finished, so it did not "
+            "run or ran only in part. Check its effects before relying on them.",
+            is_error=True,
+            name=call.name,
+        )
+        self.pending.put_nowait(ToolResultEvent(result=result, duration_ms=0.0, **self.base))
+        self.record(
+            RecordType.TOOL_EXECUTION,
+            {"call_id": call.id, "tool": call.name, "is_error": True, "interrupted": True},
+        )
+        return result
+
+    def _append_interrupted(self, message: Msg, calls: list[ToolUseBlock]) -> None:
+        """Add ``message`` to the history with an interrupted result for each of ``calls``."""
+        tool_messages = [_result_msg(self._interrupted_result(c)) for c in calls]
+        self.record_messages(message, *tool_messages)
+        self.state.append(message, *tool_messages)
+
+    async def _stop(self, iterations: int) -> AgentEndEvent:
+        """End an interrupted run: what it did is saved; ``resume`` continues from there."""
+        parked = self.approvals.parked(self.state)
+        pending = tuple(r.request_id for r in parked.open_requests) if parked else ()
+        reason = self.control.reason if self.control is not None else None
+        if self.control is not None and parked is None:
+            # steering that came too late is kept for the resumed turn, not dropped
+            self._add_messages(self.control.take_steering())
+        self.record(
+            RecordType.RUN_END,
+            {
+                "status": "interrupted",
+                "iterations": iterations,
+                "reason": reason,
+                "pending": list(pending),
+            },
+        )
+        await self._commit_step()
+        reply = self.partial or Msg.assistant(
+            "The turn was interrupted before it finished; its progress is saved and it can "
+            "be resumed.",
+            metadata={"harness": "interrupted"},
+        )
+        self.ended = AgentEndEvent(
+            reply=reply, status="interrupted", iterations=iterations, pending=pending, **self.base
+        )
+        return self.ended
 
     async def _pump(self, work: Awaitable[T], out: list[T]) -> AsyncIterator[Event]:
-        """Run ``work``, yielding queued events while it runs; its result goes to ``out``."""
+        """Run ``work``, yielding queued events while it runs; its result goes to ``out``.
+
+        An interrupt (``control``) cancels ``work`` and raises :class:`_Interrupted`.
+        """
         task = self._work = asyncio.ensure_future(work)
+        stop = (
+            asyncio.ensure_future(self.control.wait_interrupted())
+            if self.control is not None
+            else None
+        )
         try:
             while not task.done():
                 getter = asyncio.ensure_future(self.pending.get())
-                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                waits: set[asyncio.Future[Any]] = {getter, task}
+                if stop is not None:
+                    waits.add(stop)
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
                     yield getter.result()
                 else:
                     getter.cancel()
+                if stop is not None and stop.done() and not task.done():
+                    task.cancel()
+                    await _quietly(task)
+                    raise _Interrupted
             for event in self._drain():
                 yield event
             out.append(task.result())
         finally:
+            if stop is not None:
+                stop.cancel()
             if not task.done():
                 task.cancel()
                 await _quietly(task)
@@ -488,19 +607,37 @@ class AgentRun:
         )
         response: ModelResponse | None = None
         produced = False
+        texts: list[str] = []
+        ready: list[ToolUseBlock] = []
+        stream = agent.model.stream(request)
+        stop = (
+            asyncio.ensure_future(self.control.wait_interrupted())
+            if self.control is not None
+            else None
+        )
         try:
-            async for chunk in agent.model.stream(request):
+            while True:
+                try:
+                    chunk = await self._next_chunk(stream, stop)
+                except _Interrupted:
+                    await _close(stream)
+                    self._save_partial(model_call_id, "".join(texts), ready)
+                    raise
+                if chunk is None:
+                    break
                 if isinstance(chunk, RetryNotice):  # shown and logged; nothing produced yet
                     yield self._retry_event(model_call_id, chunk)
                     continue
                 produced = True
                 if isinstance(chunk, TextDelta):
+                    texts.append(chunk.text)
                     yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
                 elif isinstance(chunk, ThinkingDelta):
                     yield ThinkingDeltaEvent(
                         model_call_id=model_call_id, thinking=chunk.thinking, **self.base
                     )
                 elif isinstance(chunk, ToolCallReady):
+                    ready.append(chunk.call)
                     yield ToolCallEvent(model_call_id=model_call_id, call=chunk.call, **self.base)
                 elif isinstance(chunk, ModelResponse):
                     response = chunk
@@ -527,6 +664,9 @@ class AgentRun:
         except (Exception, asyncio.CancelledError) as exc:
             await self._model_done(ModelCall(model_call_id, iteration, request, error=exc))
             raise
+        finally:
+            if stop is not None:
+                stop.cancel()
         message = response.message
         message = message.replace(
             metadata={**message.metadata, "model_call_id": model_call_id, "model": agent.model.name}
@@ -572,6 +712,40 @@ class AgentRun:
         }
         self.record("custom", {"name": "model_retry", "data": data})
         return CustomEvent(name="model_retry", data=data, **self.base)
+
+    async def _next_chunk(
+        self, stream: AsyncIterator[ModelEvent], stop: asyncio.Future[Any] | None
+    ) -> ModelEvent | None:
+        """The stream's next chunk (``None`` at its end); an interrupt (``stop``) wins."""
+        if stop is None:
+            return await anext(stream, None)
+        if stop.done():
+            raise _Interrupted
+        chunk = asyncio.ensure_future(anext(stream, None))
+        await asyncio.wait({chunk, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if chunk.done():
+            return chunk.result()
+        chunk.cancel()
+        await _quietly(chunk)
+        raise _Interrupted
+
+    def _save_partial(self, model_call_id: str, text: str, calls: list[ToolUseBlock]) -> None:
+        """Keep what the model streamed before the interrupt: its text so far, and its
+        complete tool calls, each with an interrupted result (they never ran)."""
+        blocks: list[ContentBlock] = [TextBlock(text)] if text.strip() else []
+        blocks.extend(calls)
+        if not blocks:
+            return
+        message = Msg.assistant(
+            blocks,
+            metadata={
+                "model_call_id": model_call_id,
+                "model": self.agent.model.name,
+                "interrupted": True,
+            },
+        )
+        self.partial = message
+        self._append_interrupted(message, calls)
 
     async def _prepare(self, info: PrepareInfo, out: list[ModelRequest]) -> AsyncIterator[Event]:
         """Prepare the request, yielding the events it emits while it runs (a summary made
@@ -628,17 +802,35 @@ class AgentRun:
             return await caps.run_after_tool_call(run_call, call, result)
 
         done: list[list[ToolResultBlock]] = []
+        finished: dict[str, ToolResultBlock] = {}
+
+        def collect(result: ToolResultBlock, duration_ms: float) -> None:
+            finished[result.tool_use_id] = result
+            on_result(result, duration_ms)
+
         step = agent.toolkit.run_step(
-            calls, make_context, guard, on_result, finish if caps.after_tool_call else None
+            calls, make_context, guard, collect, finish if caps.after_tool_call else None
         )
-        async for event in self._pump(step, done):
-            yield event
+        try:
+            async for event in self._pump(step, done):
+                yield event
+        except _Interrupted:
+            # calls that finished keep their results; the others end as interrupted
+            results.extend(finished.get(c.id) or self._interrupted_result(c) for c in calls)
+            raise
         results.extend(done[0])
 
 
 async def _quietly(task: Awaitable[Any]) -> None:
     with contextlib.suppress(BaseException):  # the step was cancelled on purpose
         await task
+
+
+async def _close(stream: AsyncIterator[ModelEvent]) -> None:
+    closer = getattr(stream, "aclose", None)
+    if closer is not None:
+        with contextlib.suppress(Exception):
+            await closer()
 
 
 def _result_msg(result: ToolResultBlock) -> Msg:

@@ -1,0 +1,39 @@
+"""Sessions you can steer: :class:`AgentSession` (submit, steer, interrupt, resume, events,
+respond) and the turn gate that keeps one turn per session running at a time."""
+
+from harnessed.sessions.access import SessionAccess
+from harnessed.sessions.control import TurnControl
+from harnessed.sessions.gate import (
+    FileTurnGate,
+    InMemoryTurnGate,
+    LeaseLostError,
+    SessionBusyError,
+    TurnGate,
+    TurnLease,
+    default_turn_gate,
+)
+from harnessed.sessions.session import (
+    AgentSession,
+    IdempotencyConflictError,
+    SessionIdleError,
+    open_session,
+)
+from harnessed.sessions.turn import Turn, TurnStatus
+
+__all__ = [
+    "AgentSession",
+    "SessionAccess",
+    "FileTurnGate",
+    "IdempotencyConflictError",
+    "InMemoryTurnGate",
+    "LeaseLostError",
+    "SessionBusyError",
+    "SessionIdleError",
+    "Turn",
+    "TurnControl",
+    "TurnGate",
+    "TurnLease",
+    "TurnStatus",
+    "default_turn_gate",
+    "open_session",
+]

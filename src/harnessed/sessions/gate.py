@@ -1,0 +1,274 @@
+"""The turn gate: one turn per session at a time, across processes.
+
+A turn holds a *lease* on its session while it runs. The holder renews the lease while it
+works; a holder that crashed (or hangs) stops renewing and loses the lease once it expires, so
+the session is never blocked for ever. :class:`FileTurnGate` keeps leases in small files beside
+a local workspace (processes on one machine); a shared deployment plugs in another
+:class:`TurnGate` (for example on PostgreSQL) without changing anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "FileTurnGate",
+    "InMemoryTurnGate",
+    "LeaseLostError",
+    "SessionBusyError",
+    "TurnGate",
+    "TurnLease",
+]
+
+DEFAULT_LEASE_SECONDS = 30.0
+
+
+class SessionBusyError(RuntimeError):
+    """A turn of the session is running (or queued) and the caller asked not to wait."""
+
+
+class LeaseLostError(RuntimeError):
+    """The lease expired and another holder took the session (renewal came too late)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLease:
+    """Proof that a holder may run a turn of ``session`` until ``expires_at`` (epoch s)."""
+
+    session: str
+    holder: str
+    expires_at: float
+
+
+@runtime_checkable
+class TurnGate(Protocol):
+    """Grants one lease per session at a time."""
+
+    lease_seconds: float
+    """How long a lease lasts without renewal (a crashed holder loses it after this)."""
+
+    async def acquire(
+        self, session: str, *, wait: bool = True, timeout: float | None = None
+    ) -> TurnLease:
+        """Take the session's lease; waits for the holder to finish, or (``wait=False``, or
+        after ``timeout`` seconds) raises :class:`SessionBusyError`."""
+        ...
+
+    async def renew(self, lease: TurnLease) -> TurnLease:
+        """Extend a held lease; raises :class:`LeaseLostError` when it was taken over."""
+        ...
+
+    async def release(self, lease: TurnLease) -> None:
+        """Give the lease back (nothing happens if it was already taken over)."""
+        ...
+
+
+def _holder_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _busy(session: str, detail: str = "") -> SessionBusyError:
+    return SessionBusyError(
+        f"session {session!r} is busy: another turn is running{detail}; wait for it, "
+        "or submit with wait=True to queue this turn"
+    )
+
+
+class _Waiting:
+    """Polling with back-off, woken early when a lease is released in this process."""
+
+    def __init__(self, poll_interval: float) -> None:
+        self.poll_interval = poll_interval
+        self._released: dict[str, asyncio.Event] = {}
+
+    async def until(self, session: str, deadline: float | None, attempt: int) -> bool:
+        """Sleep before the next attempt; ``False`` once ``deadline`` has passed."""
+        delay = min(self.poll_interval, 0.005 * (2**attempt))
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            delay = min(delay, left)
+        event = self._released.setdefault(session, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), delay)
+        return True
+
+    def released(self, session: str) -> None:
+        event = self._released.pop(session, None)
+        if event is not None:
+            event.set()
+
+
+class InMemoryTurnGate:
+    """Leases kept in this process (for agents without a local workspace)."""
+
+    def __init__(
+        self, *, lease_seconds: float = DEFAULT_LEASE_SECONDS, poll_interval: float = 0.1
+    ) -> None:
+        if lease_seconds <= 0:
+            raise ValueError("InMemoryTurnGate.lease_seconds must be positive")
+        self.lease_seconds = lease_seconds
+        self._leases: dict[str, TurnLease] = {}
+        self._waiting = _Waiting(poll_interval)
+
+    async def acquire(
+        self, session: str, *, wait: bool = True, timeout: float | None = None
+    ) -> TurnLease:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        attempt = 0
+        while True:
+            now = time.time()
+            current = self._leases.get(session)
+            if current is None or current.expires_at <= now:
+                lease = TurnLease(session, _holder_id(), now + self.lease_seconds)
+                self._leases[session] = lease
+                return lease
+            if not wait or not await self._waiting.until(session, deadline, attempt):
+                raise _busy(session)
+            attempt += 1
+
+    async def renew(self, lease: TurnLease) -> TurnLease:
+        if self._leases.get(lease.session, None) != lease:
+            current = self._leases.get(lease.session)
+            if current is None or current.holder != lease.holder:
+                raise LeaseLostError(f"the lease on session {lease.session!r} was lost")
+        renewed = TurnLease(lease.session, lease.holder, time.time() + self.lease_seconds)
+        self._leases[lease.session] = renewed
+        return renewed
+
+    async def release(self, lease: TurnLease) -> None:
+        current = self._leases.get(lease.session)
+        if current is not None and current.holder == lease.holder:
+            del self._leases[lease.session]
+        self._waiting.released(lease.session)
+
+
+class FileTurnGate:
+    """Leases in files under ``root``: one small JSON file per session, changed only under an
+    exclusive ``flock``, so processes on one machine (or one shared POSIX filesystem) agree.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        poll_interval: float = 0.1,
+    ) -> None:
+        if lease_seconds <= 0:
+            raise ValueError("FileTurnGate.lease_seconds must be positive")
+        if poll_interval <= 0:
+            raise ValueError("FileTurnGate.poll_interval must be positive")
+        self.root = Path(root)
+        self.lease_seconds = lease_seconds
+        self._waiting = _Waiting(poll_interval)
+
+    def path_for(self, session: str) -> Path:
+        digest = hashlib.sha256(session.encode()).hexdigest()[:32]
+        return self.root / f"{digest}.lease"
+
+    async def acquire(
+        self, session: str, *, wait: bool = True, timeout: float | None = None
+    ) -> TurnLease:
+        holder = _holder_id()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        attempt = 0
+        while True:
+            lease = await asyncio.to_thread(self._take, session, holder)
+            if lease is not None:
+                return lease
+            if not wait or not await self._waiting.until(session, deadline, attempt):
+                raise _busy(session)
+            attempt += 1
+
+    async def renew(self, lease: TurnLease) -> TurnLease:
+        return await asyncio.to_thread(self._renew, lease)
+
+    async def release(self, lease: TurnLease) -> None:
+        await asyncio.to_thread(self._release, lease)
+        self._waiting.released(lease.session)
+
+    # ---------------------------------------------------------------- files
+    @contextlib.contextmanager
+    def _locked(self, session: str):  # type: ignore[no-untyped-def]
+        path = self.path_for(session)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
+        finally:
+            os.close(fd)  # closing drops the flock
+
+    @staticmethod
+    def _read(fd: int) -> dict[str, object] | None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        raw = os.read(fd, 4096)
+        if not raw.strip():
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return None  # a torn write by a crashed holder: the lease is free
+        return data if isinstance(data, dict) else None
+
+    @staticmethod
+    def _write(fd: int, data: dict[str, object] | None) -> None:
+        os.ftruncate(fd, 0)
+        if data is not None:
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, json.dumps(data).encode())
+
+    def _take(self, session: str, holder: str) -> TurnLease | None:
+        with self._locked(session) as fd:
+            current = self._read(fd)
+            now = time.time()
+            if current is not None and float(str(current.get("expires_at", 0))) > now:
+                return None
+            lease = TurnLease(session, holder, now + self.lease_seconds)
+            self._write(fd, {"session": session, "holder": holder, "expires_at": lease.expires_at})
+            return lease
+
+    def _renew(self, lease: TurnLease) -> TurnLease:
+        with self._locked(lease.session) as fd:
+            current = self._read(fd)
+            if current is None or current.get("holder") != lease.holder:
+                raise LeaseLostError(
+                    f"the lease on session {lease.session!r} expired and was taken over"
+                )
+            renewed = TurnLease(lease.session, lease.holder, time.time() + self.lease_seconds)
+            self._write(
+                fd,
+                {
+                    "session": lease.session,
+                    "holder": lease.holder,
+                    "expires_at": renewed.expires_at,
+                },
+            )
+            return renewed
+
+    def _release(self, lease: TurnLease) -> None:
+        with self._locked(lease.session) as fd:
+            current = self._read(fd)
+            if current is not None and current.get("holder") == lease.holder:
+                self._write(fd, None)
+
+
+def default_turn_gate(local_root: Path | None) -> TurnGate:
+    """Lease files under ``<workspace>/.harnessed/turns`` for a local workspace (every process
+    using that workspace agrees); leases in this process otherwise."""
+    if local_root is not None:
+        return FileTurnGate(local_root / ".harnessed" / "turns")
+    return InMemoryTurnGate()

@@ -1,0 +1,351 @@
+"""AgentSession: a session you can steer — submit turns, steer and interrupt the running one,
+resume what was interrupted, follow the events and answer confirmations.
+
+Turns of one session run one at a time, in order, in a background task of the session: a
+reader that goes away (a closed browser tab) never stops the turn. Across processes the
+agent's :class:`~harnessed.sessions.TurnGate` keeps turns from overlapping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from harnessed.events import AgentEndEvent, Event
+from harnessed.messages import Msg, new_id
+from harnessed.runtime import RuntimeContext
+from harnessed.session.record import RecordType
+from harnessed.sessions.gate import LeaseLostError, SessionBusyError, TurnGate, TurnLease
+from harnessed.sessions.turn import Turn
+
+if TYPE_CHECKING:
+    from harnessed.agent import HarnessAgent
+    from harnessed.inputs import AgentInput
+
+__all__ = ["AgentSession", "IdempotencyConflictError", "SessionIdleError", "open_session"]
+
+logger = logging.getLogger(__name__)
+
+_RECENT_TURNS = 50
+
+
+class IdempotencyConflictError(ValueError):
+    """An idempotency key was used again with a different input."""
+
+
+class SessionIdleError(RuntimeError):
+    """Steering needs a running turn; none is running."""
+
+
+class AgentSession:
+    """One session of one agent and user. Get it with :meth:`HarnessAgent.session`."""
+
+    def __init__(self, agent: HarnessAgent, ctx: RuntimeContext, gate: TurnGate) -> None:
+        self.agent = agent
+        self.user_id = ctx.user_id
+        self.session_id = ctx.session_id or agent.name
+        self.extras = ctx.extras
+        self.gate = gate
+        self.gate_key = json.dumps([agent.name, self.user_id, self.session_id])
+        self._queue: deque[Turn] = deque()
+        self._recent: deque[Turn] = deque(maxlen=_RECENT_TURNS)
+        self._by_key: dict[str, Turn] = {}
+        self._current: Turn | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._listeners: set[asyncio.Queue[Event]] = set()
+
+    def __repr__(self) -> str:
+        return f"AgentSession({self.agent.name!r}, user={self.user_id!r}, {self.session_id!r})"
+
+    @property
+    def ctx(self) -> RuntimeContext:
+        return RuntimeContext(self.user_id, self.session_id, extras=self.extras)
+
+    # ------------------------------------------------------------ submitting
+    async def submit(
+        self,
+        input: AgentInput,
+        idempotency_key: str | None = None,
+        *,
+        wait: bool = True,
+    ) -> Turn:
+        """Queue a turn on ``input``; returns its :class:`Turn` at once.
+
+        The same ``idempotency_key`` with the same input returns the turn already made (even
+        after a restart: the key is kept in the session log); with another input it raises
+        :class:`IdempotencyConflictError`. With ``wait=False`` a session that is busy (a turn
+        running or queued here, or running in another process) raises
+        :class:`SessionBusyError` instead of queueing.
+        """
+        from harnessed.inputs import input_messages
+
+        if input is None:
+            raise ValueError("submit needs input; use resume() to continue without input")
+        messages = input_messages(input)
+        fingerprint = _fingerprint(messages)
+        if idempotency_key is not None:
+            if not isinstance(idempotency_key, str) or not 0 < len(idempotency_key) <= 200:
+                raise ValueError("idempotency_key must be a string of 1 to 200 characters")
+            known = self._by_key.get(idempotency_key) or await self._logged_turn(idempotency_key)
+            if known is not None:
+                if known.fingerprint != fingerprint:
+                    raise IdempotencyConflictError(
+                        f"idempotency key {idempotency_key!r} was used for a different input "
+                        f"in session {self.session_id!r}"
+                    )
+                return known
+            first = messages[0]
+            messages[0] = first.replace(
+                id=_key_message_id(idempotency_key),
+                metadata={
+                    **first.metadata,
+                    "idempotency_key": idempotency_key,
+                    "input_sha": fingerprint,
+                },
+            )
+        turn = Turn(
+            new_id("run_"), messages, idempotency_key=idempotency_key, fingerprint=fingerprint
+        )
+        await self._enqueue(turn, wait)
+        if idempotency_key is not None:
+            self._by_key[idempotency_key] = turn
+        return turn
+
+    async def resume(self, *, wait: bool = True) -> Turn:
+        """Queue a turn that continues the session without new input: an interrupted turn,
+        or a step waiting for confirmations (answer them with :meth:`respond` first)."""
+        turn = Turn(new_id("run_"), None)
+        await self._enqueue(turn, wait)
+        return turn
+
+    async def _enqueue(self, turn: Turn, wait: bool) -> None:
+        if not wait:
+            if self._current is not None or self._queue:
+                raise SessionBusyError(
+                    f"session {self.session_id!r} is busy: turn "
+                    f"{(self._current or self._queue[0]).id} is running or queued"
+                )
+            turn.lease = await self.gate.acquire(self.gate_key, wait=False)
+        self._queue.append(turn)
+        self._recent.append(turn)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._work(), name=f"session:{self.session_id}")
+
+    # -------------------------------------------------------- the running turn
+    def steer(self, text: str) -> Msg:
+        """Give the running turn a message it sees at its next reasoning step.
+
+        Raises :class:`SessionIdleError` when no turn is running (submit instead). A message
+        that arrives too late for the turn (it was ending) becomes the next turn's input, so
+        nothing is lost.
+        """
+        turn = self._current
+        if turn is None or turn.done:
+            raise SessionIdleError(
+                f"no turn is running in session {self.session_id!r}; submit a message instead"
+            )
+        return turn.control.steer(text)
+
+    def interrupt(self) -> Turn | None:
+        """Stop the running turn at its next safe point; returns it (``None`` when idle).
+
+        What the turn did is saved; a tool call cut short gets an "interrupted" result.
+        :meth:`resume` continues it. Queued turns still run.
+        """
+        turn = self._current
+        if turn is None or turn.done:
+            return None
+        turn.control.interrupt()
+        return turn
+
+    @property
+    def running(self) -> Turn | None:
+        """The turn running now in this process."""
+        return self._current
+
+    @property
+    def tasks(self) -> list[Turn]:
+        """This session's recent turns in this process (queued, running and ended)."""
+        return list(self._recent)
+
+    # ----------------------------------------------------------------- events
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event of every turn of this session from now on (follows until closed)."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._listeners.add(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._listeners.discard(queue)
+
+    async def respond(
+        self, request_id: str, approved: bool, *, feedback: str | None = None
+    ) -> None:
+        """Answer a confirmation request of this session (see :meth:`HarnessAgent.respond`)."""
+        await self.agent.respond(self.ctx, request_id, approved, feedback=feedback)
+
+    async def history(self) -> list[Msg]:
+        """Every message of the session as it happened."""
+        return await self.agent.session_messages(self.ctx)
+
+    async def wait_idle(self) -> None:
+        """Wait until every queued turn has ended."""
+        while self._worker is not None and not self._worker.done():
+            await asyncio.shield(self._worker)
+
+    async def close(self) -> None:
+        """Interrupt the running turn, drop the queued ones and wait for the worker."""
+        for turn in self._queue:
+            turn.finish(asyncio.CancelledError("the session was closed"))
+        self._queue.clear()
+        self.interrupt()
+        worker = self._worker
+        if worker is not None:
+            with contextlib.suppress(BaseException):
+                await worker
+
+    # ----------------------------------------------------------------- worker
+    async def _work(self) -> None:
+        while self._queue:
+            turn = self._queue[0]
+            try:
+                lease = turn.lease or await self.gate.acquire(self.gate_key)
+            except BaseException as exc:
+                self._queue.popleft()
+                turn.finish(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            self._queue.popleft()
+            self._current = turn
+            try:
+                await self._run(turn, lease)
+            finally:
+                self._current = None
+                with contextlib.suppress(Exception):
+                    await self.gate.release(lease)
+            late = turn.control.take_steering()
+            if late:  # steering that arrived as the turn ended becomes the next turn
+                follow = Turn(new_id("run_"), late)
+                self._queue.appendleft(follow)
+                self._recent.append(follow)
+
+    async def _run(self, turn: Turn, lease: TurnLease) -> None:
+        turn.status = "running"
+        heartbeat = asyncio.create_task(self._keep(lease, turn))
+        ctx = RuntimeContext(self.user_id, self.session_id, run_id=turn.id, extras=self.extras)
+        error: BaseException | None = None
+        try:
+            async for event in self.agent.stream_events(
+                list(turn.messages) if turn.messages is not None else None,
+                ctx,
+                confirmations="wait",
+                control=turn.control,
+            ):
+                turn.publish(event)
+                for queue in self._listeners:
+                    queue.put_nowait(event)
+        except BaseException as exc:
+            error = exc
+            if not isinstance(exc, Exception):
+                raise
+            logger.info("turn %s of %r failed: %s", turn.id, self, exc)
+        finally:
+            heartbeat.cancel()
+            turn.finish(error)
+
+    async def _keep(self, lease: TurnLease, turn: Turn) -> None:
+        """Renew the lease while the turn runs; stop the turn if it was lost."""
+        while True:
+            await asyncio.sleep(self.gate.lease_seconds / 3)
+            try:
+                lease = await self.gate.renew(lease)
+            except LeaseLostError:
+                logger.error("%r lost its turn lease; interrupting turn %s", self, turn.id)
+                turn.control.interrupt("the turn lease was lost")
+                return
+            except Exception:
+                logger.warning("could not renew the turn lease of %r", self, exc_info=True)
+
+    async def _logged_turn(self, key: str) -> Turn | None:
+        """The turn a previous process made with this idempotency key, from the session log."""
+        message_id = _key_message_id(key)
+        records = await self.agent.session_log(
+            self.ctx, types=[RecordType.MESSAGE, RecordType.RUN_END]
+        )
+        found: Msg | None = None
+        run_id: str | None = None
+        last: Msg | None = None
+        end: dict[str, Any] | None = None
+        for record in records:
+            message = record.message
+            if found is None:
+                if message is not None and message.id == message_id:
+                    found, run_id = message, record.run_id
+                continue
+            if record.run_id != run_id:
+                continue
+            if message is not None and message.role == "assistant":
+                last = message
+            elif record.type == RecordType.RUN_END:
+                end = dict(record.payload)
+        if found is None or run_id is None:
+            return None
+        turn = Turn(
+            run_id,
+            [found],
+            idempotency_key=key,
+            fingerprint=str(found.metadata.get("input_sha", "")),
+        )
+        if end is None:  # the run of that process never ended (it crashed): resume() it
+            turn.finish(RuntimeError(f"turn {run_id} did not end; call resume() to continue"))
+        else:
+            turn.publish(
+                AgentEndEvent(
+                    reply=last or Msg.assistant("(no reply recorded)"),
+                    status=end.get("status", "completed"),
+                    iterations=int(end.get("iterations", 0)),
+                    run_id=run_id,
+                    session_id=self.session_id,
+                )
+            )
+            turn.finish()
+        self._by_key[key] = turn
+        return turn
+
+
+_LIVE: weakref.WeakKeyDictionary[
+    HarnessAgent, weakref.WeakValueDictionary[tuple[str, str], AgentSession]
+] = weakref.WeakKeyDictionary()
+
+
+def open_session(agent: HarnessAgent, ctx: RuntimeContext) -> AgentSession:
+    """The session of ``ctx`` with ``agent``: the same object while anyone uses it (a running
+    turn keeps it alive), so every caller in this process steers the same turns."""
+    sessions = _LIVE.setdefault(agent, weakref.WeakValueDictionary())
+    key = (ctx.user_id, ctx.session_id or agent.name)
+    live = sessions.get(key)
+    if live is None:
+        live = AgentSession(agent, ctx, agent.turn_gate)
+        sessions[key] = live
+    return live
+
+
+def _key_message_id(key: str) -> str:
+    return "msg_idem_" + hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def _fingerprint(messages: Sequence[Msg]) -> str:
+    data = [
+        {"role": m.role, "content": [b.__class__.__name__ + repr(b) for b in m.content]}
+        for m in messages
+    ]
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
