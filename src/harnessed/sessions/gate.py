@@ -18,6 +18,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -140,10 +141,9 @@ class InMemoryTurnGate:
             attempt += 1
 
     async def renew(self, lease: TurnLease) -> TurnLease:
-        if self._leases.get(lease.session, None) != lease:
-            current = self._leases.get(lease.session)
-            if current is None or current.holder != lease.holder:
-                raise LeaseLostError(f"the lease on session {lease.session!r} was lost")
+        current = self._leases.get(lease.session)
+        if current is None or current.holder != lease.holder:
+            raise LeaseLostError(f"the lease on session {lease.session!r} was lost")
         renewed = TurnLease(lease.session, lease.holder, time.time() + self.lease_seconds)
         self._leases[lease.session] = renewed
         return renewed
@@ -202,7 +202,7 @@ class FileTurnGate:
 
     # ---------------------------------------------------------------- files
     @contextlib.contextmanager
-    def _locked(self, session: str):  # type: ignore[no-untyped-def]
+    def _locked(self, session: str) -> Iterator[int]:
         path = self.path_for(session)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)

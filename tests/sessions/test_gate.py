@@ -1,0 +1,70 @@
+"""The turn gate: one lease per session, busy errors, expiry and take-over."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from harnessed.sessions import (
+    FileTurnGate,
+    InMemoryTurnGate,
+    LeaseLostError,
+    SessionBusyError,
+    TurnGate,
+)
+
+
+@pytest.fixture(params=["file", "memory"])
+def gate(request: pytest.FixtureRequest, tmp_path: Path) -> TurnGate:
+    if request.param == "file":
+        return FileTurnGate(tmp_path / "turns", lease_seconds=0.5, poll_interval=0.02)
+    return InMemoryTurnGate(lease_seconds=0.5, poll_interval=0.02)
+
+
+async def test_one_lease_per_session(gate: TurnGate) -> None:
+    lease = await gate.acquire("s")
+    other = await gate.acquire("t", wait=False)  # other sessions are independent
+    with pytest.raises(SessionBusyError, match="'s' is busy"):
+        await gate.acquire("s", wait=False)
+    with pytest.raises(SessionBusyError):
+        await gate.acquire("s", timeout=0.05)
+    waiter = asyncio.create_task(gate.acquire("s"))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    await gate.release(lease)
+    second = await asyncio.wait_for(waiter, 2)
+    assert second.holder != lease.holder
+    await gate.release(second)
+    await gate.release(other)
+
+
+async def test_an_unrenewed_lease_expires_and_its_renewal_fails(gate: TurnGate) -> None:
+    lease = await gate.acquire("s")
+    renewed = await gate.renew(lease)
+    assert renewed.expires_at >= lease.expires_at
+    await asyncio.sleep(0.6)
+    taker = await gate.acquire("s", wait=False)
+    with pytest.raises(LeaseLostError):
+        await gate.renew(renewed)
+    await gate.release(renewed)  # releasing a lost lease leaves the new holder alone
+    with pytest.raises(SessionBusyError):
+        await gate.acquire("s", wait=False)
+    await gate.release(taker)
+
+
+def test_bad_lease_length_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="lease_seconds"):
+        FileTurnGate(tmp_path, lease_seconds=0)
+    with pytest.raises(ValueError, match="lease_seconds"):
+        InMemoryTurnGate(lease_seconds=-1)
+
+
+def test_a_torn_lease_file_counts_as_free(tmp_path: Path) -> None:
+    gate = FileTurnGate(tmp_path)
+    path = gate.path_for("s")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"holder": "x", "expi')
+    lease = asyncio.run(gate.acquire("s", wait=False))
+    assert lease.session == "s"

@@ -1,0 +1,85 @@
+"""Two processes, one session: turns never overlap and nothing is lost; a crashed holder loses
+its lease (BEHAVIOUR §13)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harnessed import RuntimeContext
+from harnessed.session import RecordType
+from tests.sessions.worker import main as run_worker
+
+ROOT = Path(__file__).resolve().parents[2]
+CTX = RuntimeContext("u", "one")
+
+
+def spawn(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.sessions.worker", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def test_two_processes_never_overlap_and_lose_nothing(tmp_path: Path) -> None:
+    turns = 6
+    procs = [spawn(str(tmp_path), label, str(turns)) for label in ("a", "b")]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert out.strip().endswith("done")
+
+    from harnessed import HarnessAgent
+    from harnessed.models import ScriptedModel
+
+    agent = HarnessAgent("shared", ScriptedModel(), workspace=tmp_path, memory=False)
+    log = await agent.session_log(CTX)
+    open_run: str | None = None
+    runs = 0
+    for record in log:  # a run starts only after the previous one ended
+        if record.type == RecordType.RUN_START:
+            assert open_run is None, f"run {record.run_id} started inside run {open_run}"
+            open_run = record.run_id
+            runs += 1
+        elif record.type == RecordType.RUN_END:
+            assert record.run_id == open_run and record.payload["status"] == "completed"
+            open_run = None
+    assert runs == 2 * turns and open_run is None
+    messages = await agent.session_messages(CTX)
+    inputs = sorted(m.text for m in messages if m.role == "user")
+    assert inputs == sorted(f"{p}-{i}" for p in "ab" for i in range(turns))
+    replies = [m.text for m in messages if m.role == "assistant" and not m.tool_uses]
+    assert sorted(replies) == sorted(f"done: handled {t}" for t in inputs)
+    state = await agent.load_state(CTX)
+    assert [m.id for m in state.history] == [m.id for m in messages]
+
+
+async def test_a_crashed_holder_loses_its_lease(tmp_path: Path) -> None:
+    proc = spawn(str(tmp_path), "crash", "1", "1.0", "hang")
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "started"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        killed = time.monotonic()
+        await run_worker(str(tmp_path), "after", 1, 1.0, False)
+        # the lease was still held when the holder died; it was taken once it expired
+        assert time.monotonic() - killed < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    from harnessed import HarnessAgent
+    from harnessed.models import ScriptedModel
+
+    agent = HarnessAgent("shared", ScriptedModel(), workspace=tmp_path, memory=False)
+    ends = await agent.session_log(CTX, types=[RecordType.RUN_END])
+    assert ends[-1].payload["status"] == "completed"
