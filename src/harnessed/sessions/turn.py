@@ -69,6 +69,13 @@ class Turn:
     # -------------------------------------------------------------- readers
     async def events(self) -> AsyncIterator[Event]:
         """Every event of the turn from its start, then live until it ends."""
+        async for event in self.follow():
+            if event is not None:
+                yield event
+
+    async def follow(self, idle: float | None = None) -> AsyncIterator[Event | None]:
+        """Like :meth:`events`, but yields ``None`` after ``idle`` seconds without an event
+        (a transport's cue to send a keep-alive)."""
         index = 0
         while True:
             changed = self._changed
@@ -77,7 +84,10 @@ class Turn:
                 index += 1
             if self.done:
                 return
-            await changed.wait()
+            try:
+                await asyncio.wait_for(changed.wait(), idle)
+            except TimeoutError:
+                yield None
 
     async def result(self) -> AgentEndEvent:
         """Wait for the turn's end; raises the error of a failed turn."""

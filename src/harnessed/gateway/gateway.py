@@ -1,0 +1,135 @@
+"""Gateway: routes conversations from channels to agents and their sessions.
+
+It maps a :class:`ChannelIdentity` to a session id (deterministically), picks one of several
+agents by name, and hands out :class:`~harnessed.sessions.AgentSession` objects, whose turn
+gate keeps one turn per session running at a time.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from harnessed.runtime import RuntimeContext
+from harnessed.session.record import NewRecord, SessionKey
+from harnessed.session.store import SessionInfo
+from harnessed.sessions import AgentSession, Turn
+
+from harnessed.gateway.identity import ChannelIdentity, check_session_id
+
+if TYPE_CHECKING:
+    from harnessed.agent import AgentInput, HarnessAgent
+
+__all__ = ["Gateway", "SESSION_CREATED", "UnknownAgentError"]
+
+SESSION_CREATED = "session/created"
+"""The record that opens a session created through a channel (before its first message)."""
+
+
+class UnknownAgentError(LookupError):
+    """No agent of that name is served by the gateway."""
+
+
+class Gateway:
+    """Serves one or more agents, by name, to channels.
+
+    Args:
+        agents: One agent, or several (a sequence, or a mapping name → agent).
+        default_agent: The agent used when a request names none (default: the first).
+    """
+
+    def __init__(
+        self,
+        agents: HarnessAgent | Iterable[HarnessAgent] | Mapping[str, HarnessAgent],
+        *,
+        default_agent: str | None = None,
+    ) -> None:
+        from harnessed.agent import HarnessAgent
+
+        if isinstance(agents, HarnessAgent):
+            table = {agents.name: agents}
+        elif isinstance(agents, Mapping):
+            table = dict(agents)
+        else:
+            table = {}
+            for agent in agents:
+                if agent.name in table:
+                    raise ValueError(f"two agents are named {agent.name!r}")
+                table[agent.name] = agent
+        if not table:
+            raise ValueError("Gateway needs at least one agent")
+        for name, agent in table.items():
+            if not isinstance(agent, HarnessAgent):
+                raise TypeError(f"Gateway agent {name!r} is not a HarnessAgent: {agent!r}")
+        self.agents: dict[str, HarnessAgent] = table
+        if default_agent is not None and default_agent not in table:
+            raise ValueError(f"default_agent {default_agent!r} is not one of {sorted(table)}")
+        self.default_agent = default_agent or next(iter(table))
+        self._handed_out: weakref.WeakSet[AgentSession] = weakref.WeakSet()
+
+    # --------------------------------------------------------------- routing
+    def agent(self, name: str | None = None) -> HarnessAgent:
+        """The agent called ``name`` (the default agent for ``None``)."""
+        agent = self.agents.get(name or self.default_agent)
+        if agent is None:
+            raise UnknownAgentError(
+                f"no agent named {name!r}; this gateway serves {sorted(self.agents)}"
+            )
+        return agent
+
+    def session(
+        self, user_id: str, session_id: str, agent: str | None = None
+    ) -> AgentSession:
+        """The session ``session_id`` of ``user_id`` with an agent (sessions are per user: two
+        users never share one, whatever ids they pick)."""
+        check_session_id(session_id)
+        live = self.agent(agent).session(RuntimeContext(user_id, session_id))
+        self._handed_out.add(live)
+        return live
+
+    def session_for(
+        self, identity: ChannelIdentity, *, agent: str | None = None, user_id: str | None = None
+    ) -> AgentSession:
+        """The session of a channel identity (always the same one for the same identity)."""
+        return self.session(user_id or identity.user_id, identity.session_id, agent)
+
+    async def deliver(
+        self,
+        identity: ChannelIdentity,
+        input: AgentInput,
+        *,
+        agent: str | None = None,
+        user_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Turn:
+        """Submit a message arriving on a channel to its session (queued behind a running
+        turn); a channel's message id makes a good ``idempotency_key``."""
+        session = self.session_for(identity, agent=agent, user_id=user_id)
+        await self.open(session, channel=identity.channel)
+        return await session.submit(input, idempotency_key)
+
+    # ------------------------------------------------------------- sessions
+    async def exists(self, session: AgentSession) -> bool:
+        """Whether the session was created (or has any history) for its user."""
+        key = SessionKey(session.agent.name, session.user_id, session.session_id)
+        return bool(await session.agent.session_store.read(key, limit=1))
+
+    async def open(self, session: AgentSession, *, channel: str = "api") -> bool:
+        """Create the session if it does not exist yet; ``True`` when it was created."""
+        if await self.exists(session):
+            return False
+        key = SessionKey(session.agent.name, session.user_id, session.session_id)
+        await session.agent.session_store.append(
+            key, [NewRecord(SESSION_CREATED, {"channel": channel})]
+        )
+        return True
+
+    async def sessions(self, user_id: str, agent: str | None = None) -> list[SessionInfo]:
+        """The sessions ``user_id`` has with an agent, most recent first."""
+        return await self.agent(agent).sessions(user_id)
+
+    async def close(self) -> None:
+        """Interrupt running turns (their progress is saved; ``resume`` continues them)."""
+        for session in list(self._handed_out):
+            await session.close()

@@ -1,0 +1,337 @@
+"""The HTTP channel: a FastAPI app serving agents' sessions, their events as SSE, and the web
+chat page.
+
+Every route but the page needs ``Authorization: Bearer <token>``; the token decides the user.
+Sessions belong to their user: another user's session id answers 404, exactly like one that
+does not exist.
+"""
+
+
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from harnessed.gateway.auth import BearerAuth
+from harnessed.gateway.gateway import Gateway, UnknownAgentError
+from harnessed.gateway.identity import SESSION_ID_PATTERN, check_session_id
+from harnessed.gateway.limits import BodySizeLimit
+from harnessed.gateway.schemas import (
+    AgentList,
+    AnswerIn,
+    ConfirmationOut,
+    Created,
+    HistoryOut,
+    InterruptOut,
+    MessageIn,
+    Problem,
+    SessionIn,
+    SessionList,
+    SessionOut,
+    SteerIn,
+    SteerOut,
+)
+from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
+from harnessed.permissions import ConfirmationError
+from harnessed.sessions import (
+    AgentSession,
+    IdempotencyConflictError,
+    SessionBusyError,
+    SessionIdleError,
+    Turn,
+)
+
+__all__ = ["create_app"]
+
+DEFAULT_MAX_BODY_BYTES = 1_000_000
+
+_SSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The turn's events as server-sent events, from `turn` to `agent_end`.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    404: {"model": Problem, "description": "No such session for this user."},
+    409: {"model": Problem, "description": "The session is busy, or the key was reused."},
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "No such session for this user."}
+}
+
+
+def create_app(
+    gateway: Gateway,
+    auth: BearerAuth,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    keepalive: float = KEEPALIVE_SECONDS,
+    chat_page: bool = True,
+    title: str = "harnessed",
+) -> FastAPI:
+    """The ASGI app of the HTTP channel (serve it with uvicorn, or ``harnessed serve``).
+
+    Args:
+        gateway: The agents to serve.
+        auth: Bearer token → user id.
+        max_body_bytes: Requests with a larger body get 413.
+        keepalive: Seconds between SSE keep-alive comments while a turn is quiet.
+        chat_page: Serve the web chat page at ``/``.
+    """
+    if not isinstance(gateway, Gateway):
+        raise TypeError("create_app needs a Gateway (Gateway(agent) serves one agent)")
+    if not isinstance(auth, BearerAuth):
+        raise TypeError("create_app needs a BearerAuth (a token map or a resolve callback)")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await gateway.close()
+
+    app = FastAPI(
+        title=title,
+        version="1",
+        description="Sessions of harnessed agents: send messages and follow the turns' events "
+        "(server-sent events), steer or interrupt running turns, answer confirmations.",
+        lifespan=lifespan,
+    )
+    bearer = HTTPBearer(auto_error=False, description="A token the server maps to a user id.")
+
+    async def current_user(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> str:
+        user = await auth.user_for(credentials.credentials) if credentials else None
+        if user is None:
+            raise HTTPException(
+                401,
+                "a valid bearer token is required" if credentials else "missing bearer token",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return user
+
+    User = Annotated[str, Depends(current_user)]
+    AgentName = Annotated[
+        str | None, Query(max_length=100, description="The agent (default: the default one).")
+    ]
+    SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN)]
+
+    def session_of(user: str, session_id: str, agent: str | None) -> AgentSession:
+        try:
+            return gateway.session(user, session_id, agent)
+        except UnknownAgentError as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    async def owned(user: User, session_id: SessionId, agent: AgentName = None) -> AgentSession:
+        session = session_of(user, session_id, agent)
+        if not await gateway.exists(session):
+            raise HTTPException(404, f"no session {session_id!r}")
+        return session
+
+    Owned = Annotated[AgentSession, Depends(owned)]
+
+    def out(session: AgentSession, updated_at: float | None = None) -> SessionOut:
+        running = session.running
+        return SessionOut(
+            session_id=session.session_id,
+            agent=session.agent.name,
+            updated_at=updated_at,
+            running_turn=running.id if running is not None else None,
+        )
+
+    def stream(turn: Turn) -> StreamingResponse:
+        return StreamingResponse(
+            turn_stream(turn, keepalive),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    # ------------------------------------------------------------------ routes
+    @app.get("/v1/agents", response_model=AgentList, tags=["agents"])
+    async def list_agents(_: User) -> AgentList:
+        """The agents this server serves."""
+        return AgentList(agents=list(gateway.agents), default=gateway.default_agent)
+
+    @app.post(
+        "/v1/sessions",
+        response_model=Created,
+        status_code=201,
+        responses=_NOT_FOUND,
+        tags=["sessions"],
+    )
+    async def create_session(
+        user: User, response: Response, body: SessionIn | None = None, agent: AgentName = None
+    ) -> Created:
+        """Create a session (or return the caller's existing one with that id)."""
+        session_id = (body.session_id if body else None) or "s-" + secrets.token_hex(8)
+        session = session_of(user, session_id, agent)
+        created = await gateway.open(session, channel="http")
+        if not created:
+            response.status_code = 200
+        return Created(**out(session).model_dump(), created=created)
+
+    @app.get("/v1/sessions", response_model=SessionList, responses=_NOT_FOUND, tags=["sessions"])
+    async def list_sessions(user: User, agent: AgentName = None) -> SessionList:
+        """The caller's sessions, most recent first."""
+        try:
+            infos = await gateway.sessions(user, agent)
+        except UnknownAgentError as exc:
+            raise HTTPException(404, str(exc)) from None
+        return SessionList(
+            sessions=[
+                out(session_of(user, i.session_id, agent), i.updated_at)
+                for i in infos
+                if _valid_id(i.session_id)
+            ]
+        )
+
+    @app.get(
+        "/v1/sessions/{session_id}",
+        response_model=SessionOut,
+        responses=_NOT_FOUND,
+        tags=["sessions"],
+    )
+    async def get_session(session: Owned) -> SessionOut:
+        """One session of the caller."""
+        return out(session)
+
+    @app.get(
+        "/v1/sessions/{session_id}/messages",
+        response_model=HistoryOut,
+        responses=_NOT_FOUND,
+        tags=["sessions"],
+    )
+    async def read_history(session: Owned) -> HistoryOut:
+        """Every message of the session as it happened (nothing summarized)."""
+        return HistoryOut(messages=[m.to_dict() for m in await session.history()])
+
+    @app.post(
+        "/v1/sessions/{session_id}/messages",
+        response_class=StreamingResponse,
+        responses=_SSE,
+        tags=["turns"],
+    )
+    async def post_message(session: Owned, body: MessageIn) -> StreamingResponse:
+        """Send a message and stream the turn it starts (queued behind a running turn)."""
+        try:
+            turn = await session.submit(body.text, body.idempotency_key, wait=body.wait)
+        except (SessionBusyError, IdempotencyConflictError) as exc:
+            raise HTTPException(409, str(exc)) from None
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return stream(turn)
+
+    @app.post(
+        "/v1/sessions/{session_id}/resume",
+        response_class=StreamingResponse,
+        responses=_SSE,
+        tags=["turns"],
+    )
+    async def resume(session: Owned) -> StreamingResponse:
+        """Continue an interrupted turn or a step that waited for confirmations."""
+        return stream(await session.resume())
+
+    @app.post(
+        "/v1/sessions/{session_id}/steer",
+        response_model=SteerOut,
+        status_code=202,
+        responses={**_NOT_FOUND, 409: {"model": Problem, "description": "No turn is running."}},
+        tags=["turns"],
+    )
+    async def steer(session: Owned, body: SteerIn) -> SteerOut:
+        """Give the running turn a message it reads at its next reasoning step."""
+        try:
+            message = session.steer(body.text)
+        except SessionIdleError as exc:
+            raise HTTPException(409, str(exc)) from None
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        running = session.running
+        return SteerOut(message_id=message.id, turn_id=running.id if running else None)
+
+    @app.post(
+        "/v1/sessions/{session_id}/interrupt",
+        response_model=InterruptOut,
+        status_code=202,
+        responses=_NOT_FOUND,
+        tags=["turns"],
+    )
+    async def interrupt(session: Owned) -> InterruptOut:
+        """Stop the running turn at its next safe point (its progress is saved)."""
+        turn = session.interrupt()
+        return InterruptOut(interrupted=turn is not None, turn_id=turn.id if turn else None)
+
+    @app.get(
+        "/v1/sessions/{session_id}/confirmations",
+        response_model=list[ConfirmationOut],
+        responses=_NOT_FOUND,
+        tags=["confirmations"],
+    )
+    async def confirmations(session: Owned) -> list[ConfirmationOut]:
+        """Tool calls waiting for the user's approval."""
+        pending = await session.agent.pending_confirmations(session.ctx)
+        return [
+            ConfirmationOut(
+                request_id=p.request_id,
+                tool=p.call.name,
+                arguments=dict(p.call.input),
+                reason=p.reason,
+            )
+            for p in pending
+        ]
+
+    @app.post(
+        "/v1/sessions/{session_id}/confirmations/{request_id}",
+        status_code=204,
+        responses={
+            **_NOT_FOUND,
+            409: {"model": Problem, "description": "Already answered otherwise."},
+        },
+        tags=["confirmations"],
+    )
+    async def answer(
+        session: Owned,
+        request_id: Annotated[str, Path(max_length=200)],
+        body: AnswerIn,
+    ) -> Response:
+        """Approve or decline a tool call."""
+        try:
+            await session.respond(request_id, body.approved, feedback=body.feedback)
+        except ConfirmationError as exc:
+            status = 404 if str(exc).startswith("no confirmation request") else 409
+            raise HTTPException(status, str(exc)) from None
+        return Response(status_code=204)
+
+    if chat_page:
+        page = _asset("chat.html")
+        script = _asset("chat.js")
+
+        @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+        async def chat() -> HTMLResponse:
+            return HTMLResponse(page)
+
+        @app.get("/chat.js", include_in_schema=False)
+        async def chat_js() -> Response:
+            return Response(script, media_type="text/javascript")
+
+    @app.exception_handler(UnknownAgentError)
+    async def unknown_agent(_: Request, exc: UnknownAgentError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    return app
+
+
+def _asset(name: str) -> str:
+    return resources.files("harnessed.gateway").joinpath("static", name).read_text("utf-8")
+
+
+def _valid_id(session_id: str) -> bool:
+    try:
+        check_session_id(session_id)
+    except ValueError:
+        return False
+    return True
+

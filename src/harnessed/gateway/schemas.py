@@ -1,0 +1,106 @@
+"""Request and response bodies of the HTTP channel (they make the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harnessed.gateway.identity import SESSION_ID_PATTERN
+
+__all__ = [
+    "AgentList",
+    "AnswerIn",
+    "ConfirmationOut",
+    "Created",
+    "HistoryOut",
+    "InterruptOut",
+    "MessageIn",
+    "Problem",
+    "SessionIn",
+    "SessionList",
+    "SessionOut",
+    "SteerIn",
+    "SteerOut",
+]
+
+MAX_TEXT = 100_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionIn(_Body):
+    session_id: str | None = Field(
+        None,
+        pattern=SESSION_ID_PATTERN,
+        description="Your own id for the session (default: a new random one).",
+    )
+
+
+class MessageIn(_Body):
+    text: str = Field(..., min_length=1, max_length=MAX_TEXT, description="The user's message.")
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Retrying with the same key and text returns the same turn.",
+    )
+    wait: bool = Field(
+        True, description="Queue behind a running turn (true) or fail with 409 (false)."
+    )
+
+
+class SteerIn(_Body):
+    text: str = Field(..., min_length=1, max_length=MAX_TEXT)
+
+
+class AnswerIn(_Body):
+    approved: bool
+    feedback: str | None = Field(None, max_length=10_000)
+
+
+class SessionOut(BaseModel):
+    session_id: str
+    agent: str
+    updated_at: float | None = None
+    running_turn: str | None = None
+
+
+class Created(SessionOut):
+    created: bool
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionOut]
+
+
+class AgentList(BaseModel):
+    agents: list[str]
+    default: str
+
+
+class HistoryOut(BaseModel):
+    messages: list[dict[str, Any]]
+
+
+class SteerOut(BaseModel):
+    message_id: str
+    turn_id: str | None
+
+
+class InterruptOut(BaseModel):
+    interrupted: bool
+    turn_id: str | None
+
+
+class ConfirmationOut(BaseModel):
+    request_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+
+
+class Problem(BaseModel):
+    detail: str

@@ -1,0 +1,234 @@
+// The harnessed web chat: talks to the HTTP channel of the same server. No build step.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { session: null, busy: false, bubble: null, tools: {} };
+
+function headers() {
+  return { "Authorization": "Bearer " + $("token").value, "Content-Type": "application/json" };
+}
+
+async function api(method, path, body) {
+  const response = await fetch(path, { method, headers: headers(), body: body ? JSON.stringify(body) : undefined });
+  if (!response.ok && response.status !== 204) {
+    let detail = response.statusText;
+    try { detail = (await response.json()).detail || detail; } catch (e) { /* not JSON */ }
+    throw new Error(response.status + ": " + detail);
+  }
+  return response;
+}
+
+function agentQuery() {
+  const agent = $("agent").value;
+  return agent ? "?agent=" + encodeURIComponent(agent) : "";
+}
+
+function sessionPath(suffix) {
+  return "/v1/sessions/" + encodeURIComponent(state.session) + (suffix || "") + agentQuery();
+}
+
+function add(kind, text, cls) {
+  const node = document.createElement("div");
+  node.className = kind + (cls ? " " + cls : "");
+  node.textContent = text;
+  $("log").appendChild(node);
+  $("log").scrollTop = $("log").scrollHeight;
+  return node;
+}
+
+function status(text, error) { add("status", text, error ? "error" : ""); }
+
+function setBusy(busy) {
+  state.busy = busy;
+  document.body.classList.toggle("busy", busy);
+  $("send").textContent = busy ? "Steer" : "Send";
+  $("input").placeholder = busy ? "Steer the running turn" : "Message the agent";
+}
+
+function toolCall(call) {
+  const box = document.createElement("details");
+  box.className = "tool";
+  box.dataset.callId = call.id;
+  const summary = document.createElement("summary");
+  summary.textContent = "tool " + call.name + " " + JSON.stringify(call.input);
+  const pre = document.createElement("pre");
+  pre.textContent = "running...";
+  box.append(summary, pre);
+  $("log").appendChild(box);
+  state.tools[call.id] = box;
+  state.bubble = null;
+}
+
+function toolResult(result) {
+  let box = state.tools[result.tool_use_id];
+  if (!box) { toolCall({ id: result.tool_use_id, name: result.name || "tool", input: {} }); box = state.tools[result.tool_use_id]; }
+  box.querySelector("pre").textContent = result.content;
+  box.querySelector("summary").textContent += result.is_error ? "  (error)" : "  (done)";
+  if (result.is_error) box.classList.add("error");
+}
+
+function confirmation(event) {
+  const box = add("confirm", "Allow " + event.call.name + " " + JSON.stringify(event.call.input) + "? " + event.reason + " ");
+  box.dataset.requestId = event.request_id;
+  for (const [label, approved] of [["Approve", true], ["Decline", false]]) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = label;
+    button.className = approved ? "approve" : "decline";
+    button.onclick = async () => {
+      box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      try {
+        await api("POST", sessionPath("/confirmations/" + encodeURIComponent(event.request_id)), { approved });
+        box.append(approved ? " approved" : " declined");
+      } catch (e) { status(e.message, true); }
+    };
+    box.appendChild(button);
+  }
+  state.bubble = null;
+}
+
+function handle(type, data) {
+  if (type === "text_delta") {
+    if (!state.bubble) state.bubble = add("msg", "", "assistant");
+    state.bubble.textContent += data.text;
+    $("log").scrollTop = $("log").scrollHeight;
+  } else if (type === "tool_call") {
+    toolCall(data.call);
+  } else if (type === "tool_result") {
+    toolResult(data.result);
+  } else if (type === "confirmation_request") {
+    confirmation(data);
+  } else if (type === "custom" && data.name === "steer") {
+    state.bubble = null;
+  } else if (type === "model_call_start") {
+    state.bubble = null;
+  } else if (type === "agent_end") {
+    if (data.status !== "completed") status("turn " + data.status);
+    else status("done");
+  } else if (type === "error") {
+    status((data.error_type || "error") + ": " + data.message, true);
+  }
+}
+
+async function follow(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let type = "message";
+      const data = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event: ")) type = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) handle(type, JSON.parse(data.join("\n")));
+    }
+  }
+}
+
+async function runTurn(path, body) {
+  setBusy(true);
+  state.bubble = null;
+  try {
+    await follow(await api("POST", sessionPath(path), body));
+  } catch (e) {
+    status(e.message, true);
+  } finally {
+    setBusy(false);
+  }
+}
+
+async function send(text) {
+  if (!state.session) await newSession();
+  if (state.busy) {
+    add("msg", text, "user steer");
+    state.bubble = null;
+    try { await api("POST", sessionPath("/steer"), { text }); } catch (e) { status(e.message, true); }
+    return;
+  }
+  add("msg", text, "user");
+  await runTurn("/messages", { text, idempotency_key: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random() });
+}
+
+function render(message) {
+  if (message.role === "user") {
+    const text = message.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+    add("msg", text, "user" + (message.metadata && message.metadata.steer ? " steer" : ""));
+  } else if (message.role === "assistant") {
+    const text = message.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+    if (text) add("msg", text, "assistant");
+    message.content.filter((b) => b.type === "tool_use").forEach(toolCall);
+  } else if (message.role === "tool") {
+    message.content.filter((b) => b.type === "tool_result").forEach(toolResult);
+  }
+  state.bubble = null;
+}
+
+async function openSession(id) {
+  state.session = id;
+  state.tools = {};
+  $("log").textContent = "";
+  for (const li of $("sessions").children) li.classList.toggle("current", li.dataset.id === id);
+  try {
+    const history = await (await api("GET", sessionPath("/messages"))).json();
+    history.messages.forEach(render);
+  } catch (e) { status(e.message, true); }
+}
+
+async function loadSessions() {
+  const list = $("sessions");
+  list.textContent = "";
+  try {
+    const data = await (await api("GET", "/v1/sessions" + agentQuery())).json();
+    for (const s of data.sessions) {
+      const li = document.createElement("li");
+      li.textContent = s.session_id;
+      li.dataset.id = s.session_id;
+      li.onclick = () => openSession(s.session_id);
+      list.appendChild(li);
+    }
+  } catch (e) { status(e.message, true); }
+}
+
+async function newSession() {
+  const created = await (await api("POST", "/v1/sessions" + agentQuery(), {})).json();
+  await loadSessions();
+  await openSession(created.session_id);
+}
+
+async function loadAgents() {
+  try {
+    const data = await (await api("GET", "/v1/agents")).json();
+    $("agent").textContent = "";
+    for (const name of data.agents) {
+      const option = document.createElement("option");
+      option.value = option.textContent = name;
+      option.selected = name === data.default;
+      $("agent").appendChild(option);
+    }
+    await loadSessions();
+  } catch (e) { status(e.message, true); }
+}
+
+$("token").value = localStorage.getItem("harnessed-token") || "";
+$("token").addEventListener("change", () => { localStorage.setItem("harnessed-token", $("token").value); loadAgents(); });
+$("agent").addEventListener("change", () => { state.session = null; $("log").textContent = ""; loadSessions(); });
+$("new").addEventListener("click", () => newSession().catch((e) => status(e.message, true)));
+$("stop").addEventListener("click", async () => {
+  try { await api("POST", sessionPath("/interrupt")); } catch (e) { status(e.message, true); }
+});
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = $("input").value.trim();
+  if (!text) return;
+  $("input").value = "";
+  send(text);
+});
+if ($("token").value) loadAgents();
