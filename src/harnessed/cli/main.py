@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.logging import RichHandler
 
-from harnessed.cli import demo, inspect, mcp, run, sessions, skills
+from harnessed.cli import chat, demo, inspect, mcp, run, serve, sessions, skills
 
 __all__ = ["COMMANDS", "main"]
 
@@ -28,6 +28,8 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     skills.register,
     mcp.register,
     demo.register,
+    serve.register,
+    chat.register,
 )
 
 

@@ -183,17 +183,17 @@ async function openSession(id) {
 }
 
 async function loadSessions() {
-  const list = $("sessions");
-  list.textContent = "";
   try {
     const data = await (await api("GET", "/v1/sessions" + agentQuery())).json();
-    for (const s of data.sessions) {
+    const items = data.sessions.map((s) => {
       const li = document.createElement("li");
       li.textContent = s.session_id;
       li.dataset.id = s.session_id;
+      li.classList.toggle("current", s.session_id === state.session);
       li.onclick = () => openSession(s.session_id);
-      list.appendChild(li);
-    }
+      return li;
+    });
+    $("sessions").replaceChildren(...items);  // one swap: overlapping reloads never mix
   } catch (e) { status(e.message, true); }
 }
 

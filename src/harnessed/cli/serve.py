@@ -1,0 +1,94 @@
+"""``harnessed serve``: the HTTP channel and web chat page of an application's agents."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+
+from harnessed.cli.loading import load_object
+
+__all__ = ["register"]
+
+_TOKENS_ENV = "HARNESSED_TOKENS"
+
+
+def register(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve agents over HTTP (JSON + server-sent events) with a web chat page",
+        description="Serve agents over HTTP. Every request needs a bearer token that maps to a "
+        f"user id: --token TOKEN=USER (repeatable), ${_TOKENS_ENV}='tok1=alice,tok2=bob', or "
+        "--auth module:function (token -> user id or None).",
+    )
+    serve.add_argument(
+        "--agent",
+        action="append",
+        required=True,
+        metavar="MODULE:OBJECT",
+        help="a HarnessAgent, a Gateway, or a function returning one (repeat for more agents)",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument("--token", action="append", default=[], metavar="TOKEN=USER")
+    serve.add_argument("--auth", default=None, metavar="MODULE:FUNCTION")
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=1_000_000, help="largest request body accepted"
+    )
+    serve.set_defaults(handler=_serve)
+
+
+def parse_tokens(items: list[str], env: Mapping[str, str]) -> dict[str, str]:
+    """Tokens from ``TOKEN=USER`` items and the environment variable."""
+    pairs = list(items)
+    pairs += [p for p in env.get(_TOKENS_ENV, "").split(",") if p.strip()]
+    tokens: dict[str, str] = {}
+    for pair in pairs:
+        token, sep, user = pair.strip().partition("=")
+        if not sep or not token or not user:
+            raise ValueError(f"a token must be given as TOKEN=USER, got {pair!r}")
+        tokens[token] = user
+    return tokens
+
+
+def build_app(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
+    from harnessed.agent import HarnessAgent
+    from harnessed.gateway import BearerAuth, Gateway, create_app
+
+    loaded = [load_object(spec) for spec in args.agent]
+    if len(loaded) == 1 and isinstance(loaded[0], Gateway):
+        gateway = loaded[0]
+    else:
+        for obj in loaded:
+            if not isinstance(obj, HarnessAgent):
+                raise ValueError(f"--agent must name a HarnessAgent or a Gateway, got {obj!r}")
+        gateway = Gateway(loaded)
+    tokens = parse_tokens(args.token, env)
+    resolve = load_object(args.auth) if args.auth else None
+    if not tokens and resolve is None:
+        raise ValueError(
+            f"no way to authenticate users: pass --token TOKEN=USER, set {_TOKENS_ENV}, or "
+            "--auth module:function"
+        )
+    return create_app(
+        gateway, BearerAuth(tokens, resolve=resolve), max_body_bytes=args.max_body_bytes
+    )
+
+
+def _serve(args: argparse.Namespace, console: Console) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        console.print("[red]harnessed serve needs the serve extra:[/] pip install 'harnessed[serve]'")
+        return 2
+    try:
+        app = build_app(args, os.environ)
+    except (ValueError, TypeError, ImportError) as exc:
+        console.print(f"[red]cannot serve:[/] {exc}")
+        return 2
+    console.print(f"serving on http://{args.host}:{args.port}/ (chat page at /, API under /v1)")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0

@@ -1,0 +1,102 @@
+"""``harnessed chat`` in a real process: streamed replies, /steer, Ctrl-C interrupts the turn
+(the program goes on), /resume continues it, /quit leaves."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from harnessed import HarnessAgent, RuntimeContext
+from harnessed.models.scripted import ScriptedModel
+from harnessed.session import RecordType
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Output:
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.text = ""
+        self._proc = proc
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            self.text += line
+
+    def wait_for(self, needle: str, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.text:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needle!r} not in output:\n{self.text}")
+            time.sleep(0.02)
+
+
+def test_chat_in_the_terminal(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+        "CHAT_TEST_WORKSPACE": str(tmp_path),
+        "COLUMNS": "200",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from harnessed.cli import main; sys.exit(main(sys.argv[1:]))",
+            "chat",
+            "--agent",
+            "tests.cli.chat_app:make_agent",
+            "--session",
+            "talk",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    out = Output(proc)
+    assert proc.stdin is not None
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+
+    try:
+        out.wait_for("/steer TEXT")
+        send("hello")
+        out.wait_for("You said: hello")
+        out.wait_for("completed ·")
+        send("/steer too early")
+        out.wait_for("no turn is running")
+        send("slow please")
+        out.wait_for("slow_job")
+        send("/steer wrap it up")
+        out.wait_for("next step")
+        proc.send_signal(signal.SIGINT)
+        out.wait_for("interrupted: /resume continues")
+        assert proc.poll() is None  # Ctrl-C stopped the turn, not the program
+        send("/resume")  # the steering message waits in the history for the resumed turn
+        out.wait_for("You said: wrap it up")
+        send("/quit")
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    agent = HarnessAgent("chatty", ScriptedModel(), workspace=tmp_path, memory=False)
+    ctx = RuntimeContext("default", "talk")
+    messages = asyncio.run(agent.session_messages(ctx))
+    texts = [m.text for m in messages]
+    assert "hello" in texts and "wrap it up" in texts
+    assert any("Interrupted" in t for t in texts)
+    ends = asyncio.run(agent.session_log(ctx, types=[RecordType.RUN_END]))
+    assert [e.payload["status"] for e in ends].count("interrupted") == 1
