@@ -90,5 +90,5 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]cannot serve:[/] {exc}")
         return 2
     console.print(f"serving on http://{args.host}:{args.port}/ (chat page at /, API under /v1)")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", timeout_keep_alive=30)
     return 0

@@ -8,6 +8,7 @@ gate keeps one turn per session running at a time.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,9 @@ __all__ = ["Gateway", "SESSION_CREATED", "UnknownAgentError"]
 
 SESSION_CREATED = "session/created"
 """The record that opens a session created through a channel (before its first message)."""
+
+
+_KNOWN_SESSIONS = 100_000
 
 
 class UnknownAgentError(LookupError):
@@ -67,6 +71,8 @@ class Gateway:
             raise ValueError(f"default_agent {default_agent!r} is not one of {sorted(table)}")
         self.default_agent = default_agent or next(iter(table))
         self._handed_out: weakref.WeakSet[AgentSession] = weakref.WeakSet()
+        self._known: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        """Sessions seen to exist (bounded LRU): a request on them needs no storage read."""
 
     # --------------------------------------------------------------- routing
     def agent(self, name: str | None = None) -> HarnessAgent:
@@ -112,8 +118,20 @@ class Gateway:
     # ------------------------------------------------------------- sessions
     async def exists(self, session: AgentSession) -> bool:
         """Whether the session was created (or has any history) for its user."""
-        key = SessionKey(session.agent.name, session.user_id, session.session_id)
-        return bool(await session.agent.session_store.read(key, limit=1))
+        known = (session.agent.name, session.user_id, session.session_id)
+        if known in self._known:
+            self._known.move_to_end(known)
+            return True
+        key = SessionKey(*known)
+        if not await session.agent.session_store.read(key, limit=1):
+            return False
+        self._remember(known)
+        return True
+
+    def _remember(self, known: tuple[str, str, str]) -> None:
+        self._known[known] = None
+        if len(self._known) > _KNOWN_SESSIONS:
+            self._known.popitem(last=False)
 
     async def open(self, session: AgentSession, *, channel: str = "api") -> bool:
         """Create the session if it does not exist yet; ``True`` when it was created."""
@@ -123,6 +141,7 @@ class Gateway:
         await session.agent.session_store.append(
             key, [NewRecord(SESSION_CREATED, {"channel": channel})]
         )
+        self._remember((key.agent_id, key.user_id, key.session_id))
         return True
 
     async def sessions(self, user_id: str, agent: str | None = None) -> list[SessionInfo]:

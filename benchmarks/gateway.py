@@ -1,0 +1,210 @@
+"""The HTTP channel under load: many concurrent SSE conversations against one server process.
+
+A server process (uvicorn, one worker) serves a HarnessAgent with a scripted model (a short
+reply streamed in pieces, a little model latency) and the default durable stores of a local
+workspace (JSONL session logs + SQLite search index, JSON state files, lease files of the turn
+gate). The client opens ``--conversations`` sessions, then sends one message in each, all at
+once, ``--turns`` times in a row, reading every stream to its end. Measured per turn from the
+moment the request is sent:
+
+* first event: the first SSE frame (``turn``: the turn is accepted and queued);
+* first agent event: ``agent_start`` (the run holds its session and loaded its state);
+* first text: the first ``text_delta``;
+* turn: the whole stream until ``agent_end``.
+
+For reference the table starts with "baseline GET": the same number of concurrent requests
+to ``GET /v1/sessions/{id}`` (authenticated, no turn) — the floor the machine, uvicorn and
+the client set at this concurrency.
+
+Target: p99 of the first event ≤ 100 ms with 200 conversations, 0 errors.
+
+    python benchmarks/gateway.py [--conversations 200] [--turns 3] [--model-latency 0.05]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+TOKEN = "benchmark-token-1"
+HEADERS = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def make_app() -> object:
+    """The served app (run inside the server process)."""
+    from harnessed import HarnessAgent
+    from harnessed.gateway import BearerAuth, Gateway, create_app
+    from harnessed.models import ModelRequest
+    from harnessed.models.scripted import ScriptedModel
+
+    latency = float(os.environ["BENCH_MODEL_LATENCY"])
+
+    async def reply(request: ModelRequest) -> str:
+        await asyncio.sleep(latency)
+        return f"Noted: {request.messages[-1].text}. Here is a short streamed answer for you."
+
+    agent = HarnessAgent(
+        "bench",
+        ScriptedModel(responder=reply, chunk_size=8),
+        workspace=os.environ["BENCH_WORKSPACE"],
+        shell=False,
+    )
+    return create_app(Gateway(agent), BearerAuth({TOKEN: "bench-user"}))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+async def conversation_turn(
+    client: httpx.AsyncClient, sid: str, text: str, out: dict[str, list[float]]
+) -> None:
+    started = time.perf_counter()
+    marks: dict[str, float] = {}
+    async with client.stream(
+        "POST", f"/v1/sessions/{sid}/messages", json={"text": text}, headers=HEADERS
+    ) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"HTTP {response.status_code}")
+        async for line in response.aiter_lines():
+            if not line.startswith("event: "):
+                continue
+            now = (time.perf_counter() - started) * 1000
+            kind = line[7:]
+            marks.setdefault("first event", now)
+            if kind == "agent_start":
+                marks.setdefault("first agent event", now)
+            elif kind == "text_delta":
+                marks.setdefault("first text", now)
+            elif kind == "error":
+                raise RuntimeError("error event")
+            elif kind == "agent_end":
+                marks["turn"] = now
+    if "turn" not in marks:
+        raise RuntimeError("stream ended without agent_end")
+    for name, value in marks.items():
+        out[name].append(value)
+
+
+async def run_client(url: str, conversations: int, turns: int) -> tuple[dict[str, list[float]], int]:
+    limits = httpx.Limits(max_connections=conversations + 10, max_keepalive_connections=conversations)
+    out: dict[str, list[float]] = {
+        "baseline GET": [],
+        "first event": [],
+        "first agent event": [],
+        "first text": [],
+        "turn": [],
+    }
+    errors = 0
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+        sids = []
+        for i in range(conversations):
+            r = await client.post("/v1/sessions", json={"session_id": f"c{i}"}, headers=HEADERS)
+            r.raise_for_status()
+            sids.append(r.json()["session_id"])
+
+        async def baseline(sid: str) -> None:
+            started = time.perf_counter()
+            r = await client.get(f"/v1/sessions/{sid}", headers=HEADERS)
+            r.raise_for_status()
+            out["baseline GET"].append((time.perf_counter() - started) * 1000)
+
+        for _ in range(turns):  # the floor this machine and HTTP stack set at this concurrency
+            await asyncio.gather(*(baseline(sid) for sid in sids))
+        for turn in range(turns):
+            results = await asyncio.gather(
+                *(conversation_turn(client, sid, f"message {turn}", out) for sid in sids),
+                return_exceptions=True,
+            )
+            failed = [r for r in results if isinstance(r, BaseException)]
+            errors += len(failed)
+            if failed:
+                print(f"  turn {turn}: {len(failed)} errors, e.g. {failed[0]!r}", flush=True)
+    return out, errors
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--model-latency", type=float, default=0.05)
+    args = parser.parse_args()
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="harnessed-gateway-bench-") as workspace:
+        port = free_port()
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root / 'benchmarks'}",
+            "BENCH_WORKSPACE": workspace,
+            "BENCH_MODEL_LATENCY": str(args.model_latency),
+        }
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                "gateway:make_app",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--backlog",
+                "4096",
+                "--timeout-keep-alive",
+                "60",
+            ],
+            env=env,
+            cwd=root / "benchmarks",
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(400):
+                try:
+                    httpx.get(f"{url}/openapi.json")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            print(
+                f"{args.conversations} concurrent SSE conversations x {args.turns} turns, "
+                f"one server process, model latency {args.model_latency * 1000:.0f} ms",
+                flush=True,
+            )
+            out, errors = asyncio.run(run_client(url, args.conversations, args.turns))
+        finally:
+            server.terminate()
+            server.wait(30)
+    print()
+    print(f"{'measure':<20}{'n':>6}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'max ms':>10}")
+    print("-" * 66)
+    for name, values in out.items():
+        print(
+            f"{name:<20}{len(values):>6}{statistics.median(values) if values else float('nan'):>10.1f}"
+            f"{percentile(values, 90):>10.1f}{percentile(values, 99):>10.1f}"
+            f"{max(values) if values else float('nan'):>10.1f}"
+        )
+    print(f"\nerrors: {errors}")
+
+
+if __name__ == "__main__":
+    main()

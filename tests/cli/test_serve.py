@@ -1,0 +1,90 @@
+"""``harnessed serve``: a real server process for an application's agent, tokens required."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harnessed.cli import main
+from harnessed.cli.serve import parse_tokens
+from tests.gateway.helpers import free_socket, sse
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_serve_runs_the_app_with_uvicorn(tmp_path: Path) -> None:
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+        "CHAT_TEST_WORKSPACE": str(tmp_path),
+        "HARNESSED_TOKENS": "second-token-1=bob",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from harnessed.cli import main; sys.exit(main(sys.argv[1:]))",
+            "serve",
+            "--agent",
+            "tests.cli.chat_app:make_agent",
+            "--token",
+            "first-token-1=alice",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    alice = {"Authorization": "Bearer first-token-1"}
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/openapi.json").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        assert httpx.get(f"{url}/v1/agents").status_code == 401
+        assert httpx.get(f"{url}/v1/agents", headers=alice).json()["agents"] == ["chatty"]
+        bob = {"Authorization": "Bearer second-token-1"}
+        assert httpx.get(f"{url}/v1/sessions", headers=bob).status_code == 200
+        httpx.post(f"{url}/v1/sessions", json={"session_id": "a"}, headers=alice)
+        r = httpx.post(f"{url}/v1/sessions/a/messages", json={"text": "hi"}, headers=alice)
+        assert sse(r.text)[-1][1]["reply"]["content"][0]["text"] == "You said: hi"
+        assert "text/html" in httpx.get(f"{url}/").headers["content-type"]
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_serve_refuses_to_start_without_tokens(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.delenv("HARNESSED_TOKENS", raising=False)
+    monkeypatch.setenv("CHAT_TEST_WORKSPACE", str(tmp_path))
+    assert main(["serve", "--agent", "tests.cli.chat_app:make_agent"]) == 2
+    assert "no way to authenticate" in capsys.readouterr().out
+    assert main(["serve", "--agent", "tests.cli.nothing_here:x", "--token", "t" * 9 + "=a"]) == 2
+    assert "cannot import" in capsys.readouterr().out
+
+
+def test_token_pairs_are_parsed_and_checked() -> None:
+    assert parse_tokens(["tok-aaaa=alice"], {"HARNESSED_TOKENS": "b-token-1=bob, c-token-1=c"}) == {
+        "tok-aaaa": "alice",
+        "b-token-1": "bob",
+        "c-token-1": "c",
+    }
+    with pytest.raises(ValueError, match="TOKEN=USER"):
+        parse_tokens(["just-a-token"], {})
