@@ -100,8 +100,12 @@ async def conversation_turn(
         out[name].append(value)
 
 
-async def run_client(url: str, conversations: int, turns: int) -> tuple[dict[str, list[float]], int]:
-    limits = httpx.Limits(max_connections=conversations + 10, max_keepalive_connections=conversations)
+async def run_client(
+    url: str, conversations: int, turns: int
+) -> tuple[dict[str, list[float]], int]:
+    limits = httpx.Limits(
+        max_connections=conversations + 10, max_keepalive_connections=conversations
+    )
     out: dict[str, list[float]] = {
         "baseline GET": [],
         "first event": [],
@@ -198,8 +202,9 @@ def main() -> None:
     print(f"{'measure':<20}{'n':>6}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'max ms':>10}")
     print("-" * 66)
     for name, values in out.items():
+        median = statistics.median(values) if values else float("nan")
         print(
-            f"{name:<20}{len(values):>6}{statistics.median(values) if values else float('nan'):>10.1f}"
+            f"{name:<20}{len(values):>6}{median:>10.1f}"
             f"{percentile(values, 90):>10.1f}{percentile(values, 99):>10.1f}"
             f"{max(values) if values else float('nan'):>10.1f}"
         )

@@ -18,9 +18,7 @@ from tests.gateway.helpers import ALICE, Tools, make_agent, make_app, uvicorn_se
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tools = Tools()
     tools.release.set()
-    agent = make_agent(
-        Path(tmp_path_factory.mktemp("fuzz")), tools, confirmation_timeout=0.2
-    )
+    agent = make_agent(Path(tmp_path_factory.mktemp("fuzz")), tools, confirmation_timeout=0.2)
     with uvicorn_server(make_app(agent, max_body_bytes=50_000)) as url:
         yield url
 

@@ -207,9 +207,7 @@ async def test_routes_to_agents_by_name(tmp_path: Path, tools: Tools) -> None:
     one = make_agent(tmp_path / "one", tools, name="one")
     two = make_agent(tmp_path / "two", tools, name="two")
     app = make_app(one, two)
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://t"
-    ) as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         r = await c.post("/v1/sessions?agent=two", json={"session_id": "x"}, headers=ALICE)
         assert r.json()["agent"] == "two"
         r = await c.post("/v1/sessions/x/messages?agent=two", json={"text": "hi"}, headers=ALICE)

@@ -82,7 +82,9 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
     try:
         import uvicorn
     except ImportError:
-        console.print("[red]harnessed serve needs the serve extra:[/] pip install 'harnessed[serve]'")
+        console.print(
+            "[red]harnessed serve needs the serve extra:[/] pip install 'harnessed[serve]'"
+        )
         return 2
     try:
         app = build_app(args, os.environ)

@@ -4,9 +4,14 @@ session), the HTTP channel (FastAPI + server-sent events) and its web chat page.
 The HTTP parts need the ``serve`` extra: ``pip install 'harnessed[serve]'``.
 """
 
+from typing import TYPE_CHECKING
+
 from harnessed.gateway.auth import BearerAuth, TokenResolver
 from harnessed.gateway.gateway import SESSION_CREATED, Gateway, UnknownAgentError
 from harnessed.gateway.identity import ChannelIdentity, check_session_id
+
+if TYPE_CHECKING:
+    from harnessed.gateway.http import create_app
 
 __all__ = [
     "SESSION_CREATED",

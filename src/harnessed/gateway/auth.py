@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 __all__ = ["BearerAuth", "TokenResolver"]
 
-TokenResolver = Callable[[str], "str | None | Awaitable[str | None]"]
+TokenResolver = Callable[[str], "str | Awaitable[str | None] | None"]
 
 
 def _digest(token: str) -> bytes:

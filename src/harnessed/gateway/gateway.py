@@ -12,12 +12,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from harnessed.gateway.identity import ChannelIdentity, check_session_id
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, SessionKey
 from harnessed.session.store import SessionInfo
 from harnessed.sessions import AgentSession, Turn
-
-from harnessed.gateway.identity import ChannelIdentity, check_session_id
 
 if TYPE_CHECKING:
     from harnessed.agent import AgentInput, HarnessAgent
@@ -84,9 +83,7 @@ class Gateway:
             )
         return agent
 
-    def session(
-        self, user_id: str, session_id: str, agent: str | None = None
-    ) -> AgentSession:
+    def session(self, user_id: str, session_id: str, agent: str | None = None) -> AgentSession:
         """The session ``session_id`` of ``user_id`` with an agent (sessions are per user: two
         users never share one, whatever ids they pick)."""
         check_session_id(session_id)

@@ -6,7 +6,6 @@ Sessions belong to their user: another user's session id answers 404, exactly li
 does not exist.
 """
 
-
 import contextlib
 import secrets
 from collections.abc import AsyncIterator
@@ -334,4 +333,3 @@ def _valid_id(session_id: str) -> bool:
     except ValueError:
         return False
     return True
-
