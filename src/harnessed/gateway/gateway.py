@@ -17,9 +17,10 @@ from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, SessionKey
 from harnessed.session.store import SessionInfo
 from harnessed.sessions import AgentSession, Turn
+from harnessed.sessions.host import SessionHost
 
 if TYPE_CHECKING:
-    from harnessed.agent import AgentInput, HarnessAgent
+    from harnessed.inputs import AgentInput
 
 __all__ = ["Gateway", "SESSION_CREATED", "UnknownAgentError"]
 
@@ -28,6 +29,7 @@ SESSION_CREATED = "session/created"
 
 
 _KNOWN_SESSIONS = 100_000
+_RECENT_SESSIONS = 256
 
 
 class UnknownAgentError(LookupError):
@@ -44,13 +46,11 @@ class Gateway:
 
     def __init__(
         self,
-        agents: HarnessAgent | Iterable[HarnessAgent] | Mapping[str, HarnessAgent],
+        agents: SessionHost | Iterable[SessionHost] | Mapping[str, SessionHost],
         *,
         default_agent: str | None = None,
     ) -> None:
-        from harnessed.agent import HarnessAgent
-
-        if isinstance(agents, HarnessAgent):
+        if isinstance(agents, SessionHost):
             table = {agents.name: agents}
         elif isinstance(agents, Mapping):
             table = dict(agents)
@@ -63,18 +63,19 @@ class Gateway:
         if not table:
             raise ValueError("Gateway needs at least one agent")
         for name, agent in table.items():
-            if not isinstance(agent, HarnessAgent):
+            if not isinstance(agent, SessionHost):
                 raise TypeError(f"Gateway agent {name!r} is not a HarnessAgent: {agent!r}")
-        self.agents: dict[str, HarnessAgent] = table
+        self.agents: dict[str, SessionHost] = table
         if default_agent is not None and default_agent not in table:
             raise ValueError(f"default_agent {default_agent!r} is not one of {sorted(table)}")
         self.default_agent = default_agent or next(iter(table))
         self._handed_out: weakref.WeakSet[AgentSession] = weakref.WeakSet()
+        self._recent: OrderedDict[int, AgentSession] = OrderedDict()
         self._known: OrderedDict[tuple[str, str, str], None] = OrderedDict()
         """Sessions seen to exist (bounded LRU): a request on them needs no storage read."""
 
     # --------------------------------------------------------------- routing
-    def agent(self, name: str | None = None) -> HarnessAgent:
+    def agent(self, name: str | None = None) -> SessionHost:
         """The agent called ``name`` (the default agent for ``None``)."""
         agent = self.agents.get(name or self.default_agent)
         if agent is None:
@@ -89,6 +90,12 @@ class Gateway:
         check_session_id(session_id)
         live = self.agent(agent).session(RuntimeContext(user_id, session_id))
         self._handed_out.add(live)
+        # keep recently used sessions alive: a retried or reconnecting request replays the
+        # events of turns that already ended
+        self._recent[id(live)] = live
+        self._recent.move_to_end(id(live))
+        if len(self._recent) > _RECENT_SESSIONS:
+            self._recent.popitem(last=False)
         return live
 
     def session_for(

@@ -26,14 +26,14 @@ from harnessed.sessions.gate import LeaseLostError, SessionBusyError, TurnGate, 
 from harnessed.sessions.turn import Turn
 
 if TYPE_CHECKING:
-    from harnessed.agent import HarnessAgent
     from harnessed.inputs import AgentInput
+    from harnessed.sessions.host import SessionHost
 
 __all__ = ["AgentSession", "IdempotencyConflictError", "SessionIdleError", "open_session"]
 
 logger = logging.getLogger(__name__)
 
-_RECENT_TURNS = 50
+_RECENT_TURNS = 20
 
 
 class IdempotencyConflictError(ValueError):
@@ -47,7 +47,7 @@ class SessionIdleError(RuntimeError):
 class AgentSession:
     """One session of one agent and user. Get it with :meth:`HarnessAgent.session`."""
 
-    def __init__(self, agent: HarnessAgent, ctx: RuntimeContext, gate: TurnGate) -> None:
+    def __init__(self, agent: SessionHost, ctx: RuntimeContext, gate: TurnGate) -> None:
         self.agent = agent
         self.user_id = ctx.user_id
         self.session_id = ctx.session_id or agent.name
@@ -323,11 +323,11 @@ class AgentSession:
 
 
 _LIVE: weakref.WeakKeyDictionary[
-    HarnessAgent, weakref.WeakValueDictionary[tuple[str, str], AgentSession]
+    SessionHost, weakref.WeakValueDictionary[tuple[str, str], AgentSession]
 ] = weakref.WeakKeyDictionary()
 
 
-def open_session(agent: HarnessAgent, ctx: RuntimeContext) -> AgentSession:
+def open_session(agent: SessionHost, ctx: RuntimeContext) -> AgentSession:
     """The session of ``ctx`` with ``agent``: the same object while anyone uses it (a running
     turn keeps it alive), so every caller in this process steers the same turns."""
     sessions = _LIVE.setdefault(agent, weakref.WeakValueDictionary())

@@ -20,6 +20,7 @@ TurnStatus: TypeAlias = Literal[
     "max_iters",
     "pending",
     "interrupted",
+    "stopped",
     "error",
     "cancelled",
 ]

@@ -1,0 +1,73 @@
+"""What sessions and channels need of an agent (:class:`~harnessed.HarnessAgent` is one).
+
+Sessions sit above the agent: they drive it through this protocol and never import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from harnessed.events import Event
+from harnessed.inputs import AgentInput
+from harnessed.messages import Msg
+from harnessed.permissions.flow import ConfirmationMode
+from harnessed.permissions.pending import PendingConfirmation
+from harnessed.runtime import RuntimeContext
+from harnessed.session.record import SessionRecord
+from harnessed.session.store import SessionInfo, SessionLogStore
+from harnessed.sessions.control import TurnControl
+from harnessed.sessions.gate import TurnGate
+
+if TYPE_CHECKING:
+    from harnessed.sessions.session import AgentSession
+
+__all__ = ["SessionHost"]
+
+
+@runtime_checkable
+class SessionHost(Protocol):
+    """An agent that sessions can run turns on."""
+
+    name: str
+    turn_gate: TurnGate
+
+    @property
+    def session_store(self) -> SessionLogStore: ...
+
+    def stream_events(
+        self,
+        input: AgentInput,
+        ctx: RuntimeContext | None = None,
+        *,
+        confirmations: ConfirmationMode = "wait",
+        control: TurnControl | None = None,
+    ) -> AsyncIterator[Event]: ...
+
+    def session(self, ctx: RuntimeContext | None = None) -> AgentSession: ...
+
+    async def respond(
+        self,
+        ctx: RuntimeContext | None,
+        request_id: str,
+        approved: bool,
+        *,
+        feedback: str | None = None,
+    ) -> None: ...
+
+    async def pending_confirmations(
+        self, ctx: RuntimeContext | None = None
+    ) -> list[PendingConfirmation]: ...
+
+    async def session_log(
+        self,
+        ctx: RuntimeContext | None = None,
+        *,
+        types: Sequence[str] | None = None,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[SessionRecord]: ...
+
+    async def session_messages(self, ctx: RuntimeContext | None = None) -> list[Msg]: ...
+
+    async def sessions(self, user_id: str = "default") -> list[SessionInfo]: ...
