@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 from harnessed import HarnessAgent, tool
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
@@ -35,4 +39,29 @@ def make_agent() -> HarnessAgent:
         tools=[slow_job],
         shell=False,
         memory=False,
+    )
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def harnessed_process(
+    workspace: Path, *args: str, env: dict[str, str] | None = None, **popen: Any
+) -> subprocess.Popen[str]:
+    """``harnessed ARGS`` in a new process, with this module's agent on ``workspace``."""
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+        "CHAT_TEST_WORKSPACE": str(workspace),
+        **(env or {}),
+    }
+    code = "import sys; from harnessed.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
     )

@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,6 +13,7 @@ from pathlib import Path
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.models.scripted import ScriptedModel
 from harnessed.session import RecordType
+from tests.cli.chat_app import harnessed_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,29 +38,15 @@ class Output:
 
 
 def test_chat_in_the_terminal(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
-        "CHAT_TEST_WORKSPACE": str(tmp_path),
-        "COLUMNS": "200",
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from harnessed.cli import main; sys.exit(main(sys.argv[1:]))",
-            "chat",
-            "--agent",
-            "tests.cli.chat_app:make_agent",
-            "--session",
-            "talk",
-        ],
-        cwd=ROOT,
-        env=env,
+    proc = harnessed_process(
+        tmp_path,
+        "chat",
+        "--agent",
+        "tests.cli.chat_app:make_agent",
+        "--session",
+        "talk",
+        env={"COLUMNS": "200"},
         stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
     )
     out = Output(proc)
     assert proc.stdin is not None

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,6 +10,7 @@ import pytest
 
 from harnessed.cli import main
 from harnessed.cli.serve import parse_tokens
+from tests.cli.chat_app import harnessed_process
 from tests.gateway.helpers import free_socket, sse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,30 +20,16 @@ def test_serve_runs_the_app_with_uvicorn(tmp_path: Path) -> None:
     sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
-        "CHAT_TEST_WORKSPACE": str(tmp_path),
-        "HARNESSED_TOKENS": "second-token-1=bob",
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from harnessed.cli import main; sys.exit(main(sys.argv[1:]))",
-            "serve",
-            "--agent",
-            "tests.cli.chat_app:make_agent",
-            "--token",
-            "first-token-1=alice",
-            "--port",
-            str(port),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = harnessed_process(
+        tmp_path,
+        "serve",
+        "--agent",
+        "tests.cli.chat_app:make_agent",
+        "--token",
+        "first-token-1=alice",
+        "--port",
+        str(port),
+        env={"HARNESSED_TOKENS": "second-token-1=bob"},
     )
     url = f"http://127.0.0.1:{port}"
     alice = {"Authorization": "Bearer first-token-1"}

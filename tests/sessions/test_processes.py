@@ -83,3 +83,23 @@ async def test_a_crashed_holder_loses_its_lease(tmp_path: Path) -> None:
     agent = HarnessAgent("shared", ScriptedModel(), workspace=tmp_path, memory=False)
     ends = await agent.session_log(CTX, types=[RecordType.RUN_END])
     assert ends[-1].payload["status"] == "completed"
+
+
+async def test_a_turn_interrupted_in_one_process_is_resumed_in_another(tmp_path: Path) -> None:
+    proc = spawn(str(tmp_path), "first", "1", "30", "interrupt")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.split() == ["started", "interrupted", "done"]
+
+    from harnessed import HarnessAgent
+    from harnessed.models import ScriptedModel
+
+    model = ScriptedModel(["carrying on after the restart"])
+    agent = HarnessAgent("shared", model, workspace=tmp_path, memory=False)
+    end = await (await agent.session(CTX).resume()).result()
+    assert end.status == "completed" and end.reply.text == "carrying on after the restart"
+    seen = [m.text for m in model.requests[0].messages]
+    assert "first-0" in seen[-3] and "Interrupted" in seen[-1]
+    messages = await agent.session_messages(CTX)
+    state = await agent.load_state(CTX)
+    assert [m.id for m in state.history] == [m.id for m in messages]

@@ -1,7 +1,8 @@
 """A separate process submitting turns to one session (used by test_processes.py).
 
-usage: python -m tests.sessions.worker WORKSPACE LABEL TURNS [LEASE_SECONDS] [HANG]
-Prints "started" once its first tool runs, "done" at the end.
+usage: python -m tests.sessions.worker WORKSPACE LABEL TURNS [LEASE_SECONDS] [hang|interrupt]
+Prints "started" once its first tool runs, "done" at the end. With "interrupt" the first turn's
+tool hangs and the process interrupts the turn, then exits.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ def reply(request: ModelRequest) -> ScriptedResponse:
     return ScriptedResponse(text=f"done: {last.text}")
 
 
-async def main(workspace: str, label: str, turns: int, lease: float, hang: bool) -> None:
+async def main(
+    workspace: str, label: str, turns: int, lease: float, hang: bool, interrupt: bool = False
+) -> None:
     @tool
     async def slow(text: str) -> str:
         """Take a moment."""
         print("started", flush=True)
-        await asyncio.sleep(3600 if hang else 0.02)
+        await asyncio.sleep(3600 if hang or interrupt else 0.02)
         return f"handled {text}"
 
     agent = HarnessAgent(
@@ -42,6 +45,13 @@ async def main(workspace: str, label: str, turns: int, lease: float, hang: bool)
     )
     session = agent.session(RuntimeContext("u", "one"))
     submitted = [await session.submit(f"{label}-{i}") for i in range(turns)]
+    if interrupt:
+        while session.running is None or session.running.status != "running":
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        session.interrupt()
+        end = await submitted[0].result()
+        print(end.status, flush=True)
     for turn in submitted:
         await turn.result()
     print("done", flush=True)
@@ -56,5 +66,6 @@ if __name__ == "__main__":
             int(args[2]),
             float(args[3]) if len(args) > 3 else 30.0,
             len(args) > 4 and args[4] == "hang",
+            len(args) > 4 and args[4] == "interrupt",
         )
     )

@@ -86,7 +86,8 @@ class Turn:
             if self.done:
                 return
             try:
-                await asyncio.wait_for(changed.wait(), idle)
+                async with asyncio.timeout(idle):
+                    await changed.wait()
             except TimeoutError:
                 yield None
 
