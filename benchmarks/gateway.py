@@ -7,7 +7,9 @@ gate). The client opens ``--conversations`` sessions, then sends one message in 
 once, ``--turns`` times in a row, reading every stream to its end. Measured per turn from the
 moment the request is sent:
 
-* first event: the first SSE frame (``turn``: the turn is accepted and queued);
+* first event: the first SSE frame (``turn``: the turn is accepted and queued); "first event
+  (server)" is the same measured inside the server, from receiving the request to sending the
+  frame (the difference is time spent in the client and the network stack);
 * first agent event: ``agent_start`` (the run holds its session and loaded its state);
 * first text: the first ``text_delta``;
 * turn: the whole stream until ``agent_end``.
@@ -33,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -59,7 +62,43 @@ def make_app() -> object:
         workspace=os.environ["BENCH_WORKSPACE"],
         shell=False,
     )
-    return create_app(Gateway(agent), BearerAuth({TOKEN: "bench-user"}))
+    app = create_app(Gateway(agent), BearerAuth({TOKEN: "bench-user"}))
+    return ServerClock(app, Path(os.environ["BENCH_WORKSPACE"]) / "server-first-event.txt")
+
+
+class ServerClock:
+    """ASGI wrapper: per message request, the time from the server receiving it to sending
+    its first SSE frame (written to a file at shutdown), to tell server from client lag."""
+
+    def __init__(self, app: Any, out: Path) -> None:
+        self.app = app
+        self.out = out
+        self.times: list[float] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+
+            async def lifespan_send(message: Any) -> None:
+                if message["type"] == "lifespan.shutdown.complete":
+                    self.out.write_text("\n".join(f"{t:.3f}" for t in self.times))
+                await send(message)
+
+            await self.app(scope, receive, lifespan_send)
+            return
+        if not (scope["type"] == "http" and scope["path"].endswith("/messages")):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        first = True
+
+        async def timed_send(message: Any) -> None:
+            nonlocal first
+            if first and message["type"] == "http.response.body" and message.get("body"):
+                first = False
+                self.times.append((time.perf_counter() - started) * 1000)
+            await send(message)
+
+        await self.app(scope, receive, timed_send)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -198,6 +237,9 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(30)
+        clock = Path(workspace) / "server-first-event.txt"
+        if clock.exists() and clock.read_text().strip():
+            out["first event (server)"] = [float(x) for x in clock.read_text().split()]
     print()
     print(f"{'measure':<20}{'n':>6}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'max ms':>10}")
     print("-" * 66)

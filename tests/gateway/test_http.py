@@ -191,6 +191,18 @@ async def test_limits_and_bad_input(client: httpx.AsyncClient) -> None:
     assert r.status_code == 404 and "ghost" in r.json()["detail"]
     r = await client.get("/v1/sessions/never-made", headers=ALICE)
     assert r.status_code == 404
+    r = await client.post(  # a lone surrogate cannot be stored: refused, not a crash
+        f"/v1/sessions/{sid}/messages",
+        content=b'{"text": "a\\ud800b"}',
+        headers={**ALICE, "content-type": "application/json"},
+    )
+    assert r.status_code == 422 and "unicode" in r.json()["detail"][0]["msg"]
+    r = await client.post(  # a NUL character is text like any other
+        f"/v1/sessions/{sid}/messages",
+        content=b'{"text": "nul \\u0000 here"}',
+        headers={**ALICE, "content-type": "application/json"},
+    )
+    assert r.status_code == 200 and sse(r.text)[-1][1]["status"] == "completed"
 
 
 async def test_openapi_schema_and_chat_page_are_served(client: httpx.AsyncClient) -> None:

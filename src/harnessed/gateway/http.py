@@ -7,12 +7,15 @@ does not exist.
 """
 
 import contextlib
+import json
 import secrets
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -314,6 +317,13 @@ def create_app(
         @app.get("/chat.js", include_in_schema=False)
         async def chat_js() -> Response:
             return Response(script, media_type="text/javascript")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> Response:
+        # ASCII-escaped JSON: the echoed input may hold text UTF-8 cannot carry (lone
+        # surrogates), which the default handler would turn into a server error
+        body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True)
+        return Response(body, status_code=422, media_type="application/json")
 
     @app.exception_handler(UnknownAgentError)
     async def unknown_agent(_: Request, exc: UnknownAgentError) -> JSONResponse:
