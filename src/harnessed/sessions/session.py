@@ -327,9 +327,11 @@ _LIVE: weakref.WeakKeyDictionary[
 ] = weakref.WeakKeyDictionary()
 
 
-def open_session(agent: SessionHost, ctx: RuntimeContext) -> AgentSession:
-    """The session of ``ctx`` with ``agent``: the same object while anyone uses it (a running
-    turn keeps it alive), so every caller in this process steers the same turns."""
+def open_session(agent: SessionHost, ctx: RuntimeContext | None = None) -> AgentSession:
+    """The steerable session of ``ctx`` with ``agent`` (``agent.session(ctx)``): the same
+    object while anyone uses it (a running turn keeps it alive), so every caller in this
+    process steers the same turns."""
+    ctx = ctx or RuntimeContext()
     sessions = _LIVE.setdefault(agent, weakref.WeakValueDictionary())
     key = (ctx.user_id, ctx.session_id or agent.name)
     live = sessions.get(key)
