@@ -16,7 +16,7 @@ from harnessed.gateway.identity import ChannelIdentity, check_session_id
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, SessionKey
 from harnessed.session.store import SessionInfo
-from harnessed.sessions import AgentSession, Turn
+from harnessed.sessions import AgentSession, Turn, TurnSlots
 from harnessed.sessions.host import SessionHost
 
 if TYPE_CHECKING:
@@ -42,6 +42,8 @@ class Gateway:
     Args:
         agents: One agent, or several (a sequence, or a mapping name → agent).
         default_agent: The agent used when a request names none (default: the first).
+        max_running_turns: How many turns of this gateway's sessions run at once in this
+            process (default 16; the others wait, queued); ``None`` for no limit.
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class Gateway:
         agents: SessionHost | Iterable[SessionHost] | Mapping[str, SessionHost],
         *,
         default_agent: str | None = None,
+        max_running_turns: int | None = 16,
     ) -> None:
         if isinstance(agents, SessionHost):
             table = {agents.name: agents}
@@ -70,6 +73,7 @@ class Gateway:
             raise ValueError(f"default_agent {default_agent!r} is not one of {sorted(table)}")
         self.default_agent = default_agent or next(iter(table))
         self._handed_out: weakref.WeakSet[AgentSession] = weakref.WeakSet()
+        self.slots = TurnSlots(max_running_turns) if max_running_turns is not None else None
         self._recent: OrderedDict[int, AgentSession] = OrderedDict()
         self._known: OrderedDict[tuple[str, str, str], None] = OrderedDict()
         """Sessions seen to exist (bounded LRU): a request on them needs no storage read."""
@@ -90,6 +94,7 @@ class Gateway:
         check_session_id(session_id)
         live = self.agent(agent).session(RuntimeContext(user_id, session_id))
         self._handed_out.add(live)
+        live.slots = self.slots
         # keep recently used sessions alive: a retried or reconnecting request replays the
         # events of turns that already ended
         self._recent[id(live)] = live

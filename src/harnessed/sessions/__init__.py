@@ -16,6 +16,7 @@ from harnessed.sessions.session import (
     AgentSession,
     IdempotencyConflictError,
     SessionIdleError,
+    TurnSlots,
     open_session,
 )
 from harnessed.sessions.turn import Turn, TurnStatus
@@ -33,6 +34,7 @@ __all__ = [
     "TurnControl",
     "TurnGate",
     "TurnLease",
+    "TurnSlots",
     "TurnStatus",
     "default_turn_gate",
     "open_session",
