@@ -40,7 +40,7 @@ async def test_deliver_routes_to_the_named_agent_and_the_identity_session(
     assert again.id == turn.id
     session = gateway.session_for(peer, agent="one")
     assert session.session_id == peer.session_id and session.user_id == "chat:bot:ann"
-    assert [m.text for m in await session.history()][0] == "hello"
+    assert (await session.history())[0].text == "hello"
     assert gateway.agent() is two
     with pytest.raises(UnknownAgentError, match="ghost"):
         gateway.agent("ghost")
