@@ -14,6 +14,10 @@ moment the request is sent:
 * first text: the first ``text_delta``;
 * turn: the whole stream until ``agent_end``.
 
+The client keeps one HTTP/1.1 connection per conversation and speaks the protocol itself (a
+general-purpose client costs more CPU than the server on a small machine, which would measure
+the client).
+
 For reference the table starts with "baseline GET": the same number of concurrent requests
 to ``GET /v1/sessions/{id}`` (authenticated, no turn) — the floor the machine, uvicorn and
 the client set at this concurrency.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import statistics
@@ -109,21 +114,66 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+class Connection:
+    """One keep-alive HTTP/1.1 connection speaking just enough of the protocol for this
+    benchmark: a light client, so the numbers are the server's and not the client's."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> Connection:
+        return cls(*await asyncio.open_connection(host, port))
+
+    def send(self, method: str, path: str, body: bytes = b"") -> None:
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+
+    async def head(self) -> tuple[int, dict[str, str]]:
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        headers: dict[str, str] = {}
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return status, headers
+
+    async def chunks(self, headers: dict[str, str]) -> Any:
+        """The body's pieces as they arrive (chunked or Content-Length)."""
+        if headers.get("transfer-encoding") != "chunked":
+            yield await self.reader.readexactly(int(headers.get("content-length", "0")))
+            return
+        while True:
+            size = int((await self.reader.readline()).split(b";")[0], 16)
+            data = await self.reader.readexactly(size + 2)
+            if size == 0:
+                return
+            yield data[:-2]
+
+
 async def conversation_turn(
-    client: httpx.AsyncClient, sid: str, text: str, out: dict[str, list[float]]
+    conn: Connection, sid: str, text: str, out: dict[str, list[float]]
 ) -> None:
     started = time.perf_counter()
     marks: dict[str, float] = {}
-    async with client.stream(
-        "POST", f"/v1/sessions/{sid}/messages", json={"text": text}, headers=HEADERS
-    ) as response:
-        if response.status_code != 200:
-            raise RuntimeError(f"HTTP {response.status_code}")
-        async for line in response.aiter_lines():
-            if not line.startswith("event: "):
+    conn.send("POST", f"/v1/sessions/{sid}/messages", json.dumps({"text": text}).encode())
+    status, headers = await conn.head()
+    if status != 200:
+        raise RuntimeError(f"HTTP {status}")
+    buffer = b""
+    async for piece in conn.chunks(headers):
+        now = (time.perf_counter() - started) * 1000
+        buffer += piece
+        while b"\n\n" in buffer:
+            frame, buffer = buffer.split(b"\n\n", 1)
+            kind = next(
+                (x[7:].decode() for x in frame.split(b"\n") if x.startswith(b"event: ")), ""
+            )
+            if not kind:
                 continue
-            now = (time.perf_counter() - started) * 1000
-            kind = line[7:]
             marks.setdefault("first event", now)
             if kind == "agent_start":
                 marks.setdefault("first agent event", now)
@@ -140,11 +190,8 @@ async def conversation_turn(
 
 
 async def run_client(
-    url: str, conversations: int, turns: int
+    host: str, port: int, conversations: int, turns: int
 ) -> tuple[dict[str, list[float]], int]:
-    limits = httpx.Limits(
-        max_connections=conversations + 10, max_keepalive_connections=conversations
-    )
     out: dict[str, list[float]] = {
         "baseline GET": [],
         "first event": [],
@@ -153,30 +200,42 @@ async def run_client(
         "turn": [],
     }
     errors = 0
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
-        sids = []
-        for i in range(conversations):
-            r = await client.post("/v1/sessions", json={"session_id": f"c{i}"}, headers=HEADERS)
-            r.raise_for_status()
-            sids.append(r.json()["session_id"])
+    conns = [await Connection.open(host, port) for _ in range(conversations)]
+    sids = [f"c{i}" for i in range(conversations)]
+    for conn, sid in zip(conns, sids, strict=True):
+        conn.send("POST", "/v1/sessions", json.dumps({"session_id": sid}).encode())
+        status, headers = await conn.head()
+        async for _ in conn.chunks(headers):
+            pass
+        if status not in (200, 201):
+            raise RuntimeError(f"cannot create session {sid}: HTTP {status}")
 
-        async def baseline(sid: str) -> None:
-            started = time.perf_counter()
-            r = await client.get(f"/v1/sessions/{sid}", headers=HEADERS)
-            r.raise_for_status()
-            out["baseline GET"].append((time.perf_counter() - started) * 1000)
+    async def baseline(conn: Connection, sid: str) -> None:
+        started = time.perf_counter()
+        conn.send("GET", f"/v1/sessions/{sid}")
+        status, headers = await conn.head()
+        async for _ in conn.chunks(headers):
+            pass
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}")
+        out["baseline GET"].append((time.perf_counter() - started) * 1000)
 
-        for _ in range(turns):  # the floor this machine and HTTP stack set at this concurrency
-            await asyncio.gather(*(baseline(sid) for sid in sids))
-        for turn in range(turns):
-            results = await asyncio.gather(
-                *(conversation_turn(client, sid, f"message {turn}", out) for sid in sids),
-                return_exceptions=True,
-            )
-            failed = [r for r in results if isinstance(r, BaseException)]
-            errors += len(failed)
-            if failed:
-                print(f"  turn {turn}: {len(failed)} errors, e.g. {failed[0]!r}", flush=True)
+    for _ in range(turns):  # the floor this machine and HTTP stack set at this concurrency
+        await asyncio.gather(*(baseline(c, s) for c, s in zip(conns, sids, strict=True)))
+    for turn in range(turns):
+        results = await asyncio.gather(
+            *(
+                conversation_turn(c, s, f"message {turn}", out)
+                for c, s in zip(conns, sids, strict=True)
+            ),
+            return_exceptions=True,
+        )
+        failed = [r for r in results if isinstance(r, BaseException)]
+        errors += len(failed)
+        if failed:
+            print(f"  turn {turn}: {len(failed)} errors, e.g. {failed[0]!r}", flush=True)
+    for conn in conns:
+        conn.writer.close()
     return out, errors
 
 
@@ -230,10 +289,11 @@ def main() -> None:
                     time.sleep(0.05)
             print(
                 f"{args.conversations} concurrent SSE conversations x {args.turns} turns, "
-                f"one server process, model latency {args.model_latency * 1000:.0f} ms",
+                f"one server process, model latency {args.model_latency * 1000:.0f} ms, "
+                f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
-            out, errors = asyncio.run(run_client(url, args.conversations, args.turns))
+            out, errors = asyncio.run(run_client("127.0.0.1", port, args.conversations, args.turns))
         finally:
             server.terminate()
             server.wait(30)

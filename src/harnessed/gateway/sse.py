@@ -29,13 +29,16 @@ async def turn_stream(turn: Turn, keepalive: float = KEEPALIVE_SECONDS) -> Async
     yield frame("turn", {"turn_id": turn.id, "status": turn.status})
     count = 0
     last = ""
-    async for event in turn.follow(keepalive):
-        if event is None:
+    async for batch in turn.batches(keepalive):
+        if not batch:
             yield b": keep-alive\n\n"
             continue
-        count += 1
-        last = event.type
-        yield frame(event.type, event.to_dict(), count)
+        frames = []
+        for event in batch:
+            count += 1
+            last = event.type
+            frames.append(frame(event.type, event.to_dict(), count))
+        yield b"".join(frames)  # one write for what arrived together
     if turn.end is None and last != "error":
         error = turn.error
         yield frame(

@@ -70,26 +70,29 @@ class Turn:
     # -------------------------------------------------------------- readers
     async def events(self) -> AsyncIterator[Event]:
         """Every event of the turn from its start, then live until it ends."""
-        async for event in self.follow():
-            if event is not None:
+        async for batch in self.batches():
+            for event in batch:
                 yield event
 
-    async def follow(self, idle: float | None = None) -> AsyncIterator[Event | None]:
-        """Like :meth:`events`, but yields ``None`` after ``idle`` seconds without an event
-        (a transport's cue to send a keep-alive)."""
+    async def batches(self, idle: float | None = None) -> AsyncIterator[list[Event]]:
+        """Like :meth:`events`, in batches: everything that arrived since the last batch (a
+        transport writes it at once). After ``idle`` seconds without an event an empty batch
+        is yielded (a transport's cue to send a keep-alive)."""
         index = 0
         while True:
             changed = self._changed
-            while index < len(self._events):
-                yield self._events[index]
-                index += 1
+            if index < len(self._events):
+                batch = self._events[index:]
+                index += len(batch)
+                yield batch
+                continue
             if self.done:
                 return
             try:
                 async with asyncio.timeout(idle):
                     await changed.wait()
             except TimeoutError:
-                yield None
+                yield []
 
     async def result(self) -> AgentEndEvent:
         """Wait for the turn's end; raises the error of a failed turn."""
