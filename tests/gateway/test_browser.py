@@ -67,6 +67,13 @@ async def test_chat_page_streams_confirms_steers_and_stops(tmp_path: Path, chrom
                 await page.fill("#input", "actually, be quick")
                 await page.press("#input", "Enter")
                 await expect(page.locator(".user.steer")).to_have_text("actually, be quick")
+
+                # a reload finds the running turn and follows it again
+                await page.reload()
+                await page.locator("#sessions li").first.click()
+                await expect(page.locator(".user").last).to_have_text("wait for it")
+                await expect(page.locator("details.tool").last).to_contain_text("wait_here")
+                await expect(page.locator("#send")).to_have_text("Steer")
                 await page.click("#stop")
                 await expect(page.locator(".status", has_text="turn interrupted")).to_have_count(1)
                 await expect(page.locator("details.tool").last).to_contain_text("Interrupted")

@@ -73,6 +73,7 @@ async def test_a_message_streams_its_turn_and_lands_in_history(client: httpx.Asy
     assert frames[-1][1]["status"] == "completed"
     history = (await client.get(f"/v1/sessions/{sid}/messages", headers=ALICE)).json()
     assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+    assert {m["run_id"] for m in history["messages"]} == {frames[0][1]["turn_id"]}
     listed = (await client.get("/v1/sessions", headers=ALICE)).json()["sessions"]
     assert [s["session_id"] for s in listed] == [sid]
 
@@ -140,6 +141,11 @@ async def test_steer_busy_and_interrupt_while_a_tool_runs(
     }
     frames = await asyncio.wait_for(running, 10)
     assert frames[-1][0] == "agent_end" and frames[-1][1]["status"] == "interrupted"
+    turn_id = info["running_turn"]  # its events can be read again, from the start
+    again = await client.get(f"/v1/sessions/{sid}/turns/{turn_id}/events", headers=ALICE)
+    assert [k for k, _ in sse(again.text)] == [k for k, _ in frames]
+    r = await client.get(f"/v1/sessions/{sid}/turns/run_nope/events", headers=ALICE)
+    assert r.status_code == 404
     results = [d["result"] for k, d in frames if k == "tool_result"]
     assert results and "Interrupted" in results[0]["content"]
     # the steering message that arrived too late becomes the next turn; resume continues

@@ -40,6 +40,7 @@ from harnessed.gateway.schemas import (
 )
 from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
 from harnessed.permissions import ConfirmationError
+from harnessed.session.record import RecordType
 from harnessed.sessions import (
     AgentSession,
     IdempotencyConflictError,
@@ -206,8 +207,14 @@ def create_app(
         tags=["sessions"],
     )
     async def read_history(session: Owned) -> HistoryOut:
-        """Every message of the session as it happened (nothing summarized)."""
-        return HistoryOut(messages=[m.to_dict() for m in await session.history()])
+        """Every message of the session as it happened (nothing summarized), each with the
+        ``run_id`` of the turn that added it."""
+        records = await session.agent.session_log(session.ctx, types=[RecordType.MESSAGE])
+        return HistoryOut(
+            messages=[
+                {**m.to_dict(), "run_id": r.run_id} for r in records if (m := r.message) is not None
+            ]
+        )
 
     @app.post(
         "/v1/sessions/{session_id}/messages",
@@ -234,6 +241,22 @@ def create_app(
     async def resume(session: Owned) -> StreamingResponse:
         """Continue an interrupted turn or a step that waited for confirmations."""
         return stream(await session.resume())
+
+    @app.get(
+        "/v1/sessions/{session_id}/turns/{turn_id}/events",
+        response_class=StreamingResponse,
+        responses=_SSE,
+        tags=["turns"],
+    )
+    async def turn_events(
+        session: Owned, turn_id: Annotated[str, Path(max_length=100)]
+    ) -> StreamingResponse:
+        """A turn's events again, from its start and then live (a page that reconnects).
+        Turns are kept in the server's memory for a while; an unknown one is 404."""
+        for turn in session.tasks:
+            if turn.id == turn_id:
+                return stream(turn)
+        raise HTTPException(404, f"no turn {turn_id!r} in this session on this server")
 
     @app.post(
         "/v1/sessions/{session_id}/steer",

@@ -2,7 +2,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { session: null, busy: false, bubble: null, tools: {} };
+const state = { session: null, busy: false, bubble: null, tools: {}, replay: false };
 
 function headers() {
   return { "Authorization": "Bearer " + $("token").value, "Content-Type": "application/json" };
@@ -100,6 +100,9 @@ function handle(type, data) {
     confirmation(data);
   } else if (type === "custom" && data.name === "steer") {
     state.bubble = null;
+  } else if (type === "agent_start") {
+    if (state.replay && data.input) render(data.input);
+    state.replay = false;
   } else if (type === "model_call_start") {
     state.bubble = null;
   } else if (type === "agent_end") {
@@ -133,11 +136,11 @@ async function follow(response) {
   }
 }
 
-async function runTurn(path, body) {
+async function runTurn(path, body, method) {
   setBusy(true);
   state.bubble = null;
   try {
-    await follow(await api("POST", sessionPath(path), body));
+    await follow(await api(method || "POST", sessionPath(path), body));
   } catch (e) {
     status(e.message, true);
   } finally {
@@ -177,8 +180,15 @@ async function openSession(id) {
   $("log").textContent = "";
   for (const li of $("sessions").children) li.classList.toggle("current", li.dataset.id === id);
   try {
+    const info = await (await api("GET", sessionPath(""))).json();
+    const running = state.busy ? null : info.running_turn;
     const history = await (await api("GET", sessionPath("/messages"))).json();
-    history.messages.forEach(render);
+    history.messages.filter((m) => !running || m.run_id !== running).forEach(render);
+    if (running) {
+      // a turn is running (sent from another tab, or before a reload): follow it from its start
+      state.replay = true;
+      await runTurn("/turns/" + encodeURIComponent(running) + "/events", undefined, "GET");
+    }
   } catch (e) { status(e.message, true); }
 }
 
