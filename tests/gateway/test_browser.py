@@ -67,6 +67,8 @@ async def test_chat_page_streams_confirms_steers_and_stops(tmp_path: Path, chrom
                 await page.fill("#input", "actually, be quick")
                 await page.press("#input", "Enter")
                 await expect(page.locator(".user.steer")).to_have_text("actually, be quick")
+                ARTIFACTS.mkdir(exist_ok=True)
+                await page.screenshot(path=str(ARTIFACTS / "chat-page-working.png"), full_page=True)
 
                 # a reload finds the running turn and follows it again
                 await page.reload()
@@ -79,7 +81,6 @@ async def test_chat_page_streams_confirms_steers_and_stops(tmp_path: Path, chrom
                 await expect(page.locator("details.tool").last).to_contain_text("Interrupted")
                 await expect(page.locator("#send")).to_have_text("Send")
 
-                ARTIFACTS.mkdir(exist_ok=True)
                 shot = ARTIFACTS / "chat-page.png"
                 await page.screenshot(path=str(shot), full_page=True)
                 shutil.copy(shot, tmp_path / "chat-page.png")
