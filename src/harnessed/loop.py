@@ -397,7 +397,7 @@ class AgentRun:
             # asked and not answered: the step is parked (resume asks again); otherwise its
             # calls end as interrupted, never run
             if not self.approvals.park_aborted(state):
-                self._append_interrupted(message, message.tool_uses)
+                self._append_interrupted(message, message.tool_uses, logged=True)
             raise
         decision = decided[0]
         if decision.parked is not None:
@@ -463,10 +463,13 @@ class AgentRun:
         )
         return result
 
-    def _append_interrupted(self, message: Msg, calls: list[ToolUseBlock]) -> None:
-        """Add ``message`` to the history with an interrupted result for each of ``calls``."""
+    def _append_interrupted(
+        self, message: Msg, calls: list[ToolUseBlock], *, logged: bool = False
+    ) -> None:
+        """Add ``message`` (to the log too unless ``logged``) to the history with an
+        interrupted result for each of ``calls``."""
         tool_messages = [_result_msg(self._interrupted_result(c)) for c in calls]
-        self.record_messages(message, *tool_messages)
+        self.record_messages(*(tool_messages if logged else [message, *tool_messages]))
         self.state.append(message, *tool_messages)
 
     async def _stop(self, iterations: int) -> AgentEndEvent:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessed import RuntimeContext
+from harnessed import HarnessAgent, RuntimeContext
 from harnessed.events import (
     ConfirmationRequestEvent,
     CustomEvent,
@@ -17,6 +17,7 @@ from harnessed.events import (
 )
 from harnessed.session import RecordType
 from harnessed.sessions import IdempotencyConflictError, SessionBusyError, SessionIdleError
+from harnessed.state.agent_state import AgentState
 from tests.sessions.helpers import (
     Blocker,
     DrippingModel,
@@ -27,6 +28,13 @@ from tests.sessions.helpers import (
 )
 
 CTX = RuntimeContext("u1", "s1")
+
+
+async def assert_log_and_state_agree(agent: HarnessAgent) -> None:
+    """Every message is logged once, and the saved history is exactly the logged messages."""
+    logged = [m.id for m in await agent.session_messages(CTX)]
+    assert len(logged) == len(set(logged))
+    assert [m.id for m in (await agent.load_state(CTX)).history] == logged
 
 
 async def test_submit_runs_the_turn_and_streams_its_events() -> None:
@@ -121,8 +129,7 @@ async def test_interrupt_during_a_tool_call_then_resume(tmp_path: Path) -> None:
     history = await session.history()
     result = history[-1].tool_results[0]
     assert result.tool_use_id == "c1" and result.is_error and "Interrupted" in result.content
-    state = await agent.load_state(CTX)
-    assert [m.id for m in state.history] == [m.id for m in history]
+    await assert_log_and_state_agree(agent)
     ends = await agent.session_log(CTX, types=[RecordType.RUN_END])
     assert ends[-1].payload["status"] == "interrupted"
     # resume in a "new process": a fresh agent over the same workspace
@@ -151,6 +158,7 @@ async def test_interrupt_while_streaming_keeps_the_partial_text() -> None:
     assert partial.role == "assistant" and partial.metadata.get("interrupted") is True
     assert partial.text.startswith("one two") and partial.text != model.replies
     assert end.reply.id == partial.id
+    await assert_log_and_state_agree(agent)
     end2 = await (await session.resume()).result()
     assert end2.reply.text == "rest of it"
     assert texts(model.requests[1])[-1] == partial.text
@@ -224,3 +232,30 @@ async def test_session_events_follow_every_turn() -> None:
     await session.submit("y")
     await asyncio.wait_for(follower, 5)
     assert seen.count("agent_start") == 2
+
+
+async def test_interrupt_while_permissions_are_checked_logs_the_step_once() -> None:
+    checking = asyncio.Event()
+    never = asyncio.Event()
+
+    async def slow_check(call: object, state: AgentState) -> None:
+        checking.set()
+        await never.wait()
+
+    blocker = Blocker()
+    model = ScriptedModel([tool_step("wait_here", id="c5", label="z"), "after"])
+    agent = make_agent(
+        model,
+        tools=[blocker.tool],
+        permission_mode="default",
+        permission_checks={"wait_here": slow_check},
+    )
+    session = agent.session(CTX)
+    turn = await session.submit("go")
+    await checking.wait()
+    session.interrupt()
+    end = await turn.result()
+    assert end.status == "interrupted" and not end.pending and blocker.finished == 0
+    result = (await session.history())[-1].tool_results[0]
+    assert result.tool_use_id == "c5" and "Interrupted" in result.content
+    await assert_log_and_state_agree(agent)
