@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _RECENT_TURNS = 20
+_RECENT_KEYS = 200
 
 
 class TurnSlots:
@@ -86,7 +87,8 @@ class AgentSession:
         self.gate_key = json.dumps([agent.name, self.user_id, self.session_id])
         self._queue: deque[Turn] = deque()
         self._recent: deque[Turn] = deque(maxlen=_RECENT_TURNS)
-        self._by_key: dict[str, Turn] = {}
+        self._by_key: OrderedDict[str, Turn] = OrderedDict()
+        """Turns by idempotency key (the most recent ones; older keys are found in the log)."""
         self._current: Turn | None = None
         self._worker: asyncio.Task[None] | None = None
         self._listeners: set[asyncio.Queue[Event]] = set()
@@ -147,7 +149,7 @@ class AgentSession:
         )
         await self._enqueue(turn, wait)
         if idempotency_key is not None:
-            self._by_key[idempotency_key] = turn
+            self._remember(idempotency_key, turn)
         return turn
 
     async def resume(self, *, wait: bool = True) -> Turn:
@@ -312,6 +314,11 @@ class AgentSession:
             except Exception:
                 logger.warning("could not renew the turn lease of %r", self, exc_info=True)
 
+    def _remember(self, key: str, turn: Turn) -> None:
+        self._by_key[key] = turn
+        if len(self._by_key) > _RECENT_KEYS:
+            self._by_key.popitem(last=False)
+
     async def _logged_turn(self, key: str) -> Turn | None:
         """The turn a previous process made with this idempotency key, from the session log."""
         message_id = _key_message_id(key)
@@ -355,7 +362,7 @@ class AgentSession:
                 )
             )
             turn.finish()
-        self._by_key[key] = turn
+        self._remember(key, turn)
         return turn
 
 
