@@ -25,6 +25,7 @@ the client set at this concurrency.
 Target: p99 of the first event ≤ 100 ms with 200 conversations, 0 errors.
 
     python benchmarks/gateway.py [--conversations 200] [--turns 3] [--model-latency 0.05]
+                                 [--max-running-turns 0]
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def make_app() -> object:
         workspace=os.environ["BENCH_WORKSPACE"],
         shell=False,
     )
-    app = create_app(Gateway(agent), BearerAuth({TOKEN: "bench-user"}))
+    running = int(os.environ["BENCH_RUNNING_TURNS"])
+    gateway = Gateway(agent, max_running_turns=running if running > 0 else None)
+    app = create_app(gateway, BearerAuth({TOKEN: "bench-user"}))
     return ServerClock(app, Path(os.environ["BENCH_WORKSPACE"]) / "server-first-event.txt")
 
 
@@ -250,6 +253,9 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--model-latency", type=float, default=0.05)
+    parser.add_argument(
+        "--max-running-turns", type=int, default=0, help="the gateway's limit (0: none)"
+    )
     args = parser.parse_args()
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="harnessed-gateway-bench-") as workspace:
@@ -259,6 +265,7 @@ def main() -> None:
             "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root / 'benchmarks'}",
             "BENCH_WORKSPACE": workspace,
             "BENCH_MODEL_LATENCY": str(args.model_latency),
+            "BENCH_RUNNING_TURNS": str(args.max_running_turns),
         }
         server = subprocess.Popen(
             [
@@ -290,6 +297,7 @@ def main() -> None:
             print(
                 f"{args.conversations} concurrent SSE conversations x {args.turns} turns, "
                 f"one server process, model latency {args.model_latency * 1000:.0f} ms, "
+                f"at most {args.max_running_turns or 'all'} turns running, "
                 f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
                 flush=True,
             )

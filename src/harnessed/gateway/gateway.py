@@ -42,8 +42,9 @@ class Gateway:
     Args:
         agents: One agent, or several (a sequence, or a mapping name → agent).
         default_agent: The agent used when a request names none (default: the first).
-        max_running_turns: How many turns of this gateway's sessions run at once in this
-            process (default 16; the others wait, queued); ``None`` for no limit.
+        max_running_turns: How many turns of this gateway's sessions may run at once in this
+            process (the others wait, queued); ``None`` (default) for no limit. A bound on the
+            work (and memory) one process takes on at a time.
     """
 
     def __init__(
@@ -51,7 +52,7 @@ class Gateway:
         agents: SessionHost | Iterable[SessionHost] | Mapping[str, SessionHost],
         *,
         default_agent: str | None = None,
-        max_running_turns: int | None = 16,
+        max_running_turns: int | None = None,
     ) -> None:
         if isinstance(agents, SessionHost):
             table = {agents.name: agents}

@@ -44,11 +44,8 @@ _RECENT_KEYS = 200
 
 
 class TurnSlots:
-    """A limit on how many turns run at once in one process; the others wait, queued.
-
-    Under load, fewer turns working at once keep the event loop responsive: a request is
-    accepted (and its first event sent) promptly, and turns finish sooner on average.
-    """
+    """A limit on how many turns run at once in one process; the others wait, queued (a
+    bound on the work and memory one process takes on at a time)."""
 
     def __init__(self, limit: int) -> None:
         if not isinstance(limit, int) or limit < 1:
