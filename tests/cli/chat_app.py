@@ -1,5 +1,6 @@
 """An application module for the ``harnessed chat`` / ``serve`` tests: a scripted agent whose
-workspace is $CHAT_TEST_WORKSPACE. 'slow …' starts a tool that takes a minute."""
+workspace is $CHAT_TEST_WORKSPACE. 'slow …' starts a tool that takes a minute; 'deploy X'
+calls a tool that asks for approval."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def respond(request: ModelRequest) -> ScriptedResponse:
     last = request.messages[-1]
     if last.role == "tool":
         return ScriptedResponse(text=f"Finished after: {last.text[:40]}")
+    if last.text.startswith("deploy "):
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("deploy", {"target": last.text[7:]})])
     if last.text.startswith("slow"):
         return ScriptedResponse(tool_calls=[ScriptedToolCall("slow_job", {"label": last.text})])
     return ScriptedResponse(text=f"You said: {last.text}")
@@ -31,12 +34,19 @@ async def slow_job(label: str) -> str:
     return f"finished {label}"
 
 
+@tool
+async def deploy(target: str) -> str:
+    """Deploy to a target (changes things: asks first)."""
+    return f"deployed to {target}"
+
+
 def make_agent() -> HarnessAgent:
     return HarnessAgent(
         "chatty",
         ScriptedModel(responder=respond),
         workspace=os.environ["CHAT_TEST_WORKSPACE"],
-        tools=[slow_job],
+        tools=[slow_job, deploy],
+        permission_mode="default",
         shell=False,
         memory=False,
     )
