@@ -197,6 +197,8 @@ async def test_limits_and_bad_input(client: httpx.AsyncClient) -> None:
     assert r.status_code == 404 and "ghost" in r.json()["detail"]
     r = await client.get("/v1/sessions/never-made", headers=ALICE)
     assert r.status_code == 404
+    r = await client.post(f"/v1/sessions/{sid}/resume", headers=ALICE)
+    assert r.status_code == 409 and "nothing to resume" in r.json()["detail"]
     r = await client.post(  # a lone surrogate cannot be stored: refused, not a crash
         f"/v1/sessions/{sid}/messages",
         content=b'{"text": "a\\ud800b"}',

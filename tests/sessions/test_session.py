@@ -16,7 +16,12 @@ from harnessed.events import (
     TextDeltaEvent,
 )
 from harnessed.session import RecordType
-from harnessed.sessions import IdempotencyConflictError, SessionBusyError, SessionIdleError
+from harnessed.sessions import (
+    IdempotencyConflictError,
+    NothingToResumeError,
+    SessionBusyError,
+    SessionIdleError,
+)
 from harnessed.state.agent_state import AgentState
 from tests.sessions.helpers import (
     Blocker,
@@ -259,3 +264,12 @@ async def test_interrupt_while_permissions_are_checked_logs_the_step_once() -> N
     result = (await session.history())[-1].tool_results[0]
     assert result.tool_use_id == "c5" and "Interrupted" in result.content
     await assert_log_and_state_agree(agent)
+
+
+async def test_resume_needs_something_to_continue() -> None:
+    session = make_agent(ScriptedModel(["done"])).session(CTX)
+    with pytest.raises(NothingToResumeError, match="no turn yet"):
+        await session.resume()
+    await (await session.submit("hi")).result()
+    with pytest.raises(NothingToResumeError, match="completed"):
+        await session.resume()

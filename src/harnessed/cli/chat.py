@@ -23,7 +23,7 @@ from harnessed.cli.loading import load_object
 from harnessed.cli.render import EventPrinter
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent
 from harnessed.runtime import RuntimeContext
-from harnessed.sessions import AgentSession, SessionIdleError, Turn
+from harnessed.sessions import AgentSession, NothingToResumeError, SessionIdleError, Turn
 
 __all__ = ["ChatTerminal", "register"]
 
@@ -95,7 +95,10 @@ class ChatTerminal:
             if text == "/steer" or text.startswith("/steer "):
                 self._steer(text[6:].strip())
             elif text == "/resume":
-                self._follow(await session.resume())
+                try:
+                    self._follow(await session.resume())
+                except NothingToResumeError as exc:
+                    self.console.print(f"[dim]{escape(str(exc))}[/]")
             elif text.startswith("/"):
                 self.console.print(f"[red]unknown command {escape(text.split()[0])}[/] · {_HELP}")
             else:

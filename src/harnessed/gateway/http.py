@@ -44,6 +44,7 @@ from harnessed.session.record import RecordType
 from harnessed.sessions import (
     AgentSession,
     IdempotencyConflictError,
+    NothingToResumeError,
     SessionBusyError,
     SessionIdleError,
     Turn,
@@ -240,7 +241,10 @@ def create_app(
     )
     async def resume(session: Owned) -> StreamingResponse:
         """Continue an interrupted turn or a step that waited for confirmations."""
-        return stream(await session.resume())
+        try:
+            return stream(await session.resume())
+        except NothingToResumeError as exc:
+            raise HTTPException(409, str(exc)) from None
 
     @app.get(
         "/v1/sessions/{session_id}/turns/{turn_id}/events",

@@ -15,6 +15,7 @@ from harnessed.sessions.gate import (
 from harnessed.sessions.session import (
     AgentSession,
     IdempotencyConflictError,
+    NothingToResumeError,
     SessionIdleError,
     TurnSlots,
     open_session,
@@ -28,6 +29,7 @@ __all__ = [
     "IdempotencyConflictError",
     "InMemoryTurnGate",
     "LeaseLostError",
+    "NothingToResumeError",
     "SessionBusyError",
     "SessionIdleError",
     "Turn",

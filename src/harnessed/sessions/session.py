@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from harnessed.events import AgentEndEvent, Event
 from harnessed.messages import Msg, new_id
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import RecordType
+from harnessed.session.record import RecordType, SessionKey
 from harnessed.sessions.gate import LeaseLostError, SessionBusyError, TurnGate, TurnLease
 from harnessed.sessions.turn import Turn
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentSession",
     "IdempotencyConflictError",
+    "NothingToResumeError",
     "SessionIdleError",
     "TurnSlots",
     "open_session",
@@ -70,6 +71,10 @@ class IdempotencyConflictError(ValueError):
 
 class SessionIdleError(RuntimeError):
     """Steering needs a running turn; none is running."""
+
+
+class NothingToResumeError(RuntimeError):
+    """``resume`` found no interrupted or waiting turn to continue."""
 
 
 class AgentSession:
@@ -151,7 +156,19 @@ class AgentSession:
 
     async def resume(self, *, wait: bool = True) -> Turn:
         """Queue a turn that continues the session without new input: an interrupted turn,
-        or a step waiting for confirmations (answer them with :meth:`respond` first)."""
+        or a step waiting for confirmations (answer them with :meth:`respond` first).
+
+        Raises :class:`NothingToResumeError` when the session's last turn completed (or it
+        has none) and no turn is queued or running here to continue after.
+        """
+        if self._current is None and not self._queue:
+            key = SessionKey(self.agent.name, self.user_id, self.session_id)
+            last = await self.agent.session_store.tail(key, 1, types=[RecordType.RUN_END])
+            if not last or last[0].payload.get("status") == "completed":
+                raise NothingToResumeError(
+                    f"nothing to resume in session {self.session_id!r}: "
+                    + ("its last turn completed" if last else "it has no turn yet")
+                )
         turn = Turn(new_id("run_"), None)
         await self._enqueue(turn, wait)
         return turn
