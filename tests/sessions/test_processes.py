@@ -103,3 +103,23 @@ async def test_a_turn_interrupted_in_one_process_is_resumed_in_another(tmp_path:
     messages = await agent.session_messages(CTX)
     state = await agent.load_state(CTX)
     assert [m.id for m in state.history] == [m.id for m in messages]
+
+
+async def test_a_turn_a_killed_process_left_unfinished_can_be_resumed(tmp_path: Path) -> None:
+    from harnessed import HarnessAgent
+    from harnessed.models import ScriptedModel
+
+    first = HarnessAgent("shared", ScriptedModel(["earlier turn"]), workspace=tmp_path)
+    await (await first.session(CTX).submit("an earlier message")).result()
+    proc = spawn(str(tmp_path), "killed", "1", "1.0", "hang")
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "started"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    agent = HarnessAgent("shared", ScriptedModel(["resumed"]), workspace=tmp_path, memory=False)
+    resumed = await agent.session(CTX).resume()  # waits for the dead holder's lease to expire
+    assert (await resumed.result()).status == "completed"

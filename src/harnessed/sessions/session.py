@@ -163,8 +163,12 @@ class AgentSession:
         """
         if self._current is None and not self._queue:
             key = SessionKey(self.agent.name, self.user_id, self.session_id)
-            last = await self.agent.session_store.tail(key, 1, types=[RecordType.RUN_END])
-            if not last or last[0].payload.get("status") == "completed":
+            last = await self.agent.session_store.tail(
+                key, 1, types=[RecordType.RUN_START, RecordType.RUN_END]
+            )  # a start without its end: a stopped process left that turn unfinished
+            if not last or (
+                last[0].type == RecordType.RUN_END and last[0].payload.get("status") == "completed"
+            ):
                 raise NothingToResumeError(
                     f"nothing to resume in session {self.session_id!r}: "
                     + ("its last turn completed" if last else "it has no turn yet")
