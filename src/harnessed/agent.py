@@ -42,8 +42,8 @@ from harnessed.plan.controls import PlanControls
 from harnessed.runtime import RuntimeContext, SessionLocks
 from harnessed.session import SessionLogStore
 from harnessed.session.defaults import indexed_session_store
-from harnessed.sessions import SessionAccess, TurnControl
 from harnessed.session.search import SearchIndex
+from harnessed.sessions import SessionAccess, TurnControl
 from harnessed.shortcuts import MCPResources, MCPServers, Shortcuts
 from harnessed.skills import Skills
 from harnessed.state.agent_state import AgentState, StateKey

@@ -41,8 +41,8 @@ async def main(
         tools=[slow],
         shell=False,
         memory=False,
-        turn_gate=FileTurnGate(Path(workspace) / ".harnessed" / "turns", lease_seconds=lease),
     )
+    agent.turn_gate = FileTurnGate(Path(workspace) / ".harnessed" / "turns", lease_seconds=lease)
     session = agent.session(RuntimeContext("u", "one"))
     submitted = [await session.submit(f"{label}-{i}") for i in range(turns)]
     if interrupt:
