@@ -30,6 +30,21 @@ def spawn(*args: str) -> subprocess.Popen[str]:
     )
 
 
+def kill_while_working(workspace: Path, label: str) -> float:
+    """Start a worker whose turn hangs in a tool holding a 1 s lease, kill -9 it; returns
+    when it died."""
+    proc = spawn(str(workspace), label, "1", "1.0", "hang")
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "started"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        return time.monotonic()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 async def test_two_processes_never_overlap_and_lose_nothing(tmp_path: Path) -> None:
     turns = 6
     procs = [spawn(str(tmp_path), label, str(turns)) for label in ("a", "b")]
@@ -64,19 +79,10 @@ async def test_two_processes_never_overlap_and_lose_nothing(tmp_path: Path) -> N
 
 
 async def test_a_crashed_holder_loses_its_lease(tmp_path: Path) -> None:
-    proc = spawn(str(tmp_path), "crash", "1", "1.0", "hang")
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "started"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        killed = time.monotonic()
-        await run_worker(str(tmp_path), "after", 1, 1.0, False)
-        # the lease was still held when the holder died; it was taken once it expired
-        assert time.monotonic() - killed < 10
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    killed = kill_while_working(tmp_path, "crash")
+    await run_worker(str(tmp_path), "after", 1, 1.0, False)
+    # the lease was still held when the holder died; it was taken once it expired
+    assert time.monotonic() - killed < 10
     from harnessed import HarnessAgent
     from harnessed.models import ScriptedModel
 
@@ -111,15 +117,7 @@ async def test_a_turn_a_killed_process_left_unfinished_can_be_resumed(tmp_path: 
 
     first = HarnessAgent("shared", ScriptedModel(["earlier turn"]), workspace=tmp_path)
     await (await first.session(CTX).submit("an earlier message")).result()
-    proc = spawn(str(tmp_path), "killed", "1", "1.0", "hang")
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "started"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    kill_while_working(tmp_path, "killed")
     agent = HarnessAgent("shared", ScriptedModel(["resumed"]), workspace=tmp_path, memory=False)
     resumed = await agent.session(CTX).resume()  # waits for the dead holder's lease to expire
     assert (await resumed.result()).status == "completed"
