@@ -118,6 +118,10 @@ async def test_a_turn_a_killed_process_left_unfinished_can_be_resumed(tmp_path: 
     first = HarnessAgent("shared", ScriptedModel(["earlier turn"]), workspace=tmp_path)
     await (await first.session(CTX).submit("an earlier message")).result()
     kill_while_working(tmp_path, "killed")
-    agent = HarnessAgent("shared", ScriptedModel(["resumed"]), workspace=tmp_path, memory=False)
+    model = ScriptedModel(["resumed"])
+    agent = HarnessAgent("shared", model, workspace=tmp_path, memory=False)
     resumed = await agent.session(CTX).resume()  # waits for the dead holder's lease to expire
     assert (await resumed.result()).status == "completed"
+    # the killed turn's input and its unanswered tool call (answered "interrupted") are there
+    seen = [m.text for m in model.requests[0].messages]
+    assert "killed-0" in seen and "interrupted" in seen[-1].lower()
