@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-OPTIONAL = {"harnessed.mcp": "mcp"}
+OPTIONAL = {"harnessed.mcp": "mcp", "harnessed.gateway.http": "serve"}
 """Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""
 
 _PROBE = textwrap.dedent(
@@ -85,3 +85,4 @@ def test_every_module_loads_without_extras_except_the_optional_subpackages() -> 
     assert not unexpected, f"modules that need a package pip install harnessed lacks: {unexpected}"
     # the probe really blocks what is not a runtime dependency
     assert "mcp" in failed.get("harnessed.mcp", "")
+    assert "fastapi" in failed.get("harnessed.gateway.http", "")
