@@ -222,7 +222,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         """Run the agent on ``input`` and return its final reply."""
         reply: Msg | None = None
         async for event in self.stream_events(input, ctx, confirmations="park"):
-            if isinstance(event, AgentEndEvent):
+            if isinstance(event, AgentEndEvent) and event.source is None:
                 reply = event.reply
         if reply is None:  # pragma: no cover - stream_events always ends with agent_end or raises
             raise RuntimeError("agent run ended without a reply")

@@ -65,6 +65,9 @@ class EventBase:
     run_id: str
     session_id: str
     timestamp: str = field(default_factory=_now)
+    source: str | None = None
+    """``None`` for the agent's own events; for a sub-agent's events forwarded into its
+    parent's stream, the sub-agent's path (``reviewer:1``, nested: ``reviewer:1/helper:2``)."""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type}

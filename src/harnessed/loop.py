@@ -255,7 +255,7 @@ class AgentRun:
                 async for event in events:
                     if caps.on_event:
                         caps.observe(self.call, event)
-                    if isinstance(event, AgentEndEvent):
+                    if isinstance(event, AgentEndEvent) and event.source is None:
                         end = CallEnd(event.status, event.reply, event.iterations)
                     yield event
         except GeneratorExit:

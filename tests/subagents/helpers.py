@@ -1,0 +1,79 @@
+"""Scripted parents and children for the sub-agent tests.
+
+A :class:`Router` answers each request by looking at who is asking (the system prompt names the
+sub-agent) so that a parent and its sub-agents can share one model, as the built-in
+``general-purpose`` sub-agent does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from harnessed import HarnessAgent, RuntimeContext
+from harnessed.events import Event
+from harnessed.messages import Msg
+from harnessed.models import ScriptedModel
+from harnessed.models.base import ModelRequest
+from harnessed.models.scripted import ScriptedResponse, ScriptedToolCall
+from harnessed.subagents import Subagents, SubagentSpec
+
+Answer = Callable[[ModelRequest], Any]
+
+
+def spawn(agent_id: str, task: str, **args: Any) -> ScriptedToolCall:
+    return ScriptedToolCall("agent_spawn", {"agent_id": agent_id, "task": task, **args})
+
+
+def calls(*tool_calls: ScriptedToolCall, text: str = "") -> ScriptedResponse:
+    return ScriptedResponse(text, tool_calls=tool_calls)
+
+
+def last_user_text(request: ModelRequest) -> str:
+    users = [m for m in request.messages if m.role == "user"]
+    return users[-1].text if users else ""
+
+
+def tool_results(request: ModelRequest) -> list[str]:
+    out: list[str] = []
+    for m in request.messages:
+        if m.role == "tool":
+            out.extend(b.content for b in m.tool_results)
+    return out
+
+
+def system_text(request: ModelRequest) -> str:
+    return request.messages[0].text if request.messages and request.messages[0].role == "system" else ""
+
+
+def child_model(reply: str | Callable[[ModelRequest], str], delay: float = 0.0) -> ScriptedModel:
+    """A sub-agent model that answers every task (after ``delay`` seconds)."""
+
+    async def respond(request: ModelRequest) -> str:
+        if delay:
+            await asyncio.sleep(delay)
+        return reply(request) if callable(reply) else reply
+
+    return ScriptedModel(responder=respond, name="child")
+
+
+def parent(
+    model: ScriptedModel, *specs: SubagentSpec | HarnessAgent, workspace: Any = None, **kw: Any
+) -> HarnessAgent:
+    return HarnessAgent(
+        "boss",
+        model,
+        sys_prompt="You lead.",
+        workspace=workspace,
+        capabilities=[Subagents(specs, **kw.pop("subagents", {}))],
+        **kw,
+    )
+
+
+async def collect(agent: HarnessAgent, text: str | None, ctx: RuntimeContext) -> list[Event]:
+    return [e async for e in agent.stream_events(text, ctx)]
+
+
+def user_msgs(messages: list[Msg]) -> list[str]:
+    return [m.text for m in messages if m.role == "user"]
