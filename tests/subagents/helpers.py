@@ -30,8 +30,13 @@ def calls(*tool_calls: ScriptedToolCall, text: str = "") -> ScriptedResponse:
     return ScriptedResponse(text, tool_calls=tool_calls)
 
 
+def _said(m: Msg) -> bool:
+    """A user message of the conversation (not the harness's state or context message)."""
+    return m.role == "user" and not m.text.startswith(("<TASK_STATE>", "<RUNTIME_STATE>", "<"))
+
+
 def last_user_text(request: ModelRequest) -> str:
-    users = [m for m in request.messages if m.role == "user"]
+    users = [m for m in request.messages if _said(m)]
     return users[-1].text if users else ""
 
 
