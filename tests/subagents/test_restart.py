@@ -1,0 +1,93 @@
+"""After the process running a background task is killed, the task is resumed from its own log
+when the parent session is used again — or marked FAILED with the reason."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harnessed.models.scripted import ScriptedToolCall
+from harnessed.subagents import Subagents
+
+from tests.subagents.helpers import calls
+from tests.subagents.restart_app import CTX, build
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_and_kill(workspace: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.subagents.restart_app", str(workspace)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list((workspace / "marks").glob("step-2-*")):
+            if proc.poll() is not None:
+                raise AssertionError(f"the app exited early: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
+            if time.monotonic() > deadline:
+                raise AssertionError("the sub-agent never reached its second step")
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.fixture
+def killed(tmp_path: Path) -> Path:
+    run_and_kill(tmp_path)
+    return tmp_path
+
+
+async def test_a_running_task_is_resumed_from_its_log(killed: Path) -> None:
+    probe = build(killed, [], hang=False)
+    running = await probe.capability(Subagents).tasks(CTX)  # type: ignore[union-attr]
+    assert [t.status.value for t in running] == ["RUNNING"]
+    task_id = running[0].task_id
+    await probe.close()
+
+    script = [
+        calls(ScriptedToolCall("task_output", {"task_id": task_id, "block": True, "timeout": 20})),
+        "The job is done.",
+    ]
+    agent = build(killed, script, hang=False)
+    await agent.call("how is the job going?", CTX)
+    tasks = await agent.capability(Subagents).tasks(CTX)  # type: ignore[union-attr]
+    assert tasks[0].status.value == "COMPLETED"
+    assert tasks[0].result == "job finished after 3 steps"
+    marks = sorted(p.name.rsplit("-", 1)[0] for p in (killed / "marks").iterdir())
+    # step 1 ran once (before the kill, kept in the log), step 2 ran again, step 3 after
+    assert marks == ["step-1", "step-2", "step-2", "step-3"]
+    log = await agent.session_log(CTX, types=["subagent/resumed", "subagent/completed"])
+    assert [r.type for r in log] == ["subagent/resumed", "subagent/completed"]
+    await agent.close()
+
+
+async def test_a_task_that_cannot_be_resumed_is_marked_failed_with_the_reason(
+    killed: Path,
+) -> None:
+    agent = build(killed, ["Noted."], hang=False, declare=False)
+    await agent.call("anything new?", CTX)
+    tasks = await agent.capability(Subagents).tasks(CTX)  # type: ignore[union-attr]
+    assert tasks[0].status.value == "FAILED"
+    assert "could not be resumed" in (tasks[0].error or "")
+    assert "no longer declared" in (tasks[0].error or "")
+    # the model is told at once, in the same call
+    agent_model = agent.model
+    reminder = [
+        m
+        for m in agent_model.requests[0].messages  # type: ignore[attr-defined]
+        if m.metadata.get("harness") == "subagent_tasks"
+    ]
+    assert len(reminder) == 1 and "FAILED" in reminder[0].text
+    await agent.close()
