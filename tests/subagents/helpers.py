@@ -49,7 +49,11 @@ def tool_results(request: ModelRequest) -> list[str]:
 
 
 def system_text(request: ModelRequest) -> str:
-    return request.messages[0].text if request.messages and request.messages[0].role == "system" else ""
+    return (
+        request.messages[0].text
+        if request.messages and request.messages[0].role == "system"
+        else ""
+    )
 
 
 def child_model(reply: str | Callable[[ModelRequest], str], delay: float = 0.0) -> ScriptedModel:

@@ -17,7 +17,9 @@ from harnessed.subagents import Subagents, SubagentSpec
 CTX = RuntimeContext(user_id="u1", session_id="main")
 
 
-def build(workspace: Path, parent_script: list[object], *, hang: bool, declare: bool = True) -> HarnessAgent:
+def build(
+    workspace: Path, parent_script: list[object], *, hang: bool, declare: bool = True
+) -> HarnessAgent:
     marks = workspace / "marks"
     marks.mkdir(exist_ok=True)
 

@@ -12,7 +12,6 @@ from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import PermissionRule
 from harnessed.subagents import Subagents, SubagentSpec
-
 from tests.subagents.helpers import (
     calls,
     child_model,
@@ -137,7 +136,9 @@ async def test_depth_limit() -> None:
 
 
 async def test_users_children_are_isolated() -> None:
-    spec = SubagentSpec("echo", "Echoes.", model=child_model(lambda r: "secret of " + last_user_text(r)))
+    spec = SubagentSpec(
+        "echo", "Echoes.", model=child_model(lambda r: "secret of " + last_user_text(r))
+    )
 
     def script() -> ScriptedModel:
         async def respond(request: ModelRequest) -> str | ScriptedResponse:
@@ -162,7 +163,9 @@ async def test_users_children_are_isolated() -> None:
     assert alice_tasks[0].result and "alice-data" in alice_tasks[0].result
     assert bob_tasks[0].result and "bob-data" in bob_tasks[0].result
     # same label and parent session id, still separate sessions per user
-    alice_child = await agent.session_messages(RuntimeContext(user_id="alice", session_id="s:echo:same"))
+    alice_child = await agent.session_messages(
+        RuntimeContext(user_id="alice", session_id="s:echo:same")
+    )
     assert [m.text for m in alice_child if m.role == "user"] == ["alice-data"]
     # bob cannot read alice's task
     agent.model.add(  # type: ignore[attr-defined]
@@ -205,9 +208,7 @@ async def test_cancel_stops_the_child_at_its_next_safe_point() -> None:
     assert steps == ["step 0"]
     tasks = await agent.capability(Subagents).tasks(ctx)
     assert tasks[0].status.value == "CANCELLED"
-    child_messages = await agent.session_messages(
-        RuntimeContext(session_id="cancel:looper:1")
-    )
+    child_messages = await agent.session_messages(RuntimeContext(session_id="cancel:looper:1"))
     # the step in flight was committed whole: its call has its result
     assert child_messages[-2].tool_results[0].content == "step 0 done"
     await agent.close()
@@ -215,7 +216,9 @@ async def test_cancel_stops_the_child_at_its_next_safe_point() -> None:
 
 async def test_agent_send_continues_the_same_session() -> None:
     def respond(request: ModelRequest) -> str:
-        users = [m.text for m in request.messages if m.role == "user" and not m.text.startswith("<")]
+        users = [
+            m.text for m in request.messages if m.role == "user" and not m.text.startswith("<")
+        ]
         return " then ".join(users)
 
     spec = SubagentSpec("notes", "Keeps notes.", model=ScriptedModel(responder=respond))
@@ -240,10 +243,14 @@ async def test_isolated_workspace_keeps_the_parents_files_out(tmp_path: Path) ->
         results = tool_results(request)
         if len(results) == 0:
             return ScriptedResponse(
-                tool_calls=[ScriptedToolCall("write_file", {"path": "scratch.txt", "content": "mine"})]
+                tool_calls=[
+                    ScriptedToolCall("write_file", {"path": "scratch.txt", "content": "mine"})
+                ]
             )
         if len(results) == 1:
-            return ScriptedResponse(tool_calls=[ScriptedToolCall("read_file", {"path": "secret.txt"})])
+            return ScriptedResponse(
+                tool_calls=[ScriptedToolCall("read_file", {"path": "secret.txt"})]
+            )
         return f"read: {results[-1][:80]}"
 
     spec = SubagentSpec(

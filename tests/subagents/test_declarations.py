@@ -12,7 +12,6 @@ from harnessed.events import ToolResultEvent
 from harnessed.models import ScriptedModel
 from harnessed.models.scripted import ScriptedToolCall
 from harnessed.subagents import SpecError, Subagents, SubagentSpec, parse_spec_file
-
 from tests.subagents.helpers import calls, child_model, collect, parent, spawn, system_text
 
 
@@ -24,8 +23,9 @@ def write(ws: Path, name: str, text: str) -> None:
 def test_parse_spec_file_reads_front_matter_and_body() -> None:
     spec = parse_spec_file(
         "reviewer",
-        "---\ndescription: Reviews diffs.\nmodel: openai:gpt-4.1-mini\ntools: [read_file, grep_files]\n"
-        "max_iters: 4\nworkspace: isolated\nhidden: true\n---\nYou review.\n\nBe brief.\n",
+        "---\ndescription: Reviews diffs.\nmodel: openai:gpt-4.1-mini\n"
+        "tools: [read_file, grep_files]\nmax_iters: 4\nworkspace: isolated\nhidden: true\n"
+        "---\nYou review.\n\nBe brief.\n",
     )
     assert spec.id == "reviewer"
     assert spec.description == "Reviews diffs."
@@ -73,9 +73,7 @@ async def test_workspace_files_valid_invalid_and_hidden(
     write(tmp_path, "secret.md", "---\ndescription: Internal checks.\nhidden: true\n---\nSh.")
     write(tmp_path, "broken.md", "---\nmodel: x\n---\n")
     write(tmp_path, "notes.txt", "not a declaration")
-    model = ScriptedModel(
-        [calls(ScriptedToolCall("agent_list", {})), "listed"], name="parent"
-    )
+    model = ScriptedModel([calls(ScriptedToolCall("agent_list", {})), "listed"], name="parent")
     agent = HarnessAgent("boss", model, workspace=tmp_path, capabilities=[Subagents()])
     with caplog.at_level(logging.WARNING):
         events = await collect(agent, "who can help?", RuntimeContext())
@@ -83,9 +81,7 @@ async def test_workspace_files_valid_invalid_and_hidden(
     assert '"reviewer"' in listing and '"general-purpose"' in listing
     assert "secret" not in listing and "broken" not in listing
     problems = agent.capability(Subagents).declarations.problems
-    assert problems == [
-        "subagents/broken.md: the required field 'description' is missing"
-    ]
+    assert problems == ["subagents/broken.md: the required field 'description' is missing"]
     assert "subagents/broken.md" in caplog.text
     # the list of sub-agents is shown in the runtime state, hidden ones left out
     state_text = model.requests[0].messages[-1].text

@@ -14,7 +14,6 @@ import pytest
 
 from harnessed.models.scripted import ScriptedToolCall
 from harnessed.subagents import Subagents
-
 from tests.subagents.helpers import calls
 from tests.subagents.restart_app import CTX, build
 

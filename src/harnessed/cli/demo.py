@@ -19,7 +19,7 @@ from rich.console import Console
 from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
 
-__all__ = ["DEMO_TASK", "demo_model", "register", "write_demo_project"]
+__all__ = ["DEMO_TASK", "demo_model", "register", "respond_fixer", "write_demo_project"]
 
 DEMO_TASK = "The tests in this project fail. Find the bug, fix it, and show that the tests pass."
 
@@ -71,7 +71,7 @@ def _passed(output: str) -> bool:
     return "exit code 0" in output and "Traceback" not in output
 
 
-def _respond(request: ModelRequest) -> ScriptedResponse:
+def respond_fixer(request: ModelRequest) -> ScriptedResponse:
     """Choose the next move from the conversation so far (a tiny, honest state machine)."""
     steps = sum(1 for m in request.messages if m.role == "assistant")
     last = _last_results(request)
@@ -110,22 +110,27 @@ def _respond(request: ModelRequest) -> ScriptedResponse:
 def demo_model() -> ScriptedModel:
     """The scripted model that drives the demo (reports a 32k window like a small model)."""
     return ScriptedModel(
-        name="scripted-demo", context_window=32_000, responder=_respond, delay=0.15
+        name="scripted-demo", context_window=32_000, responder=respond_fixer, delay=0.15
     )
 
 
 def register(sub: Any) -> None:
     demo = sub.add_parser("demo", help="a scripted agent fixes a bug with real tools (no API key)")
     demo.add_argument("--workspace", default=None, help="directory for the demo (default: temp)")
+    demo.add_argument(
+        "--subagents", action="store_true", help="a reviewer sub-agent checks the fix"
+    )
     demo.set_defaults(handler=demo_command)
 
 
 def demo_command(args: argparse.Namespace, console: Console) -> int:
     from harnessed.agent import HarnessAgent
     from harnessed.cli.approvals import TerminalApprover
+    from harnessed.cli.demo_review import review_demo_model, write_reviewer
     from harnessed.cli.render import EventPrinter
     from harnessed.cli.run import EXIT_CODES, stream_run
     from harnessed.runtime import RuntimeContext
+    from harnessed.subagents import Subagents
 
     console.print(
         "[bold]harnessed demo[/] — a [italic]scripted[/] model (no API key, no network) drives "
@@ -134,12 +139,15 @@ def demo_command(args: argparse.Namespace, console: Console) -> int:
     with tempfile.TemporaryDirectory(prefix="harnessed-demo-") as tmp:
         root = Path(args.workspace) if args.workspace else Path(tmp)
         write_demo_project(root)
+        if args.subagents:
+            write_reviewer(root)
         console.print(f"workspace: {root}\ntask: {DEMO_TASK}\n")
         agent = HarnessAgent(
             "demo",
-            demo_model(),
+            review_demo_model() if args.subagents else demo_model(),
             sys_prompt="You fix bugs in small Python projects. Verify every fix by running tests.",
             workspace=root,
+            capabilities=[Subagents()] if args.subagents else [],
         )
 
         async def go() -> str:

@@ -18,6 +18,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.status import Status
 
+from harnessed.cli.render_children import child_lines, completed_line
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -111,6 +112,13 @@ class EventPrinter:
 
     # --------------------------------------------------------------- events
     def handle(self, event: Event) -> None:
+        if event.source is not None:  # a sub-agent's work, indented under the parent's
+            if isinstance(event, ModelCallEndEvent) and event.usage is not None:
+                self.input_tokens += event.usage.input_tokens
+                self.output_tokens += event.usage.output_tokens
+            for line in child_lines(event):
+                self._print_above_status(line)
+            return
         if isinstance(event, AgentStartEvent):
             self.console.rule(
                 f"[bold]{escape(event.agent)}[/] · session {escape(event.session_id)}", style="dim"
@@ -167,6 +175,8 @@ class EventPrinter:
                 self._set_status(None)
         elif isinstance(event, CustomEvent) and event.name == "context_build":
             self._print_above_status(_context_line(event.data))
+        elif isinstance(event, CustomEvent) and event.name == "subagent_completed":
+            self._print_above_status("  " + completed_line(event))
         elif isinstance(event, CustomEvent) and event.name in _CUSTOM:
             _CUSTOM[event.name](self, event.data)
         elif isinstance(event, CustomEvent):

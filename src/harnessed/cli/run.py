@@ -14,6 +14,7 @@ import contextlib
 import os
 import secrets
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -27,6 +28,7 @@ from harnessed.events import AgentEndEvent, ConfirmationRequestEvent
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.rules import PermissionRule
 from harnessed.runtime import RuntimeContext
+from harnessed.subagents import Subagents
 
 __all__ = ["EXIT_CODES", "register", "run_command", "stream_run"]
 
@@ -76,7 +78,16 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--mcp", action="append", default=[], help="an MCP server (command line or URL); repeatable"
     )
+    run.add_argument(
+        "--subagents",
+        action="store_true",
+        help="let the model delegate to sub-agents (on when the workspace has subagents/)",
+    )
     run.set_defaults(handler=run_command)
+
+
+def _wants_subagents(args: argparse.Namespace) -> bool:
+    return bool(args.subagents) or (Path(args.workspace) / "subagents").is_dir()
 
 
 def new_session_id() -> str:
@@ -101,6 +112,7 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
             enable_task_list=args.tasks,
             enable_plan_mode=args.plan,
             mcp_servers=args.mcp,
+            capabilities=[Subagents()] if _wants_subagents(args) else [],
         )
     except (ValueError, TypeError, ImportError) as exc:
         console.print(f"[red]cannot start the agent:[/] {escape(str(exc))}")
@@ -168,7 +180,7 @@ async def stream_run(
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event in events:
                 printer.handle(event)
-                if isinstance(event, AgentEndEvent):
+                if isinstance(event, AgentEndEvent) and event.source is None:
                     status = event.status
                 elif isinstance(event, ConfirmationRequestEvent):
                     printer.close()  # no spinner while the user reads and answers

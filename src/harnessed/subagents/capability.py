@@ -487,7 +487,9 @@ class Subagents(Capability):
         if started and last is not None and last.role == "assistant" and not last.tool_uses:
             # it had finished; only its parent never heard
             outcome = ChildOutcome("COMPLETED", result=last.text.strip(), reply=last)
-            call.record(COMPLETED, _completed_payload(book.finish(record, outcome, delivered=False)))
+            call.record(
+                COMPLETED, _completed_payload(book.finish(record, outcome, delivered=False))
+            )
             return
         self._launch(running, child, ctx, None if started else record.task)
 

@@ -91,9 +91,7 @@ class SubagentSpec:
         if isinstance(self.model, str) and not self.model.strip():
             raise SpecError(f"sub-agent {self.id!r}: model must not be blank")
         if self.tools is not None:
-            if isinstance(self.tools, str) or not all(
-                isinstance(t, str) and t for t in self.tools
-            ):
+            if isinstance(self.tools, str) or not all(isinstance(t, str) and t for t in self.tools):
                 raise SpecError(f"sub-agent {self.id!r}: tools must be a list of tool names")
             object.__setattr__(self, "tools", tuple(self.tools))
         if self.max_iters is not None and (

@@ -1,0 +1,89 @@
+"""`harnessed run` and `harnessed demo --subagents` show sub-agent work indented under the
+parent's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harnessed.cli import main
+from tests.cli.test_run import chunk
+from tests.support.http_server import LocalServer, Reply
+
+
+def spawn_reply() -> Reply:
+    call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {
+            "name": "agent_spawn",
+            "arguments": json.dumps({"agent_id": "counter", "task": "Count the files."}),
+        },
+    }
+    return Reply(
+        sse=[
+            chunk({"role": "assistant", "tool_calls": [call]}),
+            chunk({}, finish="tool_calls"),
+            "data: [DONE]\n\n",
+        ]
+    )
+
+
+def text_reply(text: str) -> Reply:
+    return Reply(sse=[chunk({"content": text}, finish="stop"), "data: [DONE]\n\n"])
+
+
+def test_run_shows_the_sub_agent_indented(
+    http_server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    (tmp_path / "subagents").mkdir()
+    (tmp_path / "subagents" / "counter.md").write_text(
+        "---\ndescription: Counts files.\ntools: [list_files]\n---\nYou count files."
+    )
+    http_server.queue(
+        spawn_reply(), text_reply("There are 3 files."), text_reply("The helper found 3 files.")
+    )
+    code = main(
+        ["run", "how many files?", "--model", "openai:gpt-test", "--workspace", str(tmp_path)]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "  │ ▸ sub-agent counter:1" in out
+    assert "  │ counter:1 There are 3 files." in out
+    assert "The helper found 3 files." in out
+    child_request = http_server.requests[1].json()
+    assert "You count files." in child_request["messages"][0]["content"]
+    assert [t["function"]["name"] for t in child_request["tools"]][0] == "list_files"
+
+
+def test_demo_with_a_reviewer_sub_agent(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harnessed.cli.main",
+            "demo",
+            "--subagents",
+            "--workspace",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "▸ sub-agent reviewer:1" in out
+    assert "reviewer:1 ✓ execute all 2 checks passed" in out
+    assert "the reviewer says: APPROVED" in out
+    assert (tmp_path / "subagents" / "reviewer.md").exists()
