@@ -65,6 +65,7 @@ from harnessed.state import (
     TaskRevisionConflictError,
     TodoItem,
 )
+from harnessed.subagents import Subagents, SubagentSpec
 from harnessed.tools import Tool, ToolContext, ToolError, tool
 
 if TYPE_CHECKING:
@@ -180,6 +181,8 @@ __all__ = [
     "SqliteSearchIndex",
     "StateBlock",
     "StateConflictError",
+    "SubagentSpec",
+    "Subagents",
     "TantivySearchIndex",
     "TaskContextState",
     "TaskContractConfig",

@@ -77,6 +77,11 @@ async def test_child_usage_is_added_to_the_parent() -> None:
     done = next(e for e in events if isinstance(e, CustomEvent) and e.name == "subagent_completed")
     assert done.data["input_tokens"] == child_usage
     assert done.data["session_input_tokens"] == child_usage
+    # the parent's next request reports what its sub-agents used
+    manifest = agent.last_manifest(ctx)
+    assert manifest is not None
+    assert manifest.delegated_usage["input_tokens"] == child_usage
+    assert manifest.to_dict()["delegated_usage"]["input_tokens"] == child_usage
     await agent.close()
 
 

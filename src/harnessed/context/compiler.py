@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harnessed.context.errors import (
@@ -392,6 +392,7 @@ class ContextCompiler:
             history_messages=build.history_messages,
             context_window=info.model.context_window,
             window_source=window_source(info.model),
+            delegated_usage=delegated_usage(state),
         )
 
     async def _publish(
@@ -456,3 +457,16 @@ def _check_unchanged(state: AgentState, task_rev: int, history_rev: int) -> None
             "the history changed while the request was being prepared; nothing was committed",
             validation="history_conflict",
         )
+
+
+def delegated_usage(state: AgentState) -> dict[str, int]:
+    """The token usage capabilities report in their state sections (a ``usage`` mapping, e.g.
+    the sub-agents' tokens), added up."""
+    total: dict[str, int] = {}
+    for section in state.sections.values():
+        usage = section.get("usage") if isinstance(section, Mapping) else None
+        if isinstance(usage, Mapping):
+            for key, value in usage.items():
+                if isinstance(value, int) and value:
+                    total[str(key)] = total.get(str(key), 0) + value
+    return total

@@ -96,6 +96,9 @@ class ContextManifest:
     window_source: str = "unknown"
     """Where that window came from: ``given``, ``server``, ``server_error``,
     ``rejected_request``, ``published`` or ``unknown`` (see ``harnessed.models.windows``)."""
+    delegated_usage: Mapping[str, int] = field(default_factory=dict)
+    """Tokens spent on the session's behalf outside its own requests so far (sub-agents:
+    ``input_tokens`` / ``output_tokens``); empty when there were none."""
 
     @property
     def passed(self) -> bool:
@@ -124,6 +127,7 @@ class ContextManifest:
             "timestamp": self.timestamp,
             "context_window": self.context_window,
             "window_source": self.window_source,
+            "delegated_usage": dict(self.delegated_usage),
         }
 
     @classmethod
@@ -146,4 +150,5 @@ class ContextManifest:
             timestamp=data.get("timestamp", ""),
             context_window=data.get("context_window"),
             window_source=str(data.get("window_source", "unknown")),
+            delegated_usage={k: int(v) for k, v in data.get("delegated_usage", {}).items()},
         )

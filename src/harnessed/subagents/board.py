@@ -128,6 +128,8 @@ class Board:
     def __init__(self) -> None:
         self.running: dict[str, Running] = {}
         self.persisting: set[asyncio.Task[Any]] = set()
+        self.persisters: dict[Owner, asyncio.Task[Any]] = {}
+        """One worker per parent session saving the outcomes of its finished tasks."""
 
     def of(self, owner: Owner) -> list[Running]:
         return [r for r in self.running.values() if r.owner == owner]
@@ -135,3 +137,16 @@ class Board:
     def get(self, task_id: str, owner: Owner) -> Running | None:
         found = self.running.get(task_id)
         return found if found is not None and found.owner == owner else None
+
+
+async def wait_done(running: Running, timeout: float | None) -> bool:
+    """Wait up to ``timeout`` seconds for a task's outcome; whether it has one."""
+    if running.outcome is not None:
+        return True
+    waiter = asyncio.ensure_future(running.done.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout)
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+    return running.outcome is not None

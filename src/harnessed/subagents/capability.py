@@ -26,6 +26,7 @@ from harnessed.permissions.pending import PENDING_KEY
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
 from harnessed.state.agent_state import AgentState
+from harnessed.state.editor import Change
 from harnessed.subagents.board import Board, Owner, Running, TaskBook
 from harnessed.subagents.child import (
     LINK_KEY,
@@ -341,9 +342,7 @@ class Subagents(Capability):
         running.outcome = outcome
         running.done.set()
         await self._log_child_end(child, ctx, running)
-        persist = asyncio.create_task(self._persist(running))
-        self.shared.board.persisting.add(persist)
-        persist.add_done_callback(self.shared.board.persisting.discard)
+        self._persist_later(running)
         return outcome
 
     async def _log_child_end(
@@ -370,27 +369,51 @@ class Subagents(Capability):
         except Exception:
             logger.exception("could not log the end of sub-agent task %s", running.record.task_id)
 
-    async def _persist(self, running: Running) -> None:
-        """Save a finished task in its parent's records (waits for a running call of the
-        parent session; does nothing if that call already saved it)."""
-        outcome = running.outcome
-        assert outcome is not None
+    def _persist_later(self, running: Running) -> None:
+        board = self.shared.board
+        if running.owner in board.persisters:
+            return  # the session's worker picks this one up too
+        worker = asyncio.create_task(self._persist(running.owner, running.parent_ctx))
+        board.persisters[running.owner] = worker
+        board.persisting.add(worker)
+        worker.add_done_callback(board.persisting.discard)
 
+    async def _persist(self, owner: Owner, ctx: RuntimeContext) -> None:
+        """Save the outcomes of a parent session's finished tasks in its records, several at
+        a time (waits for a running call of that session; what that call saved already is
+        left as it is)."""
+        board = self.shared.board
+        try:
+            while True:
+                finished = [r for r in board.of(owner) if r.outcome is not None]
+                if not finished:
+                    return
+
+                try:
+                    await self.host.change_state(ctx, self._saving(finished))
+                except Exception:
+                    logger.exception("could not save finished sub-agent tasks of %s", owner)
+                for running in finished:
+                    board.running.pop(running.record.task_id, None)
+        finally:
+            board.persisters.pop(owner, None)
+
+    def _saving(self, finished: list[Running]) -> Change:
         def change(state: AgentState) -> list[tuple[str, dict[str, Any]]] | None:
             book = self.book(state)
-            record = book.tasks.get(running.record.task_id, running.record)
-            if record.ended:
+            records: list[tuple[str, dict[str, Any]]] = []
+            for running in finished:
+                record = book.tasks.get(running.record.task_id, running.record)
+                if record.ended or running.outcome is None:
+                    continue
+                ended = book.finish(record, running.outcome, delivered=False)
+                records.append((COMPLETED, _completed_payload(ended)))
+            if not records:
                 return None
-            ended = book.finish(record, outcome, delivered=False)
             self.set_section(state, book.data())
-            return [(COMPLETED, _completed_payload(ended))]
+            return records
 
-        try:
-            await self.host.change_state(running.parent_ctx, change)
-        except Exception:
-            logger.exception("could not save the end of sub-agent task %s", running.record.task_id)
-        finally:
-            self.shared.board.running.pop(running.record.task_id, None)
+        return change
 
     async def _inherit(self, child: HarnessAgent, ctx: RuntimeContext, parent: AgentState) -> None:
         """The child's session gets the parent's deny rules, permission mode and plan mode."""

@@ -7,7 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from harnessed.capabilities.base import CallContext
-from harnessed.subagents.board import Running
+from harnessed.subagents.board import Running, wait_done
 from harnessed.subagents.records import TaskRecord, TaskStatus, clean_label
 from harnessed.subagents.texts import finished_text, started_text
 from harnessed.tools.base import Tool, ToolError
@@ -44,7 +44,7 @@ def subagent_tools(cap: Subagents) -> list[Tool]:
         assert running.task is not None
         task_id = running.record.task_id
         try:
-            await asyncio.wait({running.task}, timeout=timeout)
+            await wait_done(running, timeout)
         except asyncio.CancelledError:
             running.link.cancel("the parent agent's call was cancelled")
             running.task.cancel()
@@ -189,8 +189,8 @@ def subagent_tools(cap: Subagents) -> list[Tool]:
         if record is None:
             raise ToolError(f"no task {task_id!r} in this conversation (see task_list)")
         running = cap.shared.board.get(task_id, owner)
-        if not record.ended and block and running is not None and running.task is not None:
-            await asyncio.wait({running.task}, timeout=wait)
+        if not record.ended and block and running is not None:
+            await wait_done(running, wait)
         cap._apply_finished(book, owner, call)
         book.mark_delivered([task_id])
         cap.set_section(call.state, book.data())
