@@ -63,7 +63,7 @@ def test_run_shows_the_sub_agent_indented(
     assert "The helper found 3 files." in out
     child_request = http_server.requests[1].json()
     assert "You count files." in child_request["messages"][0]["content"]
-    assert [t["function"]["name"] for t in child_request["tools"]][0] == "list_files"
+    assert [t["function"]["name"] for t in child_request["tools"]][:1] == ["list_files"]
 
 
 def test_demo_with_a_reviewer_sub_agent(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from harnessed.capabilities.base import CallContext, CallEnd, Capability, CapabilityHost, ModelCall
 from harnessed.context.state_blocks import StateBlock
@@ -40,13 +40,14 @@ from harnessed.subagents.child import (
     tagged,
 )
 from harnessed.subagents.declarations import Declarations
+from harnessed.subagents.delegate import is_agent
 from harnessed.subagents.records import TaskRecord, TaskStatus, child_session_id
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.subagents.texts import MAX_LISTED, available_block, reminder
 from harnessed.tools.base import Tool, ToolError
 
 if TYPE_CHECKING:
-    from harnessed.agent import HarnessAgent
+    from harnessed.subagents.delegate import Delegate
 
 __all__ = ["SPAWNED", "COMPLETED", "Subagents"]
 
@@ -83,7 +84,7 @@ class Subagents(Capability):
 
     def __init__(
         self,
-        agents: Sequence[SubagentSpec | HarnessAgent] = (),
+        agents: Sequence[SubagentSpec | Delegate] = (),
         *,
         general_purpose: bool = True,
         workspace_files: bool = True,
@@ -97,17 +98,16 @@ class Subagents(Capability):
         self._max_depth = max_depth
         self._shared: _Shared | None = None
         self._live: dict[Owner, CallContext] = {}
-        self._children: dict[str, HarnessAgent] = {}
+        self._children: dict[str, Delegate] = {}
         self._tools: list[Tool] = []
 
     # ------------------------------------------------------------------ setup
     def setup(self, host: CapabilityHost) -> None:
-        from harnessed.agent import HarnessAgent
         from harnessed.subagents.tools import subagent_tools
 
-        if not isinstance(host, HarnessAgent):
+        if not is_agent(host):
             raise ValueError("Subagents must be set up on a HarnessAgent")
-        self.host = host
+        self.host = cast("Delegate", host)
         if self._shared is None:
             declarations = Declarations(
                 self._agents,
@@ -119,8 +119,8 @@ class Subagents(Capability):
         for spec in self._agents:
             if isinstance(spec, SubagentSpec) and spec.agent is not None:
                 _link(spec.agent)
-            elif isinstance(spec, HarnessAgent):
-                _link(spec)
+            elif is_agent(spec):
+                _link(cast("Delegate", spec))
         self._tools = subagent_tools(self)
 
     def _nested(self) -> Subagents:
@@ -156,8 +156,13 @@ class Subagents(Capability):
             del self._live[owner]
 
     async def before_model_request(self, call: CallContext) -> None:
+        owner = _owner(call)
+        raw = _raw_tasks(self.section(call.state))
+        finished_here = any(r.outcome is not None for r in self.shared.board.of(owner))
+        if not finished_here and not any(_ended(t) and not t.get("delivered") for t in raw):
+            return  # the common case: nothing to tell, nothing parsed
         book = self.book(call.state)
-        changed = self._apply_finished(book, _owner(call), call)
+        changed = self._apply_finished(book, owner, call)
         waiting = book.undelivered()
         if waiting:
             listed = waiting[:MAX_LISTED]
@@ -178,8 +183,9 @@ class Subagents(Capability):
         specs = self.declarations.loaded()
         if specs is None:
             return ()
-        section = self.section(state)
-        running = [r for r in self.book(state).tasks.values() if not r.ended] if section else []
+        running = [
+            TaskRecord.from_dict(t) for t in _raw_tasks(self.section(state)) if not _ended(t)
+        ]
         return (StateBlock("RUNTIME_STATE", available_block(specs, running)),)
 
     async def close(self) -> None:
@@ -317,14 +323,14 @@ class Subagents(Capability):
         return running
 
     def _launch(
-        self, running: Running, child: HarnessAgent, ctx: RuntimeContext, text: str | None
+        self, running: Running, child: Delegate, ctx: RuntimeContext, text: str | None
     ) -> None:
         board = self.shared.board
         board.running[running.record.task_id] = running
         running.task = asyncio.create_task(self._run(running, child, ctx, text))
 
     async def _run(
-        self, running: Running, child: HarnessAgent, ctx: RuntimeContext, text: str | None
+        self, running: Running, child: Delegate, ctx: RuntimeContext, text: str | None
     ) -> ChildOutcome:
         key = running.record.agent_key
 
@@ -345,9 +351,7 @@ class Subagents(Capability):
         self._persist_later(running)
         return outcome
 
-    async def _log_child_end(
-        self, child: HarnessAgent, ctx: RuntimeContext, running: Running
-    ) -> None:
+    async def _log_child_end(self, child: Delegate, ctx: RuntimeContext, running: Running) -> None:
         outcome = running.outcome
         assert outcome is not None
         try:
@@ -415,7 +419,7 @@ class Subagents(Capability):
 
         return change
 
-    async def _inherit(self, child: HarnessAgent, ctx: RuntimeContext, parent: AgentState) -> None:
+    async def _inherit(self, child: Delegate, ctx: RuntimeContext, parent: AgentState) -> None:
         """The child's session gets the parent's deny rules, permission mode and plan mode."""
         settings = self.host.approval_gate.settings(parent)
         deny = [r.to_dict() for r in settings.rules if r.behavior == "deny"]
@@ -448,7 +452,7 @@ class Subagents(Capability):
 
         await child.change_state(ctx, change)
 
-    def _child(self, spec: SubagentSpec, user_id: str, child_session: str) -> HarnessAgent:
+    def _child(self, spec: SubagentSpec, user_id: str, child_session: str) -> Delegate:
         if spec.agent is not None:
             return spec.agent
         if spec.workspace == "shared" and spec.id in self._children:
@@ -470,11 +474,12 @@ class Subagents(Capability):
     async def _recover(self, call: CallContext) -> None:
         """Tasks the saved records call running but no task of this process runs: resume each
         from its sub-agent's log, or mark it failed with the reason."""
-        book = self.book(call.state)
         board = self.shared.board
-        stale = [r for r in book.tasks.values() if not r.ended and r.task_id not in board.running]
-        if not stale:
+        raw = _raw_tasks(self.section(call.state))
+        if all(_ended(t) or t.get("task_id") in board.running for t in raw):
             return
+        book = self.book(call.state)
+        stale = [r for r in book.tasks.values() if not r.ended and r.task_id not in board.running]
         specs = await self.declarations.all()
         for record in stale:
             try:
@@ -521,6 +526,19 @@ def _background(record: TaskRecord) -> TaskRecord:
     return dataclasses.replace(record, background=True)
 
 
+def _raw_tasks(section: Any) -> list[Mapping[str, Any]]:
+    """The stored task records as they are (cheap checks before anything is parsed)."""
+    tasks = section.get("tasks") if isinstance(section, Mapping) else None
+    return [t for t in tasks if isinstance(t, Mapping)] if isinstance(tasks, list) else []
+
+
+def _ended(raw: Mapping[str, Any]) -> bool:
+    return raw.get("status") in _ENDED
+
+
+_ENDED = frozenset(s.value for s in TaskStatus if s.ended)
+
+
 def _owner(call: CallContext) -> Owner:
     return (call.agent_name, call.user_id, call.session_id)
 
@@ -537,7 +555,7 @@ def _completed_payload(record: TaskRecord) -> dict[str, Any]:
     }
 
 
-def _link(agent: HarnessAgent) -> None:
+def _link(agent: Delegate) -> None:
     """Give an agent declared as a sub-agent the link that lets a cancel stop it."""
     from harnessed.subagents.child import ChildLink
 

@@ -24,6 +24,7 @@ from harnessed.events import AgentEndEvent, Event, ModelCallEndEvent
 from harnessed.messages import Msg
 from harnessed.models.registry import resolve_model
 from harnessed.runtime import RuntimeContext
+from harnessed.subagents.delegate import make_like
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.tools.base import Tool
 from harnessed.workspace.layout import Workspace
@@ -31,7 +32,7 @@ from harnessed.workspace.memory import MemoryFilesystem
 from harnessed.workspace.paths import encode_part
 
 if TYPE_CHECKING:
-    from harnessed.agent import HarnessAgent
+    from harnessed.subagents.delegate import Delegate
 
 __all__ = ["LINK_KEY", "ChildLink", "ChildOutcome", "ChildRun", "build_child", "run_child"]
 
@@ -97,7 +98,7 @@ class _Usage:
 
 
 async def run_child(
-    agent: HarnessAgent,
+    agent: Delegate,
     ctx: RuntimeContext,
     message: str | None,
     forward: Callable[[Event], None],
@@ -153,7 +154,7 @@ def _ending(end: AgentEndEvent | None, link: ChildRun | None) -> ChildOutcome:
     )
 
 
-def parent_tools(parent: HarnessAgent, spec: SubagentSpec, own: frozenset[str]) -> list[Tool]:
+def parent_tools(parent: Delegate, spec: SubagentSpec, own: frozenset[str]) -> list[Tool]:
     """The parent's tools a sub-agent of ``spec`` gets (its allowlist, without the sub-agent
     tools, which it has from its own capability). Raises ``ValueError`` for an allowlisted
     name the parent does not have."""
@@ -170,16 +171,14 @@ def parent_tools(parent: HarnessAgent, spec: SubagentSpec, own: frozenset[str]) 
 
 
 def build_child(
-    parent: HarnessAgent,
+    parent: Delegate,
     spec: SubagentSpec,
     tools: Sequence[Tool],
     capabilities: Sequence[Capability],
     *,
     isolated_root: str | Path | None = None,
-) -> HarnessAgent:
+) -> Delegate:
     """A :class:`HarnessAgent` for ``spec``: the parent's stores and (allowed) tools."""
-    from harnessed.agent import HarnessAgent
-
     model = resolve_model(spec.model) if spec.model is not None else parent.model
     workspace: Workspace | None = parent.workspace
     own_tools = list(tools)
@@ -190,7 +189,8 @@ def build_child(
         root: Any = isolated_root if isolated_root is not None else MemoryFilesystem()
         workspace = Workspace(root)
     isolated = spec.workspace == "isolated"
-    return HarnessAgent(
+    return make_like(
+        parent,
         parent.name,
         model,
         sys_prompt=spec.system_prompt,
@@ -209,7 +209,7 @@ def build_child(
     )
 
 
-def isolated_dir(parent: HarnessAgent, user_id: str, child_session: str) -> Path | None:
+def isolated_dir(parent: Delegate, user_id: str, child_session: str) -> Path | None:
     """Where the private workspace of an isolated sub-agent session lives (``None``: memory)."""
     ws = parent.workspace
     if ws is None or ws.local_root is None:

@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
+from harnessed.subagents.delegate import is_agent
 from harnessed.subagents.spec import GENERAL_PURPOSE, SpecError, SubagentSpec, parse_spec_file
 from harnessed.workspace.layout import Workspace
 from harnessed.workspace.paths import join
 
 if TYPE_CHECKING:
-    from harnessed.agent import HarnessAgent
+    from harnessed.subagents.delegate import Delegate
 
 __all__ = ["Declaration", "Declarations"]
 
@@ -27,7 +28,7 @@ Declaration = SubagentSpec
 """A declared sub-agent (a spec; ``spec.agent`` is set for a ``HarnessAgent`` declared as is)."""
 
 
-def agent_spec(agent: HarnessAgent) -> SubagentSpec:
+def agent_spec(agent: Delegate) -> SubagentSpec:
     """A declaration for an existing agent: its name is the id, its prompt the description."""
     first = agent.sys_prompt.strip().splitlines()[0] if agent.sys_prompt.strip() else ""
     description = first[:300] or f"The agent {agent.name!r}."
@@ -40,18 +41,16 @@ class Declarations:
 
     def __init__(
         self,
-        declared: Sequence[SubagentSpec | HarnessAgent],
+        declared: Sequence[SubagentSpec | Delegate],
         *,
         general_purpose: bool,
         workspace: Workspace | None,
         load_files: bool,
     ) -> None:
-        from harnessed.agent import HarnessAgent
-
         self._code: dict[str, SubagentSpec] = {}
         for item in declared:
-            if isinstance(item, HarnessAgent):
-                spec = agent_spec(item)
+            if is_agent(item):
+                spec = agent_spec(cast("Delegate", item))
             elif isinstance(item, SubagentSpec):
                 spec = item
             else:

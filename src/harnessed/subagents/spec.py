@@ -23,7 +23,7 @@ import yaml
 from harnessed.models.base import Model
 
 if TYPE_CHECKING:
-    from harnessed.agent import HarnessAgent
+    from harnessed.subagents.delegate import Delegate
 
 __all__ = [
     "GENERAL_PURPOSE",
@@ -62,7 +62,7 @@ class SubagentSpec:
     ``None``: the parent's."""
     tools: tuple[str, ...] | None = None
     """The parent's tools it may use (an allowlist, by name); ``None``: all of them. A name the
-    parent does not have is an error when the parent is built."""
+    parent does not have makes a spawn fail with an error result naming it."""
     max_iters: int | None = None
     """The most model requests per task; ``None``: the parent's ``max_iters``."""
     workspace: WorkspaceMode = "shared"
@@ -72,7 +72,7 @@ class SubagentSpec:
     """Left out of the list shown to the model (it can still be spawned by id)."""
     source: str = "code"
     """Where it was declared (``code``, ``built-in``, ``agent`` or the workspace file)."""
-    agent: HarnessAgent | None = field(default=None, compare=False, repr=False)
+    agent: Delegate | None = field(default=None, compare=False, repr=False)
     """An existing agent that runs the tasks as it is (its own model, tools and prompt; the
     fields above other than ``id``, ``description`` and ``hidden`` are then unused)."""
 
