@@ -15,7 +15,7 @@ from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
 
 if TYPE_CHECKING:
-    from harnessed.subagents.capability import Subagents
+    from harnessed.subagents.spawning import Spawning
 
 __all__ = ["MAX_TIMEOUT", "subagent_tools"]
 
@@ -36,7 +36,7 @@ def _call(context: ToolContext) -> CallContext:
     return context.call
 
 
-def subagent_tools(cap: Subagents) -> list[Tool]:
+def subagent_tools(cap: Spawning) -> list[Tool]:
     """The six tools, bound to one :class:`~harnessed.subagents.Subagents` capability."""
 
     async def outcome(call: CallContext, running: Running, timeout: float) -> str:
@@ -62,7 +62,7 @@ def subagent_tools(cap: Subagents) -> list[Tool]:
             ended = book.tasks[task_id]
         else:
             ended = book.finish(record, running.outcome, delivered=True)
-            cap._announce(call, ended, book)
+            cap.announce(call, ended, book)
         cap.set_section(call.state, book.data())
         if ended.status is not TaskStatus.COMPLETED:
             raise ToolError(
@@ -191,7 +191,7 @@ def subagent_tools(cap: Subagents) -> list[Tool]:
         running = cap.shared.board.get(task_id, owner)
         if not record.ended and block and running is not None:
             await wait_done(running, wait)
-        cap._apply_finished(book, owner, call)
+        cap.apply_finished(book, owner, call)
         book.mark_delivered([task_id])
         cap.set_section(call.state, book.data())
         record = book.tasks[task_id]
@@ -245,7 +245,7 @@ def subagent_tools(cap: Subagents) -> list[Tool]:
                 raise ToolError(f"status must be one of {allowed}; got {status!r}") from None
         book = cap.book(call.state)
         owner = (call.agent_name, call.user_id, call.session_id)
-        if cap._apply_finished(book, owner, call):
+        if cap.apply_finished(book, owner, call):
             cap.set_section(call.state, book.data())
         records = [r for r in reversed(book.tasks.values()) if wanted in (None, r.status)]
         return [r.summary() for r in records[:_LISTED]]

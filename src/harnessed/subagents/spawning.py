@@ -1,0 +1,219 @@
+"""Starting tasks on sub-agents: building the child, what it inherits, running it, and
+forwarding its events to the parent's stream."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from harnessed.capabilities.base import CallContext
+from harnessed.events import Event
+from harnessed.messages import new_id
+from harnessed.permissions.pending import PENDING_KEY
+from harnessed.runtime import RuntimeContext
+from harnessed.session.record import NewRecord, RecordType, SessionKey
+from harnessed.state.agent_state import AgentState
+from harnessed.subagents.board import Running
+from harnessed.subagents.child import (
+    LINK_KEY,
+    ChildOutcome,
+    ChildRun,
+    build_child,
+    isolated_dir,
+    link_of,
+    parent_tools,
+    run_child,
+    tagged,
+)
+from harnessed.subagents.core import COMPLETED, SPAWNED, SubagentsCore, owner_of
+from harnessed.subagents.delegate import Delegate
+from harnessed.subagents.records import TaskRecord, TaskStatus, child_session_id
+from harnessed.subagents.spec import SubagentSpec
+from harnessed.tools.base import ToolError
+
+__all__ = ["Spawning"]
+
+logger = logging.getLogger(__name__)
+
+
+class Spawning(SubagentsCore):
+    """Starting and running sub-agent tasks (a part of the sub-agents capability)."""
+
+    async def start(
+        self,
+        call: CallContext,
+        spec: SubagentSpec,
+        label: str,
+        text: str,
+        *,
+        background: bool,
+    ) -> Running:
+        """Start ``text`` on the sub-agent session ``spec.id:label`` of the calling session."""
+        owner = owner_of(call)
+        book = self.book(call.state)
+        self.apply_finished(book, owner, call)
+        child_session = child_session_id(call.session_id, spec.id, label)
+        busy = book.busy(f"{spec.id}:{label}")
+        if busy is not None:
+            raise ToolError(
+                f"sub-agent {busy.agent_key} is still working on task {busy.task_id}; wait for "
+                "it (task_output with block=true), cancel it, or use another label"
+            )
+        parent_link = link_of(call.runtime)
+        depth = (parent_link.depth if parent_link is not None else 0) + 1
+        if depth > self.shared.max_depth:
+            raise ToolError(
+                f"sub-agent depth limit reached: this agent is already at depth "
+                f"{depth - 1} of {self.shared.max_depth}, so it cannot spawn further sub-agents; "
+                "do the work yourself"
+            )
+        child = self._child(spec, call.user_id, child_session)
+        task_id = new_id("task_")
+        record = TaskRecord(
+            task_id=task_id,
+            agent_id=spec.id,
+            label=label,
+            child_session=child_session,
+            task=text,
+            background=background,
+            depth=depth,
+        )
+        path = record.agent_key if parent_link is None else f"{parent_link.path}/{record.agent_key}"
+        link = ChildRun(task_id, depth, path)
+        extras = {k: v for k, v in call.runtime.extras.items() if k != LINK_KEY}
+        child_ctx = RuntimeContext(call.user_id, child_session, extras={**extras, LINK_KEY: link})
+        await self._inherit(child, child_ctx, call.state)
+        record = record.moved(TaskStatus.RUNNING)
+        book.put(record)
+        self.set_section(call.state, book.data())
+        spawned = {
+            "task_id": task_id,
+            "agent_id": spec.id,
+            "label": label,
+            "agent_key": record.agent_key,
+            "child_agent": child.name,
+            "child_session": child_session,
+            "depth": depth,
+            "background": background,
+        }
+        call.record(SPAWNED, spawned)
+        await child.session_store.append(
+            SessionKey(child.name, call.user_id, child_session),
+            [
+                NewRecord(
+                    SPAWNED,
+                    {
+                        **spawned,
+                        "parent_agent": self.host.name,
+                        "parent_session": call.session_id,
+                        "parent_run_id": call.run_id,
+                    },
+                )
+            ],
+        )
+        running = Running(record, owner, call.runtime, link)
+        self._launch(running, child, child_ctx, text)
+        return running
+
+    def _launch(
+        self, running: Running, child: Delegate, ctx: RuntimeContext, text: str | None
+    ) -> None:
+        board = self.shared.board
+        board.running[running.record.task_id] = running
+        running.task = asyncio.create_task(self._run(running, child, ctx, text))
+
+    async def _run(
+        self, running: Running, child: Delegate, ctx: RuntimeContext, text: str | None
+    ) -> ChildOutcome:
+        key = running.record.agent_key
+
+        def forward(event: Event) -> None:
+            live = self._live.get(running.owner)
+            if live is not None:
+                live.publish(tagged(event, key))
+
+        try:
+            outcome = await run_child(child, ctx, text, forward)
+        except asyncio.CancelledError:
+            if running.abandoned:  # the process is closing: resumed from the log next time
+                raise
+            outcome = ChildOutcome("CANCELLED", error=running.link.cancel_reason or "cancelled")
+        running.outcome = outcome
+        running.done.set()
+        await self._log_child_end(child, ctx, running)
+        self._persist_later(running)
+        return outcome
+
+    async def _log_child_end(self, child: Delegate, ctx: RuntimeContext, running: Running) -> None:
+        outcome = running.outcome
+        assert outcome is not None
+        try:
+            await child.session_store.append(
+                SessionKey(child.name, ctx.user_id, ctx.session),
+                [
+                    NewRecord(
+                        COMPLETED,
+                        {
+                            "task_id": running.record.task_id,
+                            "status": outcome.status,
+                            "error": outcome.error,
+                            "parent_agent": self.host.name,
+                            "parent_session": running.owner[2],
+                        },
+                    )
+                ],
+            )
+        except Exception:
+            logger.exception("could not log the end of sub-agent task %s", running.record.task_id)
+
+    async def _inherit(self, child: Delegate, ctx: RuntimeContext, parent: AgentState) -> None:
+        """The child's session gets the parent's deny rules, permission mode and plan mode."""
+        settings = self.host.approval_gate.settings(parent)
+        deny = [r.to_dict() for r in settings.rules if r.behavior == "deny"]
+        mode = settings.mode.value if settings.mode is not None else None
+        plan = parent.plan
+
+        def change(state: AgentState) -> list[tuple[str, dict[str, Any]]] | None:
+            permissions: dict[str, Any] = {
+                k: v for k, v in state.permissions.items() if k in (PENDING_KEY,)
+            }
+            if mode is not None:
+                permissions["mode"] = mode
+            if deny:
+                permissions["rules"] = deny
+            records: list[tuple[str, dict[str, Any]]] = []
+            if permissions != state.permissions:
+                state.set_permissions(permissions)
+                records.append(
+                    (
+                        RecordType.PERMISSION_CHANGED,
+                        {"action": "inherited", "mode": mode, "rules": deny},
+                    )
+                )
+            if state.plan != plan:
+                state.set_plan(plan)
+                records.append(
+                    (RecordType.PLAN_CHANGED, {"action": "inherited", "plan": plan.to_dict()})
+                )
+            return records or None
+
+        await child.change_state(ctx, change)
+
+    def _child(self, spec: SubagentSpec, user_id: str, child_session: str) -> Delegate:
+        if spec.agent is not None:
+            return spec.agent
+        if spec.workspace == "shared" and spec.id in self._children:
+            return self._children[spec.id]
+        own = frozenset(t.name for t in self._tools)
+        try:
+            tools = parent_tools(self.host, spec, own)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        root = isolated_dir(self.host, user_id, child_session)
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+        child = build_child(self.host, spec, tools, [self._nested()], isolated_root=root)
+        if spec.workspace == "shared":
+            self._children[spec.id] = child
+        return child
