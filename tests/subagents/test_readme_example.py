@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.support.readme import README, marked_example
+
 MARKER = (
     "<!-- README example: tests/subagents/test_readme_example.py runs this block as written -->"
 )
 
 
 def example_code() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(MARKER) + len(MARKER)
-    match = re.compile(r"\s*```python\n(.*?)\n```", re.S).match(text, start)
-    assert match is not None, "the README example must follow its marker"
-    return match.group(1)
+    return marked_example(MARKER)
 
 
 def test_the_sub_agent_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
