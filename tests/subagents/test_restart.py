@@ -90,3 +90,51 @@ async def test_a_task_that_cannot_be_resumed_is_marked_failed_with_the_reason(
     ]
     assert len(reminder) == 1 and "FAILED" in reminder[0].text
     await agent.close()
+
+
+async def test_a_task_that_finished_unheard_is_completed_from_the_childs_log(
+    tmp_path: Path,
+) -> None:
+    """The child answered, but the process stopped before the parent's records said so."""
+    import asyncio
+
+    from harnessed import HarnessAgent, RuntimeContext
+    from harnessed.models import ScriptedModel
+    from harnessed.subagents import SubagentSpec
+    from tests.subagents.helpers import spawn
+
+    child_model = ScriptedModel(["the answer is 42"], name="child")
+
+    def build_agent(parent_script: list[object]) -> HarnessAgent:
+        spec = SubagentSpec("oracle", "Knows.", model=child_model)
+        return HarnessAgent(
+            "boss",
+            ScriptedModel(parent_script),  # type: ignore[arg-type]
+            workspace=tmp_path,
+            capabilities=[Subagents([spec])],
+        )
+
+    ctx = RuntimeContext(user_id="u", session_id="lost")
+    first = build_agent([calls(spawn("oracle", "what is it?", timeout_seconds=0)), "asked"])
+    await first.call("ask the oracle", ctx)
+    await asyncio.sleep(0.2)
+    cap = first.capability(Subagents)
+    assert cap is not None and (await cap.tasks(ctx))[0].status.value == "COMPLETED"
+
+    def forget(state):  # type: ignore[no-untyped-def]
+        section = dict(state.sections["subagents"])
+        section["tasks"] = [{**t, "status": "RUNNING", "result": None} for t in section["tasks"]]
+        state.set_section("subagents", section)
+        return [("test/forgot", {})]
+
+    await first.change_state(ctx, forget)
+    await first.close()
+
+    second = build_agent(["The oracle says 42."])
+    await second.call("what did it say?", ctx)
+    tasks = await second.capability(Subagents).tasks(ctx)  # type: ignore[union-attr]
+    assert [(t.status.value, t.result, t.delivered) for t in tasks] == [
+        ("COMPLETED", "the answer is 42", True)
+    ]
+    assert len(child_model.requests) == 1  # not asked again
+    await second.close()

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from harnessed.capabilities.base import CallContext
+from harnessed.messages import Msg
 from harnessed.runtime import RuntimeContext
+from harnessed.session.record import SessionKey
 from harnessed.subagents.board import Running, TaskBook
 from harnessed.subagents.child import LINK_KEY, ChildOutcome, ChildRun
 from harnessed.subagents.core import (
     COMPLETED,
     RESUMED,
+    SPAWNED,
     background,
     completed_payload,
     is_ended,
     owner_of,
     raw_tasks,
 )
+from harnessed.subagents.delegate import Delegate
 from harnessed.subagents.records import TaskRecord, TaskStatus
 from harnessed.subagents.spawning import Spawning
 from harnessed.subagents.spec import SubagentSpec
@@ -59,12 +63,12 @@ class Recovery(Spawning):
         link = ChildRun(record.task_id, record.depth, record.agent_key)
         extras = {k: v for k, v in call.runtime.extras.items() if k != LINK_KEY}
         ctx = RuntimeContext(call.user_id, record.child_session, extras={**extras, LINK_KEY: link})
-        state = await child.read_state(ctx)
-        started = any(m.role == "user" and m.text == record.task for m in state.history)
+        since = await _since_spawn(child, ctx, record.task_id)
+        started = any(m.role == "user" for m in since)
         record = background(record)
         book.put(record)
         running = Running(record, owner_of(call), call.runtime, link)
-        last = state.history[-1] if state.history else None
+        last = since[-1] if since else None
         call.record(RESUMED, {"task_id": record.task_id, "child_session": record.child_session})
         if started and last is not None and last.role == "assistant" and not last.tool_uses:
             # it had finished; only its parent never heard
@@ -72,3 +76,20 @@ class Recovery(Spawning):
             call.record(COMPLETED, completed_payload(book.finish(record, outcome, delivered=False)))
             return
         self._launch(running, child, ctx, None if started else record.task)
+
+
+async def _since_spawn(child: Delegate, ctx: RuntimeContext, task_id: str) -> list[Msg]:
+    """The messages the sub-agent's log holds for this task (after its ``subagent/spawned``
+    record): what it was given and how far it got."""
+    records = await child.session_store.read(SessionKey(child.name, ctx.user_id, ctx.session))
+    start = next(
+        (
+            i
+            for i, r in enumerate(records)
+            if r.type == SPAWNED and r.payload.get("task_id") == task_id
+        ),
+        None,
+    )
+    if start is None:
+        return []
+    return [r.message for r in records[start + 1 :] if r.message is not None]
