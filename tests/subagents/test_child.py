@@ -264,3 +264,39 @@ async def test_isolated_workspace_keeps_the_parents_files_out(tmp_path: Path) ->
     assert not (tmp_path / "scratch.txt").exists()
     assert list(tmp_path.glob(".harnessed/subagent-workspaces/**/scratch.txt"))
     await agent.close()
+
+
+async def test_a_spec_with_an_unusable_model_is_an_error_result() -> None:
+    spec = SubagentSpec("odd", "Odd.", model="nosuchprovider:x")
+    model = ScriptedModel([calls(spawn("odd", "try")), "ok"])
+    agent = parent(model, spec)
+    await agent.call("go", RuntimeContext())
+    result = tool_results(model.requests[-1])[0]
+    assert "sub-agent 'odd': its model cannot be used" in result
+    await agent.close()
+
+
+async def test_closing_the_parents_stream_cancels_its_sync_child() -> None:
+    started = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "too late"
+
+    spec = SubagentSpec("slow", "Slow.", model=ScriptedModel(responder=slow))
+    model = ScriptedModel([calls(spawn("slow", "take your time", timeout_seconds=60)), "ok"])
+    agent = parent(model, spec)
+    ctx = RuntimeContext(session_id="closed")
+    stream = agent.stream_events("go", ctx)
+    async for _event in stream:
+        if started.is_set():
+            break
+    await stream.aclose()
+    for _ in range(50):
+        tasks = await agent.capability(Subagents).tasks(ctx)  # type: ignore[union-attr]
+        if tasks and tasks[0].ended:
+            break
+        await asyncio.sleep(0.05)
+    assert [t.status.value for t in tasks] == ["CANCELLED"]
+    await agent.close()

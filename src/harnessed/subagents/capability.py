@@ -156,6 +156,11 @@ class Subagents(Recovery):
         pending = list(board.persisting)
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        models, self.shared.models = list(self.shared.models.values()), {}
+        for model in models:
+            closer = getattr(model, "aclose", None)
+            if closer is not None and model is not self.host.model:
+                await closer()
 
 
 def _link(agent: Delegate) -> None:

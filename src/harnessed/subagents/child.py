@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from harnessed.capabilities.base import CallContext, Capability
 from harnessed.events import AgentEndEvent, Event, ModelCallEndEvent
 from harnessed.messages import Msg
-from harnessed.models.registry import resolve_model
+from harnessed.models.base import Model
 from harnessed.runtime import RuntimeContext
 from harnessed.subagents.delegate import make_like
 from harnessed.subagents.spec import SubagentSpec
@@ -176,10 +176,10 @@ def build_child(
     tools: Sequence[Tool],
     capabilities: Sequence[Capability],
     *,
+    model: Model,
     isolated_root: str | Path | None = None,
 ) -> Delegate:
     """A :class:`HarnessAgent` for ``spec``: the parent's stores and (allowed) tools."""
-    model = resolve_model(spec.model) if spec.model is not None else parent.model
     workspace: Workspace | None = parent.workspace
     own_tools = list(tools)
     has_shell = any(t.name == "execute" for t in own_tools)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from harnessed.capabilities.base import CallContext, Capability
 from harnessed.events import CustomEvent
+from harnessed.models.base import Model
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import Change
@@ -52,6 +53,8 @@ class Shared:
     declarations: Declarations
     board: Board = field(default_factory=Board)
     max_depth: int = MAX_DEPTH
+    models: dict[str, Model] = field(default_factory=dict)
+    """The models of specs that name their own (built once, closed with the parent)."""
 
 
 class SubagentsCore(Capability):

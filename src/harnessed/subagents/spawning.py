@@ -10,6 +10,8 @@ from typing import Any
 from harnessed.capabilities.base import CallContext
 from harnessed.events import Event
 from harnessed.messages import new_id
+from harnessed.models.base import Model
+from harnessed.models.registry import resolve_model
 from harnessed.permissions.pending import PENDING_KEY
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
@@ -200,6 +202,17 @@ class Spawning(SubagentsCore):
 
         await child.change_state(ctx, change)
 
+    def _model(self, spec: SubagentSpec) -> Model:
+        if spec.model is None:
+            return self.host.model
+        models = self.shared.models
+        if spec.id not in models:
+            try:
+                models[spec.id] = resolve_model(spec.model)
+            except (ValueError, TypeError, ImportError) as exc:
+                raise ToolError(f"sub-agent {spec.id!r}: its model cannot be used: {exc}") from None
+        return models[spec.id]
+
     def _child(self, spec: SubagentSpec, user_id: str, child_session: str) -> Delegate:
         if spec.agent is not None:
             return spec.agent
@@ -213,7 +226,9 @@ class Spawning(SubagentsCore):
         root = isolated_dir(self.host, user_id, child_session)
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
-        child = build_child(self.host, spec, tools, [self._nested()], isolated_root=root)
+        child = build_child(
+            self.host, spec, tools, [self._nested()], model=self._model(spec), isolated_root=root
+        )
         if spec.workspace == "shared":
             self._children[spec.id] = child
         return child
