@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import time
+from pathlib import Path
 
-from harnessed import RuntimeContext
+from harnessed import CallContext, Capability, HarnessAgent, RuntimeContext
 from harnessed.events import AgentEndEvent, CustomEvent, ModelCallEndEvent, ToolResultEvent
 from harnessed.models import ScriptedModel
 from harnessed.models.scripted import ScriptedToolCall
@@ -183,15 +185,36 @@ async def test_reminder_is_not_marked_delivered_when_the_step_fails() -> None:
     await agent.close()
 
 
-async def test_three_spawns_of_one_step_run_in_parallel() -> None:
+class Snapshot(Capability):
+    """Keeps what the live state held of the sub-agents before each model request."""
+
+    def __init__(self) -> None:
+        self.seen: list[object] = []
+
+    async def before_model_request(self, call: CallContext) -> None:
+        self.seen.append(copy.deepcopy(call.state.sections.get("subagents")))
+
+
+async def test_three_spawns_of_one_step_run_in_parallel(tmp_path: Path) -> None:
     model = ScriptedModel(
         [calls(*(spawn("reviewer", f"check {i}") for i in range(3))), "All three done."]
     )
-    agent = parent(model, reviewer("fine", delay=0.5))
+    snapshot = Snapshot()
+    agent = HarnessAgent(
+        "boss",
+        model,
+        workspace=tmp_path,  # durable stores: the spawns really interleave
+        capabilities=[Subagents([reviewer("fine", delay=0.5)]), snapshot],
+    )
     started = time.perf_counter()
     await agent.call("go", RuntimeContext(session_id="par"))
     elapsed = time.perf_counter() - started
     assert elapsed < 1.0, elapsed  # the slowest (0.5 s), not the sum (1.5 s)
     results = tool_results(model.requests[-1])
     assert len(results) == 3 and all(r.startswith("fine") for r in results)
+    # every spawn of the step is in the live state (none overwrote another's record)
+    live = snapshot.seen[-1]
+    assert isinstance(live, dict)
+    assert sorted(t["label"] for t in live["tasks"]) == ["1", "2", "3"]
+    assert all(t["status"] == "COMPLETED" and t["delivered"] for t in live["tasks"])
     await agent.close()

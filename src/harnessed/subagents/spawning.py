@@ -85,9 +85,7 @@ class Spawning(SubagentsCore):
         link = ChildRun(task_id, depth, path)
         extras = {k: v for k, v in call.runtime.extras.items() if k != LINK_KEY}
         child_ctx = RuntimeContext(call.user_id, child_session, extras={**extras, LINK_KEY: link})
-        await self._inherit(child, child_ctx, call.state)
-        record = record.moved(TaskStatus.RUNNING)
-        book.put(record)
+        book.put(record)  # claims the session before anything is awaited
         self.set_section(call.state, book.data())
         spawned = {
             "task_id": task_id,
@@ -99,24 +97,39 @@ class Spawning(SubagentsCore):
             "depth": depth,
             "background": background,
         }
+        try:
+            await self._inherit(child, child_ctx, call.state)
+            await child.session_store.append(
+                SessionKey(child.name, call.user_id, child_session),
+                [
+                    NewRecord(
+                        SPAWNED,
+                        {
+                            **spawned,
+                            "parent_agent": self.host.name,
+                            "parent_session": call.session_id,
+                            "parent_run_id": call.run_id,
+                        },
+                    )
+                ],
+            )
+        except Exception as exc:
+            why = f"the sub-agent's session could not be prepared: {type(exc).__name__}: {exc}"
+            self._settle(call, record.moved(TaskStatus.FAILED, error=why, delivered=True))
+            raise ToolError(why) from exc
+        record = record.moved(TaskStatus.RUNNING)
+        self._settle(call, record)
         call.record(SPAWNED, spawned)
-        await child.session_store.append(
-            SessionKey(child.name, call.user_id, child_session),
-            [
-                NewRecord(
-                    SPAWNED,
-                    {
-                        **spawned,
-                        "parent_agent": self.host.name,
-                        "parent_session": call.session_id,
-                        "parent_run_id": call.run_id,
-                    },
-                )
-            ],
-        )
         running = Running(record, owner, call.runtime, link)
         self._launch(running, child, child_ctx, text)
         return running
+
+    def _settle(self, call: CallContext, record: TaskRecord) -> None:
+        """Write ``record`` into the live state (read afresh: other spawns of this step may
+        have written theirs meanwhile)."""
+        book = self.book(call.state)
+        book.put(record)
+        self.set_section(call.state, book.data())
 
     def _launch(
         self, running: Running, child: Delegate, ctx: RuntimeContext, text: str | None

@@ -191,6 +191,7 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         running = cap.shared.board.get(task_id, owner)
         if not record.ended and block and running is not None:
             await wait_done(running, wait)
+            book = cap.book(call.state)  # other tools of this step may have written meanwhile
         cap.apply_finished(book, owner, call)
         book.mark_delivered([task_id])
         cap.set_section(call.state, book.data())
