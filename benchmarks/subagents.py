@@ -69,7 +69,17 @@ async def sync_round_trip(root: Path) -> tuple[list[float], list[float], list[fl
     spec = SubagentSpec("child", "Checks things.", system_prompt="You check.", model=child_model)
     parent_model = ScriptedModel(name="parent")
     agent = HarnessAgent("bench", parent_model, workspace=root, capabilities=[Subagents([spec])])
-    direct = HarnessAgent("direct", child_model, workspace=root / "direct")
+    # the same agent a spec builds (no memory; the parent's stores), called directly
+    direct = HarnessAgent(
+        "direct",
+        child_model,
+        sys_prompt="You check.",
+        workspace=root / "direct",
+        file_tools=False,
+        shell=False,
+        memory=False,
+        memory_tools=False,
+    )
     walls: list[float] = []
     overheads: list[float] = []
     directs: list[float] = []
