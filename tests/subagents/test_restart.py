@@ -65,8 +65,10 @@ async def test_a_running_task_is_resumed_from_its_log(killed: Path) -> None:
     assert tasks[0].status.value == "COMPLETED"
     assert tasks[0].result == "job finished after 3 steps"
     marks = sorted(p.name.rsplit("-", 1)[0] for p in (killed / "marks").iterdir())
-    # step 1 ran once (before the kill, kept in the log), step 2 ran again, step 3 after
-    assert marks == ["step-1", "step-2", "step-2", "step-3"]
+    # step 1 ran once (before the kill; its result is in the child's log and was not repeated);
+    # the step cut by the kill was answered or run again, and the job went on to step 3
+    assert marks.count("step-1") == 1
+    assert marks.count("step-3") == 1
     log = await agent.session_log(CTX, types=["subagent/resumed", "subagent/completed"])
     assert [r.type for r in log] == ["subagent/resumed", "subagent/completed"]
     await agent.close()
