@@ -1,6 +1,6 @@
 """What does delegating to a sub-agent cost, and how do many background children behave?
 
-Prints two tables (real ``agent.call`` with the default durable stores: a local workspace with
+Prints two tables (real ``agent.call`` with the default stores: a local workspace with
 JSONL session logs, the SQLite search index and JSON state files):
 
 1. a sync ``agent_spawn`` round trip with a scripted child: the tool's wall time, the child's
@@ -139,7 +139,7 @@ async def many_background(root: Path, n: int) -> tuple[float, float, int]:
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         walls, overheads, directs = await sync_round_trip(Path(tmp) / "sync")
-        print("sync agent_spawn round trip (scripted child, durable stores)")
+        print("sync agent_spawn round trip (scripted child, default stores)")
         print(f"{'':>28} | {'median ms':>9} | {'p90 ms':>7}")
         print("-" * 52)
         for label, values in (

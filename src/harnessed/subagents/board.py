@@ -11,7 +11,6 @@ written to its parent's records at the next safe point.
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +34,8 @@ class TaskBook:
     """The sub-agent data of one session's state (a copy; :meth:`data` gives it back)."""
 
     def __init__(self, section: Any) -> None:
-        raw = copy.deepcopy(section) if isinstance(section, Mapping) else {}
+        # only read: records are rebuilt from plain values, the rest is copied below
+        raw = section if isinstance(section, Mapping) else {}
         self.tasks: dict[str, TaskRecord] = {}
         for item in raw.get("tasks", []):
             record = TaskRecord.from_dict(item)

@@ -107,14 +107,13 @@ class TaskRecord:
         return dataclasses.replace(self, input_tokens=input_tokens, output_tokens=output_tokens)
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        data = {name: getattr(self, name) for name in _FIELDS}  # every value is plain data
         data["status"] = self.status.value
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TaskRecord:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in fields}
+        values = {k: v for k, v in data.items() if k in _FIELD_SET}
         values["status"] = TaskStatus(values.get("status", "PENDING"))
         return cls(**values)
 
@@ -132,6 +131,10 @@ class TaskRecord:
         if self.error:
             data["error"] = self.error
         return data
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(TaskRecord))
+_FIELD_SET = frozenset(_FIELDS)
 
 
 def _short(text: str, limit: int) -> str:
