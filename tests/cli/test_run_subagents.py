@@ -15,15 +15,12 @@ from tests.cli.test_run import chunk
 from tests.support.http_server import LocalServer, Reply
 
 
-def spawn_reply() -> Reply:
+def call_reply(name: str, arguments: dict[str, object]) -> Reply:
     call = {
         "index": 0,
         "id": "call_1",
         "type": "function",
-        "function": {
-            "name": "agent_spawn",
-            "arguments": json.dumps({"agent_id": "counter", "task": "Count the files."}),
-        },
+        "function": {"name": name, "arguments": json.dumps(arguments)},
     }
     return Reply(
         sse=[
@@ -51,7 +48,9 @@ def test_run_shows_the_sub_agent_indented(
         "---\ndescription: Counts files.\ntools: [list_files]\n---\nYou count files."
     )
     http_server.queue(
-        spawn_reply(), text_reply("There are 3 files."), text_reply("The helper found 3 files.")
+        call_reply("agent_spawn", {"agent_id": "counter", "task": "Count the files."}),
+        text_reply("There are 3 files."),
+        text_reply("The helper found 3 files."),
     )
     code = main(
         ["run", "how many files?", "--model", "openai:gpt-test", "--workspace", str(tmp_path)]
@@ -64,6 +63,33 @@ def test_run_shows_the_sub_agent_indented(
     child_request = http_server.requests[1].json()
     assert "You count files." in child_request["messages"][0]["content"]
     assert [t["function"]["name"] for t in child_request["tools"]][:1] == ["list_files"]
+
+
+def test_a_sub_agent_that_needs_approval_stops_and_the_run_goes_on(
+    http_server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    (tmp_path / "subagents").mkdir()
+    (tmp_path / "subagents" / "writer.md").write_text(
+        "---\ndescription: Writes notes.\ntools: [write_file]\n---\nYou write notes."
+    )
+    http_server.queue(
+        call_reply("agent_spawn", {"agent_id": "writer", "task": "Write notes.md."}),
+        call_reply("write_file", {"path": "notes.md", "content": "hi"}),
+        text_reply("The writer could not write; I will ask you instead."),
+    )
+    code = main(["run", "take notes", "--model", "openai:gpt-test", "--workspace", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0  # the parent's run completed; nobody was asked on the child's behalf
+    assert "write_file needs approval, which a sub-agent cannot ask for" in out
+    assert not (tmp_path / "notes.md").exists()
+    parent_followup = http_server.requests[2].json()["messages"]
+    result = next(m for m in parent_followup if m["role"] == "tool")
+    assert "cannot ask for" in result["content"]
 
 
 def test_demo_with_a_reviewer_sub_agent(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from rich.markup import escape
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
+    ConfirmationRequestEvent,
     CustomEvent,
     ErrorEvent,
     Event,
@@ -53,6 +54,11 @@ def child_lines(event: Event) -> list[str]:
         )
     elif isinstance(event, ErrorEvent):
         lines.append(f"{who} [red]{escape(event.error_type)}: {escape(event.message)}[/]")
+    elif isinstance(event, ConfirmationRequestEvent):
+        lines.append(
+            f"{who} [yellow]? {escape(event.call.name)} needs approval, which a sub-agent "
+            "cannot ask for: its task stops here[/]"
+        )
     elif isinstance(event, AgentEndEvent):
         lines.append(
             f"[blue]◂ {escape(event.source)} {escape(event.status)}[/] "

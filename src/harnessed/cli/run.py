@@ -182,7 +182,7 @@ async def stream_run(
                 printer.handle(event)
                 if isinstance(event, AgentEndEvent) and event.source is None:
                     status = event.status
-                elif isinstance(event, ConfirmationRequestEvent):
+                elif isinstance(event, ConfirmationRequestEvent) and event.source is None:
                     printer.close()  # no spinner while the user reads and answers
                     answer = await approver.answer(event)
                     if answer is None:  # nobody to ask: the step waits in the session
