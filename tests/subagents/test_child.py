@@ -6,7 +6,12 @@ import asyncio
 from pathlib import Path
 
 from harnessed import HarnessAgent, RuntimeContext, tool
-from harnessed.events import ToolResultEvent
+from harnessed.events import (
+    AgentEndEvent,
+    ConfirmationRequestEvent,
+    CustomEvent,
+    ToolResultEvent,
+)
 from harnessed.models import ScriptedModel
 from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedResponse, ScriptedToolCall
@@ -299,4 +304,22 @@ async def test_closing_the_parents_stream_cancels_its_sync_child() -> None:
             break
         await asyncio.sleep(0.05)
     assert [t.status.value for t in tasks] == ["CANCELLED"]
+    await agent.close()
+
+
+async def test_a_child_that_needs_approval_fails_its_task_and_asks_nobody() -> None:
+    touched.clear()
+    spec = SubagentSpec("worker", "Works.", model=acting_child("touch", {"name": "q"}))
+    model = ScriptedModel([calls(spawn("worker", "touch q")), "I will ask the user myself."])
+    agent = parent(model, spec, tools=[touch], permission_mode="default")
+    events = await collect(agent, "go", RuntimeContext(session_id="ask"))
+    assert touched == []
+    assert not any(isinstance(e, ConfirmationRequestEvent) for e in events)
+    needs = [
+        e for e in events if isinstance(e, CustomEvent) and e.name == "subagent_needs_approval"
+    ]
+    assert [(e.source, e.data["tool"]) for e in needs] == [("worker:1", "touch")]
+    result = tool_results(model.requests[-1])[0]
+    assert "sub-agent worker:1 failed" in result and "cannot ask for" in result
+    assert isinstance(events[-1], AgentEndEvent) and events[-1].status == "completed"
     await agent.close()

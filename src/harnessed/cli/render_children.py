@@ -11,7 +11,6 @@ from rich.markup import escape
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
-    ConfirmationRequestEvent,
     CustomEvent,
     ErrorEvent,
     Event,
@@ -54,10 +53,10 @@ def child_lines(event: Event) -> list[str]:
         )
     elif isinstance(event, ErrorEvent):
         lines.append(f"{who} [red]{escape(event.error_type)}: {escape(event.message)}[/]")
-    elif isinstance(event, ConfirmationRequestEvent):
+    elif isinstance(event, CustomEvent) and event.name == "subagent_needs_approval":
         lines.append(
-            f"{who} [yellow]? {escape(event.call.name)} needs approval, which a sub-agent "
-            "cannot ask for: its task stops here[/]"
+            f"{who} [yellow]? {escape(str(event.data.get('tool')))} needs approval, which a "
+            "sub-agent cannot ask for: its task stops here[/]"
         )
     elif isinstance(event, AgentEndEvent):
         lines.append(

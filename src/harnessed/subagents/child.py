@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harnessed.capabilities.base import CallContext, Capability
-from harnessed.events import AgentEndEvent, Event, ModelCallEndEvent
+from harnessed.events import (
+    AgentEndEvent,
+    ConfirmationRequestEvent,
+    CustomEvent,
+    Event,
+    ModelCallEndEvent,
+)
 from harnessed.messages import Msg
 from harnessed.models.base import Model
 from harnessed.runtime import RuntimeContext
@@ -226,6 +232,16 @@ def isolated_dir(parent: Delegate, user_id: str, child_session: str) -> Path | N
 
 def tagged(event: Event, path: str) -> Event:
     """``event`` as the parent's stream shows it: ``source`` names the sub-agent (nested
-    sub-agents' events keep their own path below it)."""
+    sub-agents' events keep their own path below it). A sub-agent's confirmation request
+    becomes a ``subagent_needs_approval`` custom event: nobody can answer it (the sub-agent's
+    task ended when it asked), and the parent's application must not take it for its own."""
     source = path if event.source is None else f"{path}/{event.source}"
+    if isinstance(event, ConfirmationRequestEvent):
+        return CustomEvent(
+            name="subagent_needs_approval",
+            data={"tool": event.call.name, "reason": event.reason},
+            run_id=event.run_id,
+            session_id=event.session_id,
+            source=source,
+        )
     return dataclasses.replace(event, source=source)
