@@ -57,7 +57,7 @@ async def main(workspace: Path) -> None:
     )
     agent = build(workspace, [start, "Started the job."], hang=True)
     await agent.call("start the long job", CTX)
-    print("parent call ended", flush=True)
+    (workspace / "marks" / "parent-done").write_text("the spawn step is committed")
     await asyncio.sleep(3600)
 
 
