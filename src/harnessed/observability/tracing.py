@@ -276,6 +276,8 @@ class Tracing(Capability):
         self._model = host.model
 
     def on_event(self, call: CallContext, event: Event) -> None:
+        if event.source is not None:  # a sub-agent's call is traced by its own agent
+            return
         spans = call.values.get(self.name)
         if spans is None:
             if not isinstance(event, AgentStartEvent) or self._model is None:

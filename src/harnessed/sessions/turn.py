@@ -104,7 +104,7 @@ class Turn:
     # -------------------------------------------------------------- writers
     def publish(self, event: Event) -> None:
         self._events.append(event)
-        if isinstance(event, AgentEndEvent):
+        if isinstance(event, AgentEndEvent) and event.source is None:  # not a sub-agent's
             self.end = event
             self.status = event.status
         self._wake()
