@@ -35,17 +35,24 @@ def text_reply(text: str) -> Reply:
     return Reply(sse=[chunk({"content": text}, finish="stop"), "data: [DONE]\n\n"])
 
 
-def test_run_shows_the_sub_agent_indented(
-    http_server: LocalServer,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+@pytest.fixture
+def server(http_server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> LocalServer:
     monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    (tmp_path / "subagents").mkdir()
-    (tmp_path / "subagents" / "counter.md").write_text(
-        "---\ndescription: Counts files.\ntools: [list_files]\n---\nYou count files."
+    return http_server
+
+
+def declare(workspace: Path, name: str, front_matter: str, prompt: str) -> None:
+    (workspace / "subagents").mkdir(exist_ok=True)
+    (workspace / "subagents" / f"{name}.md").write_text(f"---\n{front_matter}\n---\n{prompt}")
+
+
+def test_run_shows_the_sub_agent_indented(
+    server: LocalServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    http_server = server
+    declare(
+        tmp_path, "counter", "description: Counts files.\ntools: [list_files]", "You count files."
     )
     http_server.queue(
         call_reply("agent_spawn", {"agent_id": "counter", "task": "Count the files."}),
@@ -66,16 +73,11 @@ def test_run_shows_the_sub_agent_indented(
 
 
 def test_a_sub_agent_that_needs_approval_stops_and_the_run_goes_on(
-    http_server: LocalServer,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    server: LocalServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    (tmp_path / "subagents").mkdir()
-    (tmp_path / "subagents" / "writer.md").write_text(
-        "---\ndescription: Writes notes.\ntools: [write_file]\n---\nYou write notes."
+    http_server = server
+    declare(
+        tmp_path, "writer", "description: Writes notes.\ntools: [write_file]", "You write notes."
     )
     http_server.queue(
         call_reply("agent_spawn", {"agent_id": "writer", "task": "Write notes.md."}),
