@@ -40,6 +40,7 @@ from harnessed.permissions.controls import PermissionControls
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
 from harnessed.runtime import RuntimeContext, SessionLocks
+from harnessed.sandbox import Sandbox
 from harnessed.session import SessionLogStore
 from harnessed.session.defaults import indexed_session_store
 from harnessed.session.search import SearchIndex
@@ -105,7 +106,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         workspace: str | os.PathLike[str] | Workspace | Filesystem | None = None,
         isolation_scope: IsolationScope = "user",
         file_tools: bool = True,
-        shell: bool | ShellConfig | None = None,
+        shell: bool | ShellConfig | Sandbox | None = None,
         state_store: AgentStateStore | None = None,
         session_store: SessionLogStore | None = None,
         max_iters: int = 10,
