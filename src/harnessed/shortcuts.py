@@ -93,11 +93,9 @@ class Shortcuts:
             built.append(tracing)
         if workspace is not None and self.file_tools:
             built.append(FileTools())
-        shell = _take(given, Shell)
-        if shell is not None:
-            if self.shell is not None:
+        if any(isinstance(c, Shell) for c in given):
+            if self.shell not in (None, False):
                 raise ValueError("pass Shell in capabilities or shell=, not both")
-            built.append(shell)
         elif self._shell_on(workspace):
             built.append(self._shell())
         if workspace is not None and self.memory_tools:
