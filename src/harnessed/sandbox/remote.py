@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import httpx
 
 from harnessed.sandbox.base import (
     ExecResult,
@@ -22,6 +20,9 @@ from harnessed.sandbox.base import (
     SandboxSpec,
     SandboxUnavailableError,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["RemoteSandbox", "RemoteSession"]
 
@@ -63,6 +64,8 @@ class RemoteSandbox:
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
+            import httpx  # imported on first use: ``import harnessed`` stays light
+
             self._client = httpx.AsyncClient(
                 base_url=self.url,
                 headers={"Authorization": f"Bearer {self._token}"},
@@ -77,6 +80,8 @@ class RemoteSandbox:
     async def start(self, spec: SandboxSpec) -> RemoteSession:
         name = hashlib.sha256("\0".join(spec.key).encode()).hexdigest()[:32]
         session = RemoteSession(self, name)
+        import httpx
+
         try:
             response = await self.client.get("/health")
         except httpx.HTTPError as exc:
@@ -100,6 +105,8 @@ class RemoteSession:
         self.prefix = f"/sessions/{name}"
 
     async def _call(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
+        import httpx
+
         try:
             response = await self.backend.client.request(method, self.prefix + path, **kwargs)
         except httpx.HTTPError as exc:
