@@ -36,6 +36,7 @@ def agent_for(root: Path, *script: ScriptedResponse | str) -> HarnessAgent:
         ScriptedModel([*script, "done"]),
         workspace=root,
         memory=MemoryConfig(),
+        enable_task_list=True,
         max_iters=500,
     )
 
@@ -56,6 +57,7 @@ async def alices_workspace(tmp_path: Path) -> Path:
         tmp_path,
         ALICE,
         call("memory_save", content=f"My bank PIN is {SECRET}."),
+        call("todo_write", todos=[{"id": "1", "content": f"pay {SECRET}"}]),
         call("write_file", path="notes/shared.md", content="team notes\n"),
         call("write_file", path="agents/bot/users/alice/MEMORY.md", content=f"- {SECRET}\n"),
     )
