@@ -22,7 +22,7 @@ from harnessed.sandbox.base import (
 )
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
 __all__ = ["RemoteSandbox", "RemoteSession"]
 
@@ -34,7 +34,7 @@ class RemoteSandbox:
         url: The server's base URL.
         token: The bearer token the server was started with.
         timeout: Seconds for file transfers (a command may take its own timeout longer).
-        transport: An ``httpx`` transport (tests may pass ``httpx.ASGITransport``).
+        transport: An ``httpx2`` transport (tests may pass ``httpx2.ASGITransport``).
     """
 
     isolated = True
@@ -46,7 +46,7 @@ class RemoteSandbox:
         token: str,
         *,
         timeout: float = 60.0,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"RemoteSandbox url must start with http:// or https://, got {url!r}")
@@ -56,17 +56,17 @@ class RemoteSandbox:
         self._token = token
         self.timeout = timeout
         self._transport = transport
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
 
     def __repr__(self) -> str:
         return f"RemoteSandbox({self.url!r})"
 
     @property
-    def client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx2.AsyncClient:
         if self._client is None:
-            import httpx  # imported on first use: ``import harnessed`` stays light
+            import httpx2  # imported on first use: ``import harnessed`` stays light
 
-            self._client = httpx.AsyncClient(
+            self._client = httpx2.AsyncClient(
                 base_url=self.url,
                 headers={"Authorization": f"Bearer {self._token}"},
                 timeout=self.timeout,
@@ -80,11 +80,11 @@ class RemoteSandbox:
     async def start(self, spec: SandboxSpec) -> RemoteSession:
         name = hashlib.sha256("\0".join(spec.key).encode()).hexdigest()[:32]
         session = RemoteSession(self, name)
-        import httpx
+        import httpx2
 
         try:
             response = await self.client.get("/health")
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise SandboxUnavailableError(f"sandbox server {self.url} unreachable: {exc}") from exc
         _check(response, "health check")
         return session
@@ -104,12 +104,12 @@ class RemoteSession:
         self.backend = backend
         self.prefix = f"/sessions/{name}"
 
-    async def _call(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
-        import httpx
+    async def _call(self, method: str, path: str, what: str, **kwargs: Any) -> httpx2.Response:
+        import httpx2
 
         try:
             response = await self.backend.client.request(method, self.prefix + path, **kwargs)
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise SandboxError(f"{what}: the sandbox server failed ({exc!r})") from exc
         _check(response, what)
         return response
@@ -168,7 +168,7 @@ class RemoteSession:
         return None
 
 
-def _check(response: httpx.Response, what: str) -> None:
+def _check(response: httpx2.Response, what: str) -> None:
     if response.status_code < 400:
         return
     try:
