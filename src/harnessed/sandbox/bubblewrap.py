@@ -324,8 +324,8 @@ class BubblewrapSession(DirectorySession):
                 elif fs._info(own) is None:
                     continue
                 args += ["--bind", str(fs.resolve(own)), f"/workspace/{own}"]
-            if not self.policy.writable_instructions:
-                for name in INSTRUCTION_PATHS:
+            for name in INSTRUCTION_PATHS:
+                if name.casefold() not in self.policy.writable_instructions:
                     if fs._info(name) is None:
                         if name.endswith(".md"):
                             fs._write(name, b"")  # an empty placeholder the sandbox cannot edit

@@ -144,7 +144,7 @@ class SandboxManager:
         workspace: Workspace,
         agent_name: str,
         *,
-        writable_instructions: bool = False,
+        writable_instructions: bool | Sequence[str] = False,
         max_live: int = 64,
         mounts: MountSource | None = None,
     ) -> None:

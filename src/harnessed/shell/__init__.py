@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harnessed.capabilities.base import CallContext, CallEnd, Capability, CapabilityHost
+from harnessed.files import model_editable_instructions
 from harnessed.runtime import RuntimeContext
 from harnessed.sandbox import Sandbox, SandboxManager, execute_tool, resolve_sandbox
 from harnessed.sandbox.manager import MountSource
@@ -63,7 +64,11 @@ class Shell(Capability):
         if chosen is None:
             return
         self.manager = SandboxManager(
-            chosen, workspace, host.agent_name, mounts=self._skill_mounts(host, chosen)
+            chosen,
+            workspace,
+            host.agent_name,
+            writable_instructions=model_editable_instructions(host),
+            mounts=self._skill_mounts(host, chosen),
         )
         self._tools = [execute_tool(self.manager, self.config)]
 

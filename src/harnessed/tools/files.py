@@ -10,7 +10,7 @@ say so, which is why the eviction of large results leaves these tools alone.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 from harnessed.tools.base import Tool, ToolError
@@ -102,7 +102,9 @@ def _human_size(size: int) -> str:
     return f"{size} B"  # pragma: no cover - the loop always returns
 
 
-def file_tools(workspace: Workspace, *, writable_instructions: bool = False) -> list[Tool]:
+def file_tools(
+    workspace: Workspace, *, writable_instructions: bool | Sequence[str] = False
+) -> list[Tool]:
     """The six file tools, bound to ``workspace`` and seeing the caller's view of it.
 
     Each call works on :meth:`Workspace.view` of the calling agent, user and session: shared

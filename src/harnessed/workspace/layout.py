@@ -31,6 +31,7 @@ The global memory home is exactly the classic layout. Ids used as path segments 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import unquote, urlparse
@@ -117,7 +118,7 @@ class Workspace:
         user_id: str,
         session_id: str,
         *,
-        writable_instructions: bool = False,
+        writable_instructions: bool | Sequence[str] = False,
     ) -> ViewFilesystem:
         """The model's view of the workspace for one caller (BEHAVIOUR.md §9): shared files and
         the caller's own scope; other users' data and the harness's runtime data are hidden,

@@ -24,7 +24,7 @@ neither a hidden area nor an instruction file can be reached through one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, ParamSpec, TypeVar
@@ -55,6 +55,20 @@ _READ_ONLY_REASON = (
 )
 
 
+def editable_instructions(writable: bool | Sequence[str]) -> tuple[str, ...]:
+    """``True`` → every instruction path, ``False`` → none, or the names given (validated)."""
+    if writable is True or writable is False:
+        return tuple(n.casefold() for n in INSTRUCTION_PATHS) if writable else ()
+    names = tuple(n.casefold() for n in writable)
+    unknown = [n for n in names if n not in {p.casefold() for p in INSTRUCTION_PATHS}]
+    if unknown:
+        raise ValueError(
+            f"writable_instructions names {unknown}; the instruction paths are "
+            f"{', '.join(INSTRUCTION_PATHS)}"
+        )
+    return names
+
+
 @dataclass(frozen=True, slots=True)
 class ViewPolicy:
     """Which workspace paths one caller may see and change (see the module docstring)."""
@@ -63,7 +77,8 @@ class ViewPolicy:
     """Top-level names whose contents are hidden, apart from ``own``."""
     own: tuple[str, ...]
     """The caller's own paths inside the hidden areas (and everything below them)."""
-    writable_instructions: bool = False
+    writable_instructions: tuple[str, ...] = ()
+    """The entries of :data:`INSTRUCTION_PATHS` the caller may change (none by default)."""
 
     @classmethod
     def for_caller(
@@ -73,7 +88,7 @@ class ViewPolicy:
         user_id: str,
         session_id: str,
         *,
-        writable_instructions: bool = False,
+        writable_instructions: bool | Sequence[str] = False,
     ) -> ViewPolicy:
         """The view of ``user_id`` in ``session_id`` of agent ``agent_id``."""
         ids = {"agent_id": agent_id, "user_id": user_id, "session_id": session_id}
@@ -87,7 +102,7 @@ class ViewPolicy:
         else:
             hidden.append(workspace.LARGE_TOOL_RESULTS_DIR)
             own.append(results)
-        return cls(tuple(hidden), tuple(own), writable_instructions)
+        return cls(tuple(hidden), tuple(own), editable_instructions(writable_instructions))
 
     # ------------------------------------------------------------ questions
     def _hidden_area(self, rel: str) -> bool:
@@ -112,6 +127,11 @@ class ViewPolicy:
         head = rel.split("/", 1)[0].casefold()
         return any(head == name.casefold() for name in INSTRUCTION_PATHS)
 
+    def read_only(self, rel: str) -> bool:
+        """Is ``rel`` an instruction file the caller may not change?"""
+        head = rel.split("/", 1)[0].casefold()
+        return self.is_instruction(rel) and head not in self.writable_instructions
+
     def check_read(self, rel: str) -> None:
         if not self.visible(rel):
             raise PathNotInViewError(rel, _HIDDEN_REASON)
@@ -119,14 +139,12 @@ class ViewPolicy:
     def check_write(self, rel: str) -> None:
         if not self.file_visible(rel):
             raise PathNotInViewError(rel, _HIDDEN_REASON)
-        if not self.writable_instructions and self.is_instruction(rel):
+        if self.read_only(rel):
             raise ReadOnlyPathError(rel, _READ_ONLY_REASON)
 
     def check_link(self, target: str) -> None:
         """A symlink may lead only to where the view can read and write."""
-        if not self.file_visible(target) or (
-            not self.writable_instructions and self.is_instruction(target)
-        ):
+        if not self.file_visible(target) or self.read_only(target):
             raise PathNotInViewError(
                 target, "a symbolic link leads there, and links may only lead to files you own"
             )
