@@ -40,12 +40,11 @@ from harnessed.permissions.controls import PermissionControls
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
 from harnessed.runtime import RuntimeContext, SessionLocks
-from harnessed.sandbox import Sandbox
 from harnessed.session import SessionLogStore
 from harnessed.session.defaults import indexed_session_store
 from harnessed.session.search import SearchIndex
 from harnessed.sessions import SessionAccess, TurnControl
-from harnessed.shortcuts import MCPResources, MCPServers, Shortcuts
+from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts
 from harnessed.skills import Skills
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore

@@ -33,7 +33,7 @@ from harnessed.workspace.layout import Workspace
 if TYPE_CHECKING:
     from harnessed.mcp import MCPResource, MCPServer
 
-__all__ = ["MCPResources", "MCPServers", "Shortcuts"]
+__all__ = ["MCPResources", "MCPServers", "Sandbox", "Shortcuts"]  # keyword types, too
 
 MCPServers: TypeAlias = "Sequence[MCPServer | str]"
 """``mcp_servers=``: server configurations, URLs or command lines (the ``mcp`` extra)."""
