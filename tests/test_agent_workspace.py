@@ -8,6 +8,8 @@ import pytest
 
 from harnessed import HarnessAgent, RuntimeContext, tool
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.sandbox import HostSandbox
+from harnessed.shell import Shell
 from harnessed.tools.shell import ShellConfig
 from harnessed.workspace import MemoryFilesystem, Workspace
 
@@ -70,7 +72,13 @@ async def test_the_model_uses_the_built_in_tools_end_to_end(tmp_path: Path) -> N
             "done",
         ]
     )
-    agent = HarnessAgent("e2e", model, workspace=tmp_path, shell=ShellConfig(env={"GREETING": "x"}))
+    agent = HarnessAgent(
+        "e2e",
+        model,
+        workspace=tmp_path,
+        # on the host, explicitly: HOME is the workspace directory there
+        capabilities=[Shell(ShellConfig(env={"GREETING": "x"}), sandbox=HostSandbox())],
+    )
     await agent.call("go", RuntimeContext("u", "s"))
     assert (tmp_path / "notes/a.txt").read_text() == "hi"
     executed = model.requests[2].messages[-1].tool_results[0]

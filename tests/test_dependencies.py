@@ -16,7 +16,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-OPTIONAL = {"harnessed.mcp": "mcp", "harnessed.gateway.http": "serve"}
+OPTIONAL = {
+    "harnessed.mcp": "mcp",
+    "harnessed.gateway.http": "serve",
+    "harnessed.sandbox.server": "serve",
+}
 """Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""
 
 _PROBE = textwrap.dedent(

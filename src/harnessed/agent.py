@@ -44,7 +44,7 @@ from harnessed.session import SessionLogStore
 from harnessed.session.defaults import indexed_session_store
 from harnessed.session.search import SearchIndex
 from harnessed.sessions import SessionAccess, TurnControl
-from harnessed.shortcuts import MCPResources, MCPServers, Shortcuts
+from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts
 from harnessed.skills import Skills
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
@@ -105,7 +105,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         workspace: str | os.PathLike[str] | Workspace | Filesystem | None = None,
         isolation_scope: IsolationScope = "user",
         file_tools: bool = True,
-        shell: bool | ShellConfig | None = None,
+        shell: bool | ShellConfig | Sandbox | None = None,
         state_store: AgentStateStore | None = None,
         session_store: SessionLogStore | None = None,
         max_iters: int = 10,

@@ -23,6 +23,7 @@ from harnessed.permissions.capability import Permissions
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.plan import PlanMode, PlanStatus
+from harnessed.sandbox import Sandbox
 from harnessed.session.capability import SessionTools
 from harnessed.shell import Shell, ShellConfig
 from harnessed.state.task import TaskContractConfig
@@ -32,7 +33,7 @@ from harnessed.workspace.layout import Workspace
 if TYPE_CHECKING:
     from harnessed.mcp import MCPResource, MCPServer
 
-__all__ = ["MCPResources", "MCPServers", "Shortcuts"]
+__all__ = ["MCPResources", "MCPServers", "Sandbox", "Shortcuts"]  # keyword types, too
 
 MCPServers: TypeAlias = "Sequence[MCPServer | str]"
 """``mcp_servers=``: server configurations, URLs or command lines (the ``mcp`` extra)."""
@@ -47,7 +48,12 @@ class Shortcuts:
     """The keyword arguments of ``HarnessAgent`` that only build capabilities."""
 
     file_tools: bool = True
-    shell: bool | ShellConfig | None = None
+    shell: bool | ShellConfig | Sandbox | None = None
+    """The sandboxed ``execute``: ``None`` = on when bubblewrap works here (else off, logged
+    once), ``True`` = required, ``False`` = off, a :class:`ShellConfig` (required, with its
+    timeouts and caps) or a :class:`~harnessed.sandbox.Sandbox` to run commands in
+    (``HostSandbox()``: on the host, unisolated). ``Shell(config, sandbox=...)`` in
+    ``capabilities`` gives both."""
     memory: MemoryConfig | bool = True
     memory_tools: bool = True
     readable_session_agents: Sequence[str] = ()
@@ -87,8 +93,11 @@ class Shortcuts:
             built.append(tracing)
         if workspace is not None and self.file_tools:
             built.append(FileTools())
-        if self._shell_on(workspace):
-            built.append(Shell(self.shell if isinstance(self.shell, ShellConfig) else None))
+        if any(isinstance(c, Shell) for c in given):
+            if self.shell not in (None, False):
+                raise ValueError("pass Shell in capabilities or shell=, not both")
+        elif self._shell_on(workspace):
+            built.append(self._shell())
         if workspace is not None and self.memory_tools:
             built.append(SessionTools(self.readable_session_agents))
         if self.memory is not False and (workspace is not None or self.memory is not True):
@@ -118,8 +127,18 @@ class Shortcuts:
             if shell:
                 raise ValueError("shell needs a workspace: pass workspace=... to HarnessAgent")
             return False
-        local = workspace.local_root is not None
-        return isinstance(shell, ShellConfig) or shell is True or (shell is None and local)
+        # a workspace elsewhere needs a sandbox with its own storage, chosen explicitly
+        return shell is not False and (shell is not None or workspace.local_root is not None)
+
+    def _shell(self) -> Shell:
+        shell = self.shell
+        if shell is None or shell is True:
+            return Shell(required=shell is True)
+        if isinstance(shell, ShellConfig):
+            return Shell(shell, required=True)
+        if not isinstance(shell, Sandbox):
+            raise TypeError(f"shell must be a bool, a ShellConfig or a Sandbox, got {shell!r}")
+        return Shell(sandbox=shell, required=True)
 
 
 def _take(given: list[Capability], kind: type[C]) -> C | None:

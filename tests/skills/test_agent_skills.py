@@ -13,6 +13,7 @@ from harnessed import HarnessAgent, PermissionRule, RuntimeContext
 from harnessed.context.policy import ContextPolicy
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.models.base import ModelRequest
+from harnessed.sandbox import BubblewrapSandbox
 from harnessed.skills import Skills
 from tests.skills.samples import VALID, write_skill
 
@@ -43,6 +44,9 @@ def results(model: ScriptedModel, index: int = -1) -> list[str]:
     return found
 
 
+PYTHON_SANDBOX = BubblewrapSandbox(read_only_paths=tuple({sys.base_prefix, sys.prefix}))
+
+
 def make_agent(
     ws: Path, model: ScriptedModel, skills: Skills | None = None, **kw: object
 ) -> HarnessAgent:
@@ -52,6 +56,7 @@ def make_agent(
         workspace=ws,
         skills=skills or Skills(),
         memory=False,
+        shell=PYTHON_SANDBOX,  # skill scripts run with this interpreter
         **kw,  # type: ignore[arg-type]
     )
 

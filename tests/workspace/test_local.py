@@ -100,7 +100,7 @@ async def test_a_failed_write_leaves_the_old_content(
 ) -> None:
     await fs.write_text("keep.txt", "original")
 
-    def broken_replace(src: str, dst: str) -> None:
+    def broken_replace(src: str, dst: str, **_: object) -> None:
         raise OSError("disk on fire")
 
     monkeypatch.setattr(os, "replace", broken_replace)

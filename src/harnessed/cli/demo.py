@@ -18,8 +18,16 @@ from rich.console import Console
 
 from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.sandbox import BubblewrapSandbox, HostSandbox, Sandbox
 
-__all__ = ["DEMO_TASK", "demo_model", "register", "respond_fixer", "write_demo_project"]
+__all__ = [
+    "DEMO_TASK",
+    "demo_model",
+    "demo_sandbox",
+    "register",
+    "respond_fixer",
+    "write_demo_project",
+]
 
 DEMO_TASK = "The tests in this project fail. Find the bug, fix it, and show that the tests pass."
 
@@ -148,6 +156,7 @@ def demo_command(args: argparse.Namespace, console: Console) -> int:
             sys_prompt="You fix bugs in small Python projects. Verify every fix by running tests.",
             workspace=root,
             capabilities=[Subagents()] if args.subagents else [],
+            shell=demo_sandbox(),
         )
 
         async def go() -> str:
@@ -164,3 +173,11 @@ def demo_command(args: argparse.Namespace, console: Console) -> int:
 
         status = asyncio.run(go())
     return EXIT_CODES.get(status, 1)
+
+
+def demo_sandbox() -> Sandbox:
+    """Bubblewrap with this Python interpreter visible (the demo runs its tests with it); on a
+    machine without a usable bubblewrap, the host — the demo's commands are its own script,
+    run in a throw-away directory."""
+    sandbox = BubblewrapSandbox(read_only_paths=tuple({sys.base_prefix, sys.prefix}))
+    return sandbox if sandbox.unavailable_reason() is None else HostSandbox()

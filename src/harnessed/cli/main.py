@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.logging import RichHandler
 
-from harnessed.cli import chat, demo, inspect, mcp, run, serve, sessions, skills
+from harnessed.cli import chat, demo, inspect, mcp, run, sandbox_server, serve, sessions, skills
 
 __all__ = ["COMMANDS", "main"]
 
@@ -30,6 +30,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     demo.register,
     serve.register,
     chat.register,
+    sandbox_server.register,
 )
 
 

@@ -19,6 +19,7 @@ from harnessed.compaction.transcript import chunk_entries
 from harnessed.context.errors import ContextBudgetExceededError
 from harnessed.context.hooks import HistoryBudget
 from harnessed.context.seam import PrepareInfo
+from harnessed.context.xml import escape
 from harnessed.messages import Msg, new_id
 from harnessed.models.base import Model, ModelRequest, collect
 from harnessed.models.errors import ContextOverflowError
@@ -110,7 +111,8 @@ class Summarizer:
     async def _request(
         self, model: Model, entries: list[str], budget: HistoryBudget, max_tokens: int
     ) -> str:
-        transcript = "\n\n".join(entries)
+        # The transcript sits inside <transcript> tags: escaped, no text in it can close them.
+        transcript = escape("\n\n".join(entries))
         prompt = self.config.summary_prompt.replace(MESSAGES_PLACEHOLDER, transcript)
         parent = budget.info
         info = PrepareInfo(

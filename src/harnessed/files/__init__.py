@@ -8,7 +8,16 @@ from harnessed.capabilities.base import Capability, CapabilityHost
 from harnessed.tools.base import Tool
 from harnessed.tools.files import file_tools
 
-__all__ = ["FileTools"]
+__all__ = ["FileTools", "model_editable_instructions"]
+
+
+def model_editable_instructions(host: CapabilityHost) -> tuple[str, ...]:
+    """The instruction paths the application lets the model change: ``skills`` with
+    ``Skills(model_edits_skills=True)``, else none (the model's view keeps them read-only)."""
+    from harnessed.skills import Skills  # the skills package is loaded only when used
+
+    skills = host.capability(Skills)
+    return ("skills",) if skills is not None and skills.model_edits_skills else ()
 
 
 class FileTools(Capability):
@@ -22,7 +31,9 @@ class FileTools(Capability):
     def setup(self, host: CapabilityHost) -> None:
         if host.workspace is None:
             raise ValueError("FileTools needs a workspace: pass workspace=... to HarnessAgent")
-        self._tools = file_tools(host.workspace)
+        self._tools = file_tools(
+            host.workspace, writable_instructions=model_editable_instructions(host)
+        )
 
     def tools(self) -> Sequence[Tool]:
         return self._tools

@@ -1,37 +1,98 @@
-"""``execute`` as a capability: shell commands in the workspace's local directory."""
+"""``execute`` as a capability: shell commands in a sandbox (BEHAVIOUR.md §10).
+
+:class:`Shell` resolves the sandbox when the agent is built (bubblewrap by default; without a
+usable one there is no ``execute``, and the reason is logged once), gives the model the
+``execute`` tool bound to a :class:`~harnessed.sandbox.SandboxManager`, snapshots a session's
+sandbox at the end of each call (``after_call``) and releases every sandbox on ``close``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harnessed.capabilities.base import Capability, CapabilityHost
+from harnessed.capabilities.base import CallContext, CallEnd, Capability, CapabilityHost
+from harnessed.files import model_editable_instructions
+from harnessed.runtime import RuntimeContext
+from harnessed.sandbox import Sandbox, SandboxManager, execute_tool, resolve_sandbox
+from harnessed.sandbox.manager import MountSource
+from harnessed.skills import SANDBOX_SKILLS_ROOT, Skills
 from harnessed.tools.base import Tool
-from harnessed.tools.shell import ShellConfig, shell_tools
+from harnessed.tools.shell import ShellConfig
 
 __all__ = ["Shell", "ShellConfig"]
 
 
 class Shell(Capability):
-    """The ``execute`` tool; needs a workspace on local disk (see :class:`ShellConfig`)."""
+    """The sandboxed ``execute`` tool.
+
+    Args:
+        config: Timeouts and output caps (:class:`ShellConfig`).
+        sandbox: Where commands run (default :class:`~harnessed.sandbox.BubblewrapSandbox`);
+            ``HostSandbox()`` runs them on the host, unisolated.
+        required: Raise at construction when the sandbox is unusable, instead of leaving
+            ``execute`` out.
+    """
 
     name = "shell"
 
-    def __init__(self, config: ShellConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: ShellConfig | None = None,
+        *,
+        sandbox: Sandbox | None = None,
+        required: bool = False,
+    ) -> None:
         if config is not None and not isinstance(config, ShellConfig):
             raise TypeError(f"Shell config must be a ShellConfig, got {config!r}")
         self.config = config
+        self.sandbox = sandbox
+        self.required = required
+        self.manager: SandboxManager | None = None
+        """The sessions' sandboxes (``None`` until set up, or when no sandbox is usable)."""
         self._tools: list[Tool] = []
 
     def setup(self, host: CapabilityHost) -> None:
         workspace = host.workspace
         if workspace is None:
             raise ValueError("shell needs a workspace: pass workspace=... to HarnessAgent")
-        if workspace.local_root is None:
+        if workspace.local_root is None and self.sandbox is None:
             raise ValueError(
-                "shell=True needs a workspace on local disk; this workspace is "
-                f"{workspace!r} (commands cannot run inside a remote filesystem)"
+                "shell=True needs a workspace on local disk, or an explicit sandbox= (e.g. "
+                f"BubblewrapSandbox()) to keep the files of {workspace!r} in step with"
             )
-        self._tools = shell_tools(workspace, config=self.config)
+        chosen = resolve_sandbox(self.sandbox, required=self.required)
+        if chosen is None:
+            return
+        self.manager = SandboxManager(
+            chosen,
+            workspace,
+            host.agent_name,
+            writable_instructions=model_editable_instructions(host),
+            mounts=self._skill_mounts(host, chosen),
+        )
+        self._tools = [execute_tool(self.manager, self.config)]
+
+    @staticmethod
+    def _skill_mounts(host: CapabilityHost, sandbox: Sandbox) -> MountSource | None:
+        """Skill folders, mounted read-only where the model is told to find them."""
+        skills = host.capability(Skills)
+        if skills is None or not sandbox.supports_mounts:
+            return None
+        if skills.sandbox_root is None:
+            skills.sandbox_root = SANDBOX_SKILLS_ROOT  # paths inside the sandbox, not the host's
+
+        async def mounts(ctx: RuntimeContext) -> list[tuple[str, str]]:
+            return [(str(m.source), m.target) for m in await skills.mounts(ctx)]
+
+        return mounts
 
     def tools(self) -> Sequence[Tool]:
         return self._tools
+
+    async def after_call(self, call: CallContext, end: CallEnd) -> None:
+        if self.manager is not None:  # snapshot a sandbox with its own storage
+            await self.manager.release(call.user_id, call.session_id)
+
+    async def close(self) -> None:
+        if self.manager is not None:
+            await self.manager.aclose()

@@ -10,12 +10,20 @@ say so, which is why the eviction of large results leaves these tools alone.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 from harnessed.tools.base import Tool, ToolError
+from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
-from harnessed.workspace import DEFAULT_PAGE_CHARS, DEFAULT_PAGE_LINES, LinePage, Workspace
+from harnessed.workspace import (
+    DEFAULT_PAGE_CHARS,
+    DEFAULT_PAGE_LINES,
+    BaseFilesystem,
+    Filesystem,
+    LinePage,
+    Workspace,
+)
 from harnessed.workspace.errors import WorkspaceError
 
 __all__ = [
@@ -94,15 +102,33 @@ def _human_size(size: int) -> str:
     return f"{size} B"  # pragma: no cover - the loop always returns
 
 
-def file_tools(workspace: Workspace) -> list[Tool]:
-    """The six file tools, bound to ``workspace``.
+def file_tools(
+    workspace: Workspace, *, writable_instructions: bool | Sequence[str] = False
+) -> list[Tool]:
+    """The six file tools, bound to ``workspace`` and seeing the caller's view of it.
 
-    ``read_file``, ``grep_files``, ``glob_files`` and ``list_files`` are read-only (plan mode
-    lets them run); ``write_file`` and ``edit_file`` change files.
+    Each call works on :meth:`Workspace.view` of the calling agent, user and session: shared
+    files plus the caller's own scope; other users' data and the harness's runtime data cannot
+    be listed, read or written, and instruction files (``AGENTS.md``, ``skills/``,
+    ``subagents/``) are read-only unless ``writable_instructions``. ``read_file``,
+    ``grep_files``, ``glob_files`` and ``list_files`` are read-only (plan mode lets them run);
+    ``write_file`` and ``edit_file`` change files.
     """
-    fs = workspace.fs
+    if not isinstance(workspace.fs, BaseFilesystem):
+        raise TypeError(
+            f"the file tools need a filesystem built on BaseFilesystem; {workspace.fs!r} is not "
+            "(they must be able to hide other users' data)"
+        )
 
-    def where(path: str) -> str:
+    def view(ctx: ToolContext) -> Filesystem:
+        return workspace.view(
+            ctx.agent_name,
+            ctx.runtime.user_id,
+            ctx.runtime.session_id or ctx.agent_name,
+            writable_instructions=writable_instructions,
+        )
+
+    def where(fs: Filesystem, path: str) -> str:
         """The workspace-relative form of ``path`` for messages (``.`` for the root)."""
         try:
             return fs.normalize(path) or "."
@@ -110,7 +136,9 @@ def file_tools(workspace: Workspace) -> list[Tool]:
             raise ToolError(str(exc)) from exc
 
     @tool(read_only=True)
-    async def read_file(path: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES) -> str:
+    async def read_file(
+        ctx: ToolContext, path: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES
+    ) -> str:
         """Read a text file from the workspace, one page at a time, with line numbers.
 
         Each row starts with its line number and a tab. A line longer than 2,000 characters is
@@ -122,6 +150,7 @@ def file_tools(workspace: Workspace) -> list[Tool]:
             offset: Number of lines to skip before the page starts (0 = from the top).
             limit: Most lines to show (default 2000); a page also stops at 50,000 characters.
         """
+        fs = view(ctx)
         if offset < 0:
             raise ToolError(f"offset must be 0 or more, got {offset}")
         if limit < 1:
@@ -143,7 +172,7 @@ def file_tools(workspace: Workspace) -> list[Tool]:
         return format_page(page)
 
     @tool
-    async def write_file(path: str, content: str) -> str:
+    async def write_file(ctx: ToolContext, path: str, content: str) -> str:
         """Create a file, or replace all of an existing file's content.
 
         Parent directories are created as needed. To change part of a file, prefer edit_file.
@@ -152,7 +181,8 @@ def file_tools(workspace: Workspace) -> list[Tool]:
             path: File path relative to the workspace root.
             content: The complete new content of the file.
         """
-        rel = where(path)
+        fs = view(ctx)
+        rel = where(fs, path)
         existed = await _call(fs.exists(rel))
         await _call(fs.write_text(rel, content))
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
@@ -160,7 +190,9 @@ def file_tools(workspace: Workspace) -> list[Tool]:
         return f"{verb} {rel} ({len(content):,} characters, {lines:,} lines)"
 
     @tool
-    async def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
+    async def edit_file(
+        ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False
+    ) -> str:
         """Replace an exact piece of text in a file.
 
         ``old`` must match the file exactly, whitespace and indentation included, and must
@@ -173,12 +205,15 @@ def file_tools(workspace: Workspace) -> list[Tool]:
             new: The text to put in its place.
             replace_all: Replace every occurrence instead of requiring a single one.
         """
+        fs = view(ctx)
         result = await _call(fs.edit(path, old, new, replace_all=replace_all))
         plural = "occurrence" if result.replacements == 1 else "occurrences"
         return f"Edited {result.path}: replaced {result.replacements} {plural}"
 
     @tool(read_only=True)
-    async def grep_files(pattern: str, path: str = ".", glob: str | None = None) -> str:
+    async def grep_files(
+        ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = None
+    ) -> str:
         """Search file contents with a regular expression; prints ``path:line: text``.
 
         Binary files are skipped. At most 200 matching lines are shown.
@@ -188,10 +223,11 @@ def file_tools(workspace: Workspace) -> list[Tool]:
             path: A file or directory to search, relative to the workspace root.
             glob: Only search files matching this glob, e.g. ``*.py`` or ``src/**/*.md``.
         """
+        fs = view(ctx)
         matches = await _call(fs.grep(pattern, path, glob=glob, limit=MAX_GREP_MATCHES + 1))
         if not matches:
             scope = f" (files matching {glob!r})" if glob else ""
-            return f"No matches for {pattern!r} in {where(path)}{scope}"
+            return f"No matches for {pattern!r} in {where(fs, path)}{scope}"
         lines: list[str] = []
         used = 0
         for match in matches[:MAX_GREP_MATCHES]:
@@ -208,7 +244,7 @@ def file_tools(workspace: Workspace) -> list[Tool]:
         return "\n".join(lines)
 
     @tool(read_only=True)
-    async def glob_files(pattern: str, path: str = ".") -> str:
+    async def glob_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         """Find files by name pattern; prints one workspace-relative path per line.
 
         ``*`` matches within one directory level, ``**`` across any number of levels
@@ -218,9 +254,10 @@ def file_tools(workspace: Workspace) -> list[Tool]:
             pattern: Glob pattern, relative to ``path``.
             path: Directory to search from, relative to the workspace root.
         """
+        fs = view(ctx)
         found = await _call(fs.glob(pattern, path, limit=MAX_GLOB_RESULTS + 1))
         if not found:
-            return f"No files match {pattern!r} under {where(path)}"
+            return f"No files match {pattern!r} under {where(fs, path)}"
         lines = [info.path for info in found[:MAX_GLOB_RESULTS]]
         if len(found) > MAX_GLOB_RESULTS:
             lines.append(
@@ -230,15 +267,16 @@ def file_tools(workspace: Workspace) -> list[Tool]:
         return "\n".join(lines)
 
     @tool(read_only=True)
-    async def list_files(path: str = ".") -> str:
+    async def list_files(ctx: ToolContext, path: str = ".") -> str:
         """List a directory: sub-directories end with ``/``, files show their size.
 
         Args:
             path: Directory relative to the workspace root (``.`` is the root).
         """
+        fs = view(ctx)
         entries = await _call(fs.ls(path))
         if not entries:
-            return f"[{where(path)} is empty]"
+            return f"[{where(fs, path)} is empty]"
         entries.sort(key=lambda e: (not e.is_dir, e.path))
         lines = [
             f"{e.path}/" if e.is_dir else f"{e.path} ({_human_size(e.size)})"

@@ -1,4 +1,11 @@
-"""The ``execute`` tool: run a shell command in the workspace directory, safely bounded.
+"""Running a shell command on the host, bounded in time and output — **not isolated**.
+
+This is the process runner every sandbox uses, and ``shell_tools`` (an ``execute`` bound
+directly to a local workspace directory, with no sandbox). A command run here has the agent's
+user id and sees what that user sees: other users' data in the workspace, the host's files,
+the network, and the agent's own environment through ``/proc``. ``HarnessAgent`` never uses
+it directly: its ``execute`` runs in a :mod:`harnessed.sandbox`, and host execution happens only
+with an explicit ``HostSandbox()``.
 
 Each command runs as ``/bin/sh -c COMMAND`` in a new session (its own process group), with
 the workspace's local directory as the working directory and stdin closed. Standard output
@@ -13,8 +20,9 @@ Bounds that keep the agent responsive:
   ``kill_grace`` seconds; cancelling the tool call does the same. The call returns within
   about ``timeout + kill_grace`` seconds.
 * Environment: by default a minimal one (``PATH``, ``HOME`` = the workspace, ``LANG``), so the
-  host's secrets are not visible to commands; ``inherit_env=True`` passes the parent's
-  environment and ``env`` adds or overrides variables.
+  agent's variables are not *passed* to commands (they can still read them from
+  ``/proc/<agent pid>/environ``: only a sandbox prevents that); ``inherit_env=True`` passes the
+  parent's environment and ``env`` adds or overrides variables.
 
 Processes a command deliberately puts in the background (``server &``) are left running when
 the command itself finishes; their later output is no longer captured.
@@ -26,10 +34,11 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Protocol
 
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.decorator import tool
@@ -155,22 +164,35 @@ class _Capture(asyncio.Protocol):
 
 
 async def run_command(
-    command: str, *, cwd: Path, timeout: float, config: ShellConfig
+    command: str,
+    *,
+    cwd: Path,
+    timeout: float,
+    config: ShellConfig,
+    argv: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> CommandResult:
-    """Run ``command`` with ``/bin/sh -c`` in ``cwd`` under the bounds of ``config``."""
+    """Run ``command`` with ``/bin/sh -c`` in ``cwd`` under the bounds of ``config``.
+
+    A sandbox passes its own ``argv`` (the program that runs the command, e.g. ``bwrap ...``),
+    ``env`` for that program, and a ``preexec_fn`` (resource limits) run in the child.
+    """
     loop = asyncio.get_running_loop()
     read_fd, write_fd = os.pipe()
+    program = list(argv) if argv is not None else [config.shell, "-c", command]
     try:
         process = await asyncio.create_subprocess_exec(
-            config.shell,
-            "-c",
-            command,
+            *program,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,
             cwd=cwd,
-            env=config.environment(cwd),
+            env=dict(env) if env is not None else config.environment(cwd),
             start_new_session=True,
+            preexec_fn=preexec_fn,
+            pass_fds=tuple(pass_fds),
         )
     except BaseException:
         os.close(read_fd)
@@ -227,7 +249,26 @@ async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None
     await process.wait()
 
 
-def format_result(result: CommandResult, *, timeout: float, config: ShellConfig) -> str:
+class CommandOutcome(Protocol):
+    """What :func:`format_result` reads: a :class:`CommandResult` or a sandbox's result."""
+
+    @property
+    def output(self) -> str: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def total_bytes(self) -> int: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def timed_out(self) -> bool: ...
+    @property
+    def runaway(self) -> bool: ...
+    @property
+    def pipe_left_open(self) -> bool: ...
+
+
+def format_result(result: CommandOutcome, *, timeout: float, config: ShellConfig) -> str:
     """The text the model sees: the output, then bracketed notes and the exit status."""
     # NUL bytes are shown as the NUL symbol: they break many stores and mean nothing to a model
     output = result.output.replace("\x00", "\u2400")
@@ -286,7 +327,10 @@ def shell_tools(
     default_timeout: float = 120,
     config: ShellConfig | None = None,
 ) -> list[Tool]:
-    """``[execute]`` bound to the workspace's local directory.
+    """``[execute]`` bound to the workspace's local directory, on the host, **unisolated**.
+
+    Prefer ``HarnessAgent(..., sandbox=...)``; this exists for applications that run trusted
+    commands and choose host execution deliberately.
 
     Pass either the keyword settings or a full :class:`ShellConfig`. Raises ``ValueError`` when
     the workspace is not on local disk (commands need a real working directory).

@@ -13,7 +13,9 @@ from harnessed.workspace.errors import (
     FileNotFoundInWorkspaceError,
     IsADirectoryInWorkspaceError,
     NotADirectoryInWorkspaceError,
+    PathNotInViewError,
     PathOutsideWorkspaceError,
+    ReadOnlyPathError,
     WorkspaceError,
 )
 from harnessed.workspace.filesystem import (
@@ -30,10 +32,12 @@ from harnessed.workspace.layout import IsolationScope, RuntimeKind, Workspace
 from harnessed.workspace.local import LocalFilesystem
 from harnessed.workspace.memory import MemoryFilesystem
 from harnessed.workspace.paths import encode_part, normalize_path
+from harnessed.workspace.view import INSTRUCTION_PATHS, ViewFilesystem, ViewPolicy
 
 __all__ = [
     "DEFAULT_PAGE_CHARS",
     "DEFAULT_PAGE_LINES",
+    "INSTRUCTION_PATHS",
     "AppendLog",
     "BaseFilesystem",
     "EditError",
@@ -49,8 +53,12 @@ __all__ = [
     "LocalFilesystem",
     "MemoryFilesystem",
     "NotADirectoryInWorkspaceError",
+    "PathNotInViewError",
     "PathOutsideWorkspaceError",
+    "ReadOnlyPathError",
     "RuntimeKind",
+    "ViewFilesystem",
+    "ViewPolicy",
     "Workspace",
     "WorkspaceError",
     "encode_part",

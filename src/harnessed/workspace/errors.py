@@ -13,7 +13,9 @@ __all__ = [
     "FileNotFoundInWorkspaceError",
     "IsADirectoryInWorkspaceError",
     "NotADirectoryInWorkspaceError",
+    "PathNotInViewError",
     "PathOutsideWorkspaceError",
+    "ReadOnlyPathError",
     "WorkspaceError",
 ]
 
@@ -63,3 +65,23 @@ class EditError(WorkspaceError, ValueError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         super().__init__(f"cannot edit {path!r}: {message}")
+
+
+class PathNotInViewError(WorkspaceError, PermissionError):
+    """The path exists in the workspace but is not part of the caller's view of it: another
+    user's data, or the harness's own runtime data (state, session logs, indexes ...)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"path {path or '.'!r} is not reachable: {reason}")
+
+
+class ReadOnlyPathError(WorkspaceError, PermissionError):
+    """The path may be read but not changed (instruction files, unless the application opts
+    in)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot change {path!r}: {reason}")

@@ -31,14 +31,17 @@ The global memory home is exactly the classic layout. Ids used as path segments 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import unquote, urlparse
 
+from harnessed.workspace.base import BaseFilesystem
 from harnessed.workspace.filesystem import Filesystem
 from harnessed.workspace.fsspec_fs import FsspecFilesystem
 from harnessed.workspace.local import LocalFilesystem
 from harnessed.workspace.paths import encode_part, join, session_dir_parts
+from harnessed.workspace.view import ViewFilesystem, ViewPolicy
 
 __all__ = ["IsolationScope", "RuntimeKind", "Workspace"]
 
@@ -108,6 +111,26 @@ class Workspace:
         """``agents/<agent>/sessions/<user>/<session>.log.jsonl`` (BEHAVIOUR.md §5)."""
         name = encode_part(session_id, "session_id") + ".log.jsonl"
         return join(self.sessions_dir(agent_id, user_id), name)
+
+    def view(
+        self,
+        agent_id: str,
+        user_id: str,
+        session_id: str,
+        *,
+        writable_instructions: bool | Sequence[str] = False,
+    ) -> ViewFilesystem:
+        """The model's view of the workspace for one caller (BEHAVIOUR.md §9): shared files and
+        the caller's own scope; other users' data and the harness's runtime data are hidden,
+        instruction files read-only unless ``writable_instructions``."""
+        if not isinstance(self.fs, BaseFilesystem):
+            raise TypeError(
+                f"the model's view needs a filesystem built on BaseFilesystem; {self.fs!r} is not"
+            )
+        policy = ViewPolicy.for_caller(
+            self, agent_id, user_id, session_id, writable_instructions=writable_instructions
+        )
+        return ViewFilesystem(self.fs, policy)
 
     # ------------------------------------------------------------ scoped runtime data
     def runtime_dir(

@@ -1,37 +1,55 @@
 """``LocalFilesystem``: a directory on this machine, and nothing outside it.
 
-Every path is normalized by the shared policy and then resolved on disk; a path whose real
-location (after following symlinks) is outside the root is refused with
-:class:`~harnessed.workspace.errors.PathOutsideWorkspaceError`. An absolute path is accepted
-only when it lies inside the root, and is then treated as the matching relative path. Writes
-go to a temporary file beside the target and are renamed over it, so readers never see half a
-file. Walks never follow directory symlinks, and skip file symlinks that lead outside.
+Every path is normalized by the shared policy and then *walked* from the root one component at
+a time: each directory is opened relative to the one before it with ``O_NOFOLLOW``
+(``openat``), and the final open happens relative to the last directory. A symbolic link met on
+the way is never followed by the kernel; its target is read and resolved here, against the
+workspace, and the walk starts again from the root. So a path component swapped for a symlink
+between two operations cannot redirect a read or a write outside the root: there is no window
+between a check and an open.
 
-The checks run before each operation; a process that swaps a directory for a symlink in
-between could still race them, so the root should not be shared with untrusted writers.
+Symbolic links that stay inside the workspace work as usual; one that leads outside is refused
+with :class:`~harnessed.workspace.errors.PathOutsideWorkspaceError`. An absolute path is
+accepted only when it lies inside the root, and is then treated as the matching relative path.
+Writes go to a temporary file beside the target and are renamed over it, so readers never see
+half a file. Walks never follow directory symlinks, and skip file symlinks that lead outside.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import posixpath
 import shutil
 import stat as stat_mod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from harnessed.workspace import paths
-from harnessed.workspace.atomic import write_atomically
+from harnessed.workspace.atomic import write_atomically_at
 from harnessed.workspace.base import BaseFilesystem
 from harnessed.workspace.errors import (
+    IsADirectoryInWorkspaceError,
     NotADirectoryInWorkspaceError,
     PathOutsideWorkspaceError,
     WorkspaceError,
 )
 from harnessed.workspace.filesystem import FileInfo
 
-__all__ = ["LocalFilesystem"]
+__all__ = ["LinkCheck", "LocalFilesystem"]
+
+LinkCheck = Callable[[str], None]
+"""Called with the workspace-relative target of every symlink a walk follows; raises to refuse
+(the view of one user uses it so a link cannot lead into data the user may not reach)."""
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_MAX_LINKS = 40
+"""Symlinks one path may pass through (the kernel's own limit)."""
 
 
 def _current_umask() -> int:
@@ -43,10 +61,30 @@ def _current_umask() -> int:
 _FILE_MODE = 0o666 & ~_current_umask()
 
 
+@dataclass(slots=True)
+class _Located:
+    """Where a walk ended: an open directory, the last name in it, and the real path."""
+
+    dir_fd: int
+    name: str
+    """The final component (``""`` when the path is the root itself)."""
+    real: str
+    """The workspace-relative path after following symlinks."""
+
+    def close(self) -> None:
+        os.close(self.dir_fd)
+
+
 class LocalFilesystem(BaseFilesystem):
     """A workspace in a local directory (created when missing, unless ``create=False``)."""
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        link_check: LinkCheck | None = None,
+    ) -> None:
         super().__init__()
         given = Path(root).expanduser().absolute()
         if create:
@@ -56,124 +94,278 @@ class LocalFilesystem(BaseFilesystem):
         self.root: Path = given.resolve()
         """The resolved workspace directory."""
         self._given = Path(os.path.normpath(given))
+        self._link_check = link_check
 
     def __repr__(self) -> str:
         return f"LocalFilesystem({str(self.root)!r})"
 
+    def with_link_check(self, link_check: LinkCheck) -> LocalFilesystem:
+        """The same directory, with every followed symlink target checked by ``link_check``."""
+        return LocalFilesystem(self.root, create=False, link_check=link_check)
+
     # ------------------------------------------------------------ path policy
     def normalize(self, path: str) -> str:
         if isinstance(path, str) and path.strip().startswith("/"):
-            absolute = Path(os.path.normpath(path.strip()))
-            for base in (self.root, self._given):
-                if absolute == base or absolute.is_relative_to(base):
-                    return paths.normalize_path(absolute.relative_to(base).as_posix())
-            raise PathOutsideWorkspaceError(
-                path, "it is outside the workspace; use a path relative to the workspace root"
-            )
+            return self._relative(path.strip(), path)
         return paths.normalize_path(path)
+
+    def _relative(self, absolute_text: str, shown: str) -> str:
+        absolute = Path(os.path.normpath(absolute_text))
+        for base in (self.root, self._given):
+            if absolute == base or absolute.is_relative_to(base):
+                return paths.normalize_path(absolute.relative_to(base).as_posix())
+        raise PathOutsideWorkspaceError(
+            shown, "it is outside the workspace; use a path relative to the workspace root"
+        )
 
     def resolve(self, path: str) -> Path:
         """The real local path of a workspace path, after the policy and symlink checks."""
-        return self._real(self.normalize(path))
+        located = self._locate(self.normalize(path))
+        located.close()
+        return self.root / located.real if located.real else self.root
 
-    def _real(self, rel: str) -> Path:
-        candidate = self.root / rel if rel else self.root
-        try:
-            real = candidate.resolve()
-        except (RuntimeError, OSError) as exc:
-            raise WorkspaceError(f"cannot resolve {rel!r}: {exc}") from exc
-        if real != self.root and not real.is_relative_to(self.root):
-            raise PathOutsideWorkspaceError(
-                rel, "it leads outside the workspace through a symbolic link"
-            )
-        return real
+    # ------------------------------------------------------------ the walk
+    def _locate(self, rel: str, *, create: bool = False, follow: bool = True) -> _Located:
+        """Open the directory holding ``rel`` by an ``O_NOFOLLOW`` walk from the root.
 
-    def _inside(self, path: Path) -> bool:
+        Symlinks in the middle (and at the end when ``follow``) are resolved against the
+        workspace and the walk restarts; ``create`` makes missing directories on the way.
+        """
+        parts = rel.split("/") if rel else []
+        for _ in range(_MAX_LINKS + 1):
+            fd, done, redirect = self._descend(parts, create)
+            last = parts[-1] if parts else ""
+            if redirect is None and follow and last:
+                try:
+                    redirect = self._link_at(fd, last, done)
+                except BaseException:
+                    os.close(fd)
+                    raise
+            if redirect is None:
+                return _Located(fd, last, "/".join([*done, last]) if last else "/".join(done))
+            os.close(fd)
+            parts = redirect
+        raise WorkspaceError(f"cannot resolve {rel!r}: too many levels of symbolic links")
+
+    def _descend(self, parts: list[str], create: bool) -> tuple[int, list[str], list[str] | None]:
+        """Open the root and walk the directories of ``parts[:-1]``.
+
+        Returns the open directory reached, the names walked, and a new path to walk instead
+        when a symlink was met (the directory is then the one holding the link).
+        """
+        fd = os.open(self.root, _DIR)
+        done: list[str] = []
         try:
-            real = path.resolve()
-        except (RuntimeError, OSError):
-            return False
-        return real == self.root or real.is_relative_to(self.root)
+            for index, name in enumerate(parts[:-1]):
+                while True:
+                    try:
+                        child = os.open(name, _DIR, dir_fd=fd)
+                    except FileNotFoundError:
+                        if not create:
+                            raise
+                        with contextlib.suppress(FileExistsError):
+                            os.mkdir(name, 0o777, dir_fd=fd)
+                        continue
+                    except OSError as exc:
+                        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                            raise
+                        target = self._link_at(fd, name, done)
+                        if target is None:
+                            where = "/".join([*done, name])
+                            raise NotADirectoryInWorkspaceError(
+                                "/".join(parts), "open", f"{where!r} is a file, not a directory"
+                            ) from exc
+                        return fd, done, target + parts[index + 1 :]
+                    break
+                os.close(fd)
+                fd = child
+                done.append(name)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, done, None
+
+    def _link_at(self, fd: int, name: str, done: list[str]) -> list[str] | None:
+        """The workspace path a symlink ``name`` in ``fd`` points to, or ``None`` if not a link."""
+        try:
+            target = os.readlink(name, dir_fd=fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if exc.errno == errno.EINVAL:  # not a symlink
+                return None
+            raise
+        shown = "/".join([*done, name])
+        if target.startswith("/"):
+            try:
+                rel = self._relative(target, shown)
+            except PathOutsideWorkspaceError:
+                raise PathOutsideWorkspaceError(
+                    shown, "it leads outside the workspace through a symbolic link"
+                ) from None
+        else:
+            rel = posixpath.normpath(posixpath.join("/".join(done), target))
+            if rel == ".." or rel.startswith("../"):
+                raise PathOutsideWorkspaceError(
+                    shown, "it leads outside the workspace through a symbolic link"
+                )
+            rel = "" if rel == "." else rel
+        if self._link_check is not None:
+            self._link_check(rel)
+        return rel.split("/") if rel else []
+
+    def _open_dir(self, rel: str) -> int:
+        """An fd of the directory ``rel`` (symlinks resolved inside the workspace)."""
+        located = self._locate(rel)
+        if not located.name:
+            return located.dir_fd
+        try:
+            return os.open(located.name, _DIR, dir_fd=located.dir_fd)
+        finally:
+            located.close()
 
     # ------------------------------------------------------------ primitives
     def _info(self, rel: str) -> FileInfo | None:
         try:
-            st = self._real(rel).stat()
+            located = self._locate(rel)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        try:
+            if not located.name:
+                st = os.fstat(located.dir_fd)
+            else:
+                st = os.stat(located.name, dir_fd=located.dir_fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        finally:
+            located.close()
         return _file_info(rel, st)
 
     def _list_dir(self, rel: str) -> list[FileInfo]:
+        fd = self._open_dir(rel)
         entries: list[FileInfo] = []
-        with os.scandir(self._real(rel)) as it:
-            for entry in it:
-                child = paths.join(rel, entry.name)
-                try:
-                    entries.append(_file_info(child, entry.stat()))
-                except OSError:  # a dangling symlink: show it as an empty file
-                    entries.append(FileInfo(child, False, 0, None))
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    child = paths.join(rel, entry.name)
+                    info: FileInfo | None = None
+                    if entry.is_symlink():
+                        with contextlib.suppress(WorkspaceError, OSError):
+                            info = self._info(child)
+                        # a dangling link, or one leading out: an empty file, nothing followed
+                        entries.append(info or FileInfo(child, False, 0, None))
+                        continue
+                    with contextlib.suppress(OSError):
+                        info = _file_info(child, entry.stat(follow_symlinks=False))
+                    if info is not None:
+                        entries.append(info)
+        finally:
+            os.close(fd)
         return entries
 
     def _walk(self, rel: str) -> Iterator[FileInfo]:
-        top = self._real(rel)
-        for dirpath, _dirnames, filenames in os.walk(top, followlinks=False):
-            sub = Path(dirpath).relative_to(top).as_posix()
-            for name in filenames:
-                full = Path(dirpath, name)
-                if full.is_symlink() and not self._inside(full):
-                    continue
-                try:
-                    st = full.stat()
-                except OSError:
-                    continue
-                if stat_mod.S_ISDIR(st.st_mode):
-                    continue
-                yield _file_info(paths.join(rel, sub, name), st)
+        top = self._open_dir(rel)
+        try:
+            # fwalk opens every directory relative to its parent and never follows links.
+            for dirpath, _dirs, names, dir_fd in os.fwalk(".", dir_fd=top):
+                sub = "" if dirpath == "." else dirpath[2:]
+                for name in names:
+                    child = paths.join(rel, sub, name)
+                    try:
+                        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat_mod.S_ISLNK(st.st_mode):
+                        try:
+                            info = self._info(child)
+                        except (WorkspaceError, OSError):
+                            continue  # leads outside (or out of view): skipped
+                        if info is not None and not info.is_dir:
+                            yield info
+                        continue
+                    if not stat_mod.S_ISDIR(st.st_mode):
+                        yield _file_info(child, st)
+        finally:
+            os.close(top)
 
     def _read(self, rel: str) -> bytes:
-        return self._real(rel).read_bytes()
-
-    def _write(self, rel: str, data: bytes) -> None:
-        target = self._real(rel)
-        self._make_parent(rel, target)
-        try:
-            mode = stat_mod.S_IMODE(target.stat().st_mode)
-        except FileNotFoundError:
-            mode = _FILE_MODE
-        write_atomically(target, data, mode)
-
-    def _append(self, rel: str, data: bytes) -> None:
-        target = self._real(rel)
-        self._make_parent(rel, target)
-        with open(target, "ab") as out:
-            out.write(data)
-
-    def _delete(self, rel: str, is_dir: bool) -> None:
-        parent, _, name = rel.rpartition("/")
-        location = self._real(parent) / name  # the entry itself, not a symlink's target
-        if location.is_symlink() or not is_dir:
-            location.unlink()
-        else:
-            shutil.rmtree(location)
-
-    def _makedirs(self, rel: str) -> None:
-        try:
-            self._real(rel).mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError) as exc:
-            raise NotADirectoryInWorkspaceError(
-                rel, "create directory", "it or one of its parents is a file"
-            ) from exc
+        with self._open(rel) as stream:
+            return stream.read()
 
     def _open(self, rel: str) -> AbstractContextManager[BinaryIO]:
-        return open(self._real(rel), "rb")
-
-    def _make_parent(self, rel: str, target: Path) -> None:
+        located = self._locate(rel)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if not located.name:
+                raise IsADirectoryInWorkspaceError(rel)
+            fd = os.open(located.name, _FILE, dir_fd=located.dir_fd)
+        finally:
+            located.close()
+        if stat_mod.S_ISDIR(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise IsADirectoryInWorkspaceError(rel)
+        return os.fdopen(fd, "rb")
+
+    def _write(self, rel: str, data: bytes) -> None:
+        located = self._locate_for_write(rel)
+        fd, name = located.dir_fd, located.name
+        try:
+            try:
+                mode = stat_mod.S_IMODE(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+            except FileNotFoundError:
+                mode = _FILE_MODE
+            parent = self.root / posixpath.dirname(located.real)
+            write_atomically_at(fd, name, data, mode, directory=parent)
+        finally:
+            located.close()
+
+    def _append(self, rel: str, data: bytes) -> None:
+        located = self._locate_for_write(rel)
+        try:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(located.name, flags, _FILE_MODE, dir_fd=located.dir_fd)
+        finally:
+            located.close()
+        with os.fdopen(fd, "ab") as out:
+            out.write(data)
+
+    def _locate_for_write(self, rel: str) -> _Located:
+        try:
+            return self._locate(rel, create=True)
         except (FileExistsError, NotADirectoryError) as exc:
             raise NotADirectoryInWorkspaceError(
                 rel, "write", "one of its parent directories is a file"
             ) from exc
+
+    def _delete(self, rel: str, is_dir: bool) -> None:
+        located = self._locate(rel, follow=False)  # the entry itself, not a symlink's target
+        try:
+            st = os.stat(located.name, dir_fd=located.dir_fd, follow_symlinks=False)
+            if stat_mod.S_ISDIR(st.st_mode):
+                shutil.rmtree(located.name, dir_fd=located.dir_fd)
+            else:
+                os.unlink(located.name, dir_fd=located.dir_fd)
+        finally:
+            located.close()
+
+    def _makedirs(self, rel: str) -> None:
+        if not rel:
+            return
+        try:
+            located = self._locate(rel, create=True)
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise NotADirectoryInWorkspaceError(
+                rel, "create directory", "it or one of its parents is a file"
+            ) from exc
+        try:
+            os.mkdir(located.name, 0o777, dir_fd=located.dir_fd)
+        except FileExistsError:
+            st = os.stat(located.name, dir_fd=located.dir_fd)
+            if not stat_mod.S_ISDIR(st.st_mode):
+                raise NotADirectoryInWorkspaceError(
+                    rel, "create directory", "it or one of its parents is a file"
+                ) from None
+        finally:
+            located.close()
 
 
 def _file_info(rel: str, st: os.stat_result) -> FileInfo:

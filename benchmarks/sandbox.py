@@ -1,0 +1,95 @@
+"""What does the sandbox add to a command? ``execute("true")`` in bubblewrap vs on the host.
+
+Prints a table of the median and 95th percentile wall time of one ``execute`` tool call, and the
+CPU time it costs (the agent plus every process it started: less sensitive to a busy machine
+than wall time), measured the
+way a user runs it: a real ``HarnessAgent`` with a local workspace whose scripted model asks for
+``true`` over and over (so one call makes ROUNDS tool calls, timed by the tool result events),
+once with ``HostSandbox()`` and once with the default ``BubblewrapSandbox()``. The difference of
+the medians is the sandbox's overhead per command (target: at most 20 ms).
+
+    python benchmarks/sandbox.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harnessed import HarnessAgent, RuntimeContext, ToolCallEvent, ToolResultEvent
+from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.sandbox import BubblewrapSandbox, HostSandbox, Sandbox
+
+ROUNDS = 100
+
+
+def cpu_ms() -> float:
+    """CPU time used so far by this process and its finished children (ms)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime) * 1000
+
+
+async def measure(sandbox: Sandbox, root: Path) -> tuple[list[float], float]:
+    steps = [
+        ScriptedResponse(tool_calls=[ScriptedToolCall("execute", {"command": "true"})])
+        for _ in range(ROUNDS + 1)
+    ]
+    agent = HarnessAgent(
+        "bench",
+        ScriptedModel([*steps, "done"]),
+        workspace=root,
+        shell=sandbox,
+        max_iters=ROUNDS + 2,
+        memory=False,
+        compaction=None,
+    )
+    times: list[float] = []
+    started = 0.0
+    cpu_before = cpu_ms()
+    async for event in agent.stream_events("go", RuntimeContext("u", "s")):
+        if isinstance(event, ToolCallEvent):
+            started = time.perf_counter()
+        elif isinstance(event, ToolResultEvent):
+            assert "[exit code 0]" in event.result.content, event.result.content
+            times.append((time.perf_counter() - started) * 1000)
+    cpu_per_call = (cpu_ms() - cpu_before) / len(times)
+    await agent.close()
+    return times[1:], cpu_per_call  # the first call also acquires the sandbox
+
+
+def row(name: str, measured: tuple[list[float], float]) -> tuple[str, float, float, float]:
+    times, cpu = measured
+    ordered = sorted(times)
+    return name, statistics.median(ordered), ordered[int(len(ordered) * 0.95) - 1], cpu
+
+
+async def main() -> int:
+    bwrap = BubblewrapSandbox()
+    reason = bwrap.unavailable_reason()
+    if reason is not None:
+        print(f"bubblewrap is not usable here: {reason}")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        host = row("host (HostSandbox)", await measure(HostSandbox(), Path(tmp, "host")))
+        boxed = row("bubblewrap", await measure(bwrap, Path(tmp, "bwrap")))
+    print(f"execute('true') through HarnessAgent, {ROUNDS} calls each\n")
+    print(f"{'backend':<22}{'median ms':>12}{'p95 ms':>10}{'CPU ms/call':>14}")
+    for name, median, p95, cpu in (host, boxed):
+        print(f"{name:<22}{median:>12.1f}{p95:>10.1f}{cpu:>14.1f}")
+    added = boxed[1] - host[1]
+    print(f"\nadded by the sandbox (median): {added:.1f} ms (target <= 20 ms)")
+    print(f"CPU added per command (agent + every process it started): {boxed[3] - host[3]:.1f} ms")
+    print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"process limit enforced by: {bwrap.process_limit}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

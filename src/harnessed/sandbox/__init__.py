@@ -1,0 +1,46 @@
+"""Sandboxes for ``execute`` (BEHAVIOUR.md §10).
+
+* :class:`BubblewrapSandbox` — the default on Linux: namespaces, read-only system, the model's
+  view of the workspace at ``/workspace``, no network, resource limits.
+* :class:`RemoteSandbox` — a runtime reached over HTTP (``harnessed sandbox-server`` in any
+  container image).
+* :class:`HostSandbox` — commands on the host, **unisolated**; only when chosen explicitly.
+
+:class:`SandboxManager` runs the lifecycle (acquire per call, restore from snapshot, keep the
+sandbox and the workspace in step, snapshot at call end); :func:`execute_tool` is the tool.
+"""
+
+from harnessed.sandbox.base import (
+    ExecResult,
+    Sandbox,
+    SandboxEntry,
+    SandboxError,
+    SandboxSession,
+    SandboxSpec,
+    SandboxUnavailableError,
+)
+from harnessed.sandbox.bubblewrap import BubblewrapSandbox, Network
+from harnessed.sandbox.host import HostSandbox
+from harnessed.sandbox.limits import SandboxLimits
+from harnessed.sandbox.manager import SandboxLease, SandboxManager
+from harnessed.sandbox.remote import RemoteSandbox
+from harnessed.sandbox.tool import execute_tool, resolve_sandbox
+
+__all__ = [
+    "BubblewrapSandbox",
+    "ExecResult",
+    "HostSandbox",
+    "Network",
+    "RemoteSandbox",
+    "Sandbox",
+    "SandboxEntry",
+    "SandboxError",
+    "SandboxLease",
+    "SandboxLimits",
+    "SandboxManager",
+    "SandboxSession",
+    "SandboxSpec",
+    "SandboxUnavailableError",
+    "execute_tool",
+    "resolve_sandbox",
+]

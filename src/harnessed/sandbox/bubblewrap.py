@@ -1,0 +1,339 @@
+"""``BubblewrapSandbox``: each command in fresh Linux namespaces made by ``bwrap``.
+
+What a command sees (and does not):
+
+* new user, pid, ipc, uts, cgroup and network namespaces; it runs as uid 1000 ``sandbox``
+  with no capabilities, in a new session (no terminal to inject keystrokes into);
+* the system directories (``/usr``, ``/bin``, ``/lib`` ...) and a few harmless files of
+  ``/etc`` read-only; its own ``/proc`` (only its processes), a minimal ``/dev``, an empty
+  ``/tmp``; no home directory, no other host file, no ``/etc/shadow``;
+* the model's view of the workspace at ``/workspace``, read-write: for a local workspace the
+  directory itself with the hidden areas (``.harnessed/``, ``agents/`` ...) covered by empty
+  read-only mounts, the caller's own scope mounted back, and the instruction files mounted
+  read-only; for other workspaces a directory of its own kept in step by the manager;
+* an environment of its own (``PATH``, ``HOME=/workspace``, ``LANG``): nothing of the agent
+  process, whose environment and ``/proc`` entry are out of reach;
+* no network unless ``network="host"``;
+* resource limits (:class:`~harnessed.sandbox.limits.SandboxLimits`), and when the command
+  ends or times out every process it started is killed with the namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import posixpath
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from harnessed.sandbox.base import (
+    ExecResult,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailableError,
+)
+from harnessed.sandbox.limits import PidsCgroup, SandboxLimits, find_pids_hierarchy
+from harnessed.sandbox.localdir import DirectorySession
+from harnessed.tools.shell import ShellConfig, run_command
+from harnessed.workspace import LocalFilesystem, WorkspaceError
+from harnessed.workspace.paths import encode_part
+from harnessed.workspace.view import INSTRUCTION_PATHS, ViewPolicy
+
+__all__ = ["BubblewrapSandbox", "Network"]
+
+Network = Literal["none", "host"]
+
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "protocols",
+    "services",
+    "ssl",
+    "timezone",
+)
+_ETC_NETWORK = ("gai.conf", "hosts", "resolv.conf")
+_PASSWD = (
+    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+    "sandbox:x:1000:1000:sandbox:/workspace:/bin/sh\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
+_GROUP = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"
+_HOSTS = "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n"
+
+
+class BubblewrapSandbox:
+    """Run ``execute`` in a bubblewrap sandbox (Linux; needs ``bwrap`` and user namespaces).
+
+    Args:
+        network: ``"none"`` (default: only a loopback device) or ``"host"``.
+        limits: CPU time, memory, processes, file size and open files per command.
+        env: Extra environment variables for commands.
+        read_only_paths: More host paths to show read-only at the same place (a toolchain in
+            ``/opt`` ...). Nothing else of the host is visible.
+        state_dir: Where sandboxes with their own storage keep their directories (default: a
+            private directory under the system temp dir).
+        bwrap: The ``bwrap`` program.
+    """
+
+    isolated = True
+    supports_mounts = True
+
+    def __init__(
+        self,
+        *,
+        network: Network = "none",
+        limits: SandboxLimits | None = None,
+        env: Mapping[str, str] | None = None,
+        read_only_paths: Sequence[str] = (),
+        state_dir: str | os.PathLike[str] | None = None,
+        bwrap: str = "bwrap",
+    ) -> None:
+        if network not in ("none", "host"):
+            raise ValueError(f"BubblewrapSandbox network must be 'none' or 'host', got {network!r}")
+        for path in read_only_paths:
+            if not isinstance(path, str) or not path.startswith("/") or path.rstrip("/") == "":
+                raise ValueError(
+                    f"BubblewrapSandbox read_only_paths entry {path!r} must be an "
+                    "absolute path other than /"
+                )
+        self.network: Network = network
+        self.limits = limits or SandboxLimits()
+        self.env = dict(env or {})
+        self.read_only_paths = tuple(read_only_paths)
+        self.bwrap = bwrap
+        self._state_dir = Path(state_dir) if state_dir is not None else None
+        self._reason: str | None = None
+        self._probed = False
+        self._cgroups: Path | None = None
+        self._etc_dir: Path | None = None
+
+    def __repr__(self) -> str:
+        return f"BubblewrapSandbox(network={self.network!r})"
+
+    # ------------------------------------------------------------ availability
+    def unavailable_reason(self) -> str | None:
+        if not self._probed:
+            program = shutil.which(self.bwrap)
+            if program is not None:
+                self.bwrap = program
+            self._reason, self._cgroups = _probe(self.bwrap, program is not None)
+            self._probed = True
+        return self._reason
+
+    @property
+    def process_limit(self) -> str:
+        """How the process limit is enforced: ``"cgroup"``, ``"rlimit"`` or ``"none"`` (root
+        without a usable pids cgroup: only the timeout stops a fork bomb)."""
+        self.unavailable_reason()
+        if self._cgroups is not None:
+            return "cgroup"
+        return "rlimit" if os.geteuid() != 0 else "none"
+
+    # ------------------------------------------------------------ sessions
+    async def start(self, spec: SandboxSpec) -> BubblewrapSession:
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise SandboxUnavailableError(reason)
+        if spec.local_root is not None:
+            return BubblewrapSession(self, Path(spec.local_root), spec.policy, bound=True)
+        directory = self._session_dir(spec.key)
+        await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
+        return BubblewrapSession(self, directory, spec.policy, bound=False)
+
+    def _session_dir(self, key: tuple[str, str, str]) -> Path:
+        if self._state_dir is None:
+            base = Path(tempfile.gettempdir()) / f"harnessed-sandboxes-{os.geteuid()}"
+            base.mkdir(mode=0o700, exist_ok=True)
+            self._state_dir = base
+        parts = [encode_part(k, n) for k, n in zip(key, ("agent", "user", "session"), strict=True)]
+        return self._state_dir.joinpath(*parts)
+
+    async def aclose(self) -> None:
+        if self._etc_dir is not None:
+            shutil.rmtree(self._etc_dir, ignore_errors=True)
+            self._etc_dir = None
+
+    # ------------------------------------------------------------ the command line
+    def _etc(self) -> Path:
+        """A private ``/etc``: the harmless host files copied once, plus its own passwd, group
+        and hosts (one mount per command instead of one per file)."""
+        if self._etc_dir is None:
+            etc = Path(tempfile.mkdtemp(prefix="harnessed-etc-"))
+            names = _ETC + (_ETC_NETWORK if self.network == "host" else ())
+            for name in names:
+                source = Path("/etc", name)
+                with contextlib.suppress(OSError):
+                    if source.is_dir() and not source.is_symlink():
+                        shutil.copytree(source, etc / name, symlinks=True)
+                    elif source.exists():
+                        shutil.copy2(source, etc / name, follow_symlinks=True)
+            own = {"passwd": _PASSWD, "group": _GROUP}
+            if self.network != "host":
+                own["hosts"] = _HOSTS
+            for name, text in own.items():
+                (etc / name).write_text(text)
+            etc.chmod(0o755)
+            self._etc_dir = etc
+        return self._etc_dir
+
+    def system_args(self) -> list[str]:
+        """Namespaces, identity, environment and the read-only system."""
+        args = ["--unshare-all"]
+        if self.network == "host":
+            args.append("--share-net")
+        args += [
+            "--die-with-parent",
+            "--new-session",
+            "--uid", "1000", "--gid", "1000",
+            "--hostname", "sandbox",
+            "--cap-drop", "ALL",
+            "--clearenv",
+        ]  # fmt: skip
+        env = {"PATH": SANDBOX_PATH, "HOME": "/workspace", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+               "USER": "sandbox", **self.env}  # fmt: skip
+        for key, value in env.items():
+            args += ["--setenv", key, value]
+        for path in _SYSTEM_DIRS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--ro-bind", str(self._etc()), "/etc"]
+        for path in self.read_only_paths:
+            args += ["--ro-bind-try", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+        return args
+
+
+@functools.cache
+def _probe(program: str, installed: bool) -> tuple[str | None, Path | None]:
+    """Why ``program`` cannot sandbox here (``None`` when it can) and the pids cgroup to use;
+    probed once per process (agents are built often; the host does not change)."""
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux (this is {sys.platform})", None
+    if not installed:
+        return f"{program!r} is not installed (on Debian/Ubuntu: apt-get install bubblewrap)", None
+    try:
+        done = subprocess.run(
+            [program, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+            capture_output=True,
+            timeout=30,
+            env={"PATH": SANDBOX_PATH},
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not be started: {exc}", None
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+        return f"bwrap cannot create namespaces here ({detail}); user namespaces may be off", None
+    return None, find_pids_hierarchy()
+
+
+class BubblewrapSession(DirectorySession):
+    """The sandbox of one session: each :meth:`execute` is one ``bwrap`` run."""
+
+    def __init__(
+        self, backend: BubblewrapSandbox, directory: Path, policy: ViewPolicy, *, bound: bool
+    ) -> None:
+        super().__init__(directory, bound=bound)
+        self.backend = backend
+        self.policy = policy
+
+    async def execute(
+        self,
+        command: str,
+        timeout: float,
+        *,
+        max_output_bytes: int = 100_000,
+        mounts: Sequence[tuple[str, str]] = (),
+    ) -> ExecResult:
+        binds = self._workspace_args()  # a few quick syscalls: not worth a thread hop
+        for source, target in mounts:
+            if not target.startswith("/") or target.rstrip("/") in ("", "/workspace"):
+                raise SandboxError(f"cannot mount {source!r} at {target!r}: not a free path")
+            binds += ["--ro-bind", source, target]
+        args = [*self.backend.system_args(), *binds, "--chdir", "/workspace"]
+        config = ShellConfig(
+            max_output_bytes=max_output_bytes,
+            default_timeout=timeout,
+            max_timeout=timeout,
+        )
+        limits = self.backend.limits
+        base = self.backend._cgroups
+        cgroup = PidsCgroup(base, limits.max_processes) if base else None
+        # The arguments go through a memfd (--args), so the sandbox's /proc/1/cmdline shows no
+        # host paths.
+        args_fd = os.memfd_create("bwrap-args", 0)
+        try:
+            os.write(args_fd, b"".join(a.encode() + b"\0" for a in args))
+            os.lseek(args_fd, 0, os.SEEK_SET)
+            result = await run_command(
+                command,
+                cwd=Path("/"),  # no host path in the environment bwrap starts with
+                timeout=timeout,
+                config=config,
+                argv=[
+                    *limits.launcher(cgroup),
+                    self.backend.bwrap,
+                    "--args",
+                    str(args_fd),
+                    "/bin/sh",
+                    "-c",
+                    command,
+                ],
+                env={"PATH": SANDBOX_PATH},  # bwrap's own environment: nothing of the agent's
+                pass_fds=(args_fd,),
+            )
+        finally:
+            os.close(args_fd)
+            if cgroup is not None:
+                cgroup.close()
+        return ExecResult.of(result)
+
+    def _workspace_args(self) -> list[str]:
+        root = self.directory
+        args = ["--bind", str(root), "/workspace"]
+        if not self._bound:
+            return args
+        fs = LocalFilesystem(root, create=False)
+        try:
+            for hidden in self.policy.hidden_roots:
+                fs._makedirs(hidden)
+                args += ["--perms", "0555", "--tmpfs", f"/workspace/{hidden}"]
+            for own in self.policy.own:
+                if posixpath.basename(own) != "MEMORY.md":
+                    fs._makedirs(own)
+                elif fs._info(own) is None:
+                    continue
+                args += ["--bind", str(fs.resolve(own)), f"/workspace/{own}"]
+            for name in INSTRUCTION_PATHS:
+                if name.casefold() not in self.policy.writable_instructions:
+                    if fs._info(name) is None:
+                        if name.endswith(".md"):
+                            fs._write(name, b"")  # an empty placeholder the sandbox cannot edit
+                        else:
+                            fs._makedirs(name)
+                    args += ["--ro-bind", str(fs.resolve(name)), f"/workspace/{name}"]
+        except (WorkspaceError, OSError) as exc:
+            raise SandboxError(
+                f"cannot prepare the sandbox's view of the workspace: {exc}"
+            ) from exc
+        return args
