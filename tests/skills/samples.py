@@ -48,6 +48,67 @@ VALID: dict[str, str] = {
     ),
     "a": "---\nname: a\ndescription: The shortest possible name.\n---\nbody\n",
     "data-2-csv": "---\nname: data-2-csv\ndescription: Digits are fine.\n---\n",
+    # Public-collection shapes: a long folded description, a licence naming LICENSE.txt, a
+    # space-separated allowed-tools text.
+    "docx-editing": (
+        "---\n"
+        "name: docx-editing\n"
+        "description: >-\n"
+        "  Create, edit and review Word documents (.docx): tracked changes, comments,\n"
+        "  styles, tables and headers. Use it whenever a task involves a .docx file, whether\n"
+        "  the user wants a new document from notes, a change to an existing one with its\n"
+        "  formatting kept intact, a summary of the comments left by reviewers, or a tidy\n"
+        "  export to PDF for sharing. Keep to the document's own styles; never flatten them.\n"
+        "license: Proprietary. LICENSE.txt has complete terms\n"
+        "allowed-tools: Read Write Bash\n"
+        "---\n\n# Word documents\n\nUnpack, edit the XML, pack again.\n"
+    ),
+    "theme-kit": (
+        "---\n"
+        "name: theme-kit\n"
+        'description: "Apply a colour theme to slides, docs or pages: pick one of ten,\n'
+        "  or build one from a brand's colours.\"\n"
+        "license: Complete terms in LICENSE.txt\n"
+        "---\n# Themes\n"
+    ),
+    "plain-wrapped": (
+        "---\n"
+        "name: plain-wrapped\n"
+        "description: A plain description that goes on\n"
+        "  over a second line without any block indicator.\n"
+        "---\n"
+    ),
+    # Shapes the reference accepts though the standard asks for text: normalized with a note.
+    "rich-metadata": (
+        "---\n"
+        "name: rich-metadata\n"
+        "description: Metadata values that are lists, numbers and maps.\n"
+        "metadata:\n"
+        "  version: 2\n"
+        "  tags:\n"
+        "    - docs\n"
+        "    - office\n"
+        "  owner:\n"
+        "    team: docs\n"
+        "---\n"
+    ),
+    "odd-fields": (
+        "---\n"
+        "name: odd-fields\n"
+        "description: A licence list, a metadata text and an allowed-tools map.\n"
+        "license:\n"
+        "  - MIT\n"
+        "  - Apache-2.0\n"
+        "metadata: internal\n"
+        "allowed-tools:\n"
+        "  Bash: yes\n"
+        "---\n"
+    ),
+}
+
+# Skills whose file is the lower-case ``skill.md`` the reference also accepts.
+LOWER_CASE_FILE: dict[str, str] = {
+    "lower-file": "---\nname: lower-file\ndescription: Its file is skill.md.\n---\n# Body\n",
 }
 
 # One broken rule each: (folder name, SKILL.md text, words the problem must contain).
@@ -105,8 +166,8 @@ INVALID: dict[str, tuple[str, str, str]] = {
 }
 
 
-def write_skill(root: Path, folder: str, text: str) -> Path:
+def write_skill(root: Path, folder: str, text: str, file: str = "SKILL.md") -> Path:
     path = root / folder
     path.mkdir(parents=True, exist_ok=True)
-    (path / "SKILL.md").write_bytes(text.encode("utf-8"))
+    (path / file).write_bytes(text.encode("utf-8"))
     return path

@@ -156,3 +156,32 @@ async def test_skills_plug_in_as_a_capability_too(tmp_path: Path) -> None:
     assert "- cap-skill: Through capabilities." in model.requests[0].messages[0].text
     plain = HarnessAgent("plain", ScriptedModel(["ok"]), workspace=ws, memory=False)
     assert plain.skills is None and "load_skill" not in plain.toolkit
+
+
+async def test_lower_case_skill_files_load_on_local_and_remote_layers(tmp_path: Path) -> None:
+    """The reference accepts ``skill.md``: such skills load (and load_skill finds the body)."""
+    ws = tmp_path / "ws"
+    write_skill(ws / "skills", "local-lower", skill_md("local-lower"), "skill.md")
+    (ws / "skills" / "local-lower" / "notes.txt").write_text("extra")
+    memfs = fsspec.filesystem("memory")
+    memfs.pipe("/lowered/remote-lower/skill.md", skill_md("remote-lower").encode())
+    memfs.pipe("/lowered/both/SKILL.md", skill_md("both", "Upper wins.").encode())
+    memfs.pipe("/lowered/both/skill.md", skill_md("both", "Lower loses.").encode())
+    skills = bound(ws, Skills(["memory://lowered"]))
+    found = {s.name: s for s in await skills.available(CTX)}
+    assert sorted(found) == ["both", "local-lower", "remote-lower"]
+    assert found["both"].description == "Upper wins."
+    assert found["local-lower"].file == "skill.md" and found["local-lower"].meta.notes
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[ScriptedToolCall("load_skill", {"name": "local-lower"})]),
+            "done",
+        ]
+    )
+    agent = HarnessAgent(
+        "helper", model, workspace=ws, memory=False, capabilities=[Skills(user_skills=False)]
+    )
+    await agent.call("go", CTX)
+    result = model.requests[1].messages[-1].text
+    assert "Body of local-lower." in result and "- notes.txt" in result
+    assert "- skill.md" not in result

@@ -8,7 +8,7 @@ import pytest
 import skills_ref
 
 from harnessed.skills import SkillFormatError, parse_skill_md, validate_skill_dir
-from tests.skills.samples import INVALID, VALID, write_skill
+from tests.skills.samples import INVALID, LOWER_CASE_FILE, VALID, write_skill
 
 
 @pytest.mark.parametrize("folder", sorted(VALID))
@@ -55,10 +55,38 @@ def test_all_broken_rules_are_reported_together() -> None:
         assert words in problems
 
 
-def test_metadata_must_map_names_to_text() -> None:
-    text = "---\nname: meta\ndescription: x\nmetadata:\n  nested:\n    a: b\n---\n"
-    with pytest.raises(SkillFormatError, match="'metadata' must map names to text"):
-        parse_skill_md(text, "meta")
+def test_non_text_fields_load_normalized_with_notes() -> None:
+    """The reference accepts these shapes; they load, stored as text, and say so."""
+    meta, _ = parse_skill_md(VALID["rich-metadata"], "rich-metadata")
+    assert meta.metadata == {
+        "version": "2",
+        "tags": '["docs", "office"]',
+        "owner": '{"team": "docs"}',
+    }
+    assert any("owner, tags" in note for note in meta.notes)
+    odd, _ = parse_skill_md(VALID["odd-fields"], "odd-fields")
+    assert odd.license == '["MIT", "Apache-2.0"]'
+    assert odd.metadata == {}
+    assert odd.allowed_tools == ()  # a map of tools grants nothing
+    assert len(odd.notes) == 3
+    plain, _ = parse_skill_md(VALID["minimal"], "minimal")
+    assert plain.notes == ()
+
+
+def test_public_collection_shapes_read_as_written() -> None:
+    docx, _ = parse_skill_md(VALID["docx-editing"], "docx-editing")
+    assert len(docx.description) > 350 and "\n" not in docx.description
+    assert docx.license == "Proprietary. LICENSE.txt has complete terms"
+    assert docx.allowed_tools == ("Read", "Write", "Bash")
+    wrapped, _ = parse_skill_md(VALID["plain-wrapped"], "plain-wrapped")
+    assert wrapped.description.endswith("goes on over a second line without any block indicator.")
+
+
+def test_lower_case_skill_file_is_found_and_noted(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path, "lower-file", LOWER_CASE_FILE["lower-file"], "skill.md")
+    meta = validate_skill_dir(folder)
+    assert meta.name == "lower-file"
+    assert "skill.md" in meta.notes[0]
 
 
 def test_yaml_tags_never_build_objects() -> None:
@@ -73,7 +101,15 @@ def test_yaml_tags_never_build_objects() -> None:
 )
 def test_agrees_with_the_reference_validator(tmp_path: Path, folder: str, text: str) -> None:
     """``skills-ref`` (the standard's reference library) and ours accept the same folders."""
-    path = write_skill(tmp_path, folder, text)
+    _assert_agreement(write_skill(tmp_path, folder, text))
+
+
+@pytest.mark.parametrize("folder", sorted(LOWER_CASE_FILE))
+def test_agrees_with_the_reference_on_lower_case_files(tmp_path: Path, folder: str) -> None:
+    _assert_agreement(write_skill(tmp_path, folder, LOWER_CASE_FILE[folder], "skill.md"))
+
+
+def _assert_agreement(path: Path) -> None:
     reference_ok = skills_ref.validate(path) == []
     try:
         validate_skill_dir(path)

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harnessed.runtime import RuntimeContext
-from harnessed.skills import SKILL_FILE, SkillFormatError, Skills, validate_skill_dir
+from harnessed.skills import SKILL_FILE_NAMES, SkillFormatError, Skills, validate_skill_dir
 from harnessed.workspace import Workspace
 
 __all__ = ["list_skills", "register", "validate_skills"]
@@ -68,7 +68,7 @@ def validate_skills(path: Path, console: Console) -> int:
     """Check one skill folder, or every skill folder inside ``path``; 1 when any is invalid."""
     folders = (
         [path]
-        if (path / SKILL_FILE).exists() or not path.is_dir()
+        if any((path / n).exists() for n in SKILL_FILE_NAMES) or not path.is_dir()
         else sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
     )
     if not folders:
@@ -85,4 +85,6 @@ def validate_skills(path: Path, console: Console) -> int:
                 console.print(f"  - {escape(problem)}")
             continue
         console.print(f"[green]valid[/]   {escape(str(folder))} ({escape(meta.name)})")
+        for note in meta.notes:
+            console.print(f"  [yellow]note[/] {escape(note)}")
     return 1 if failed else 0

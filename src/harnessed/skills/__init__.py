@@ -11,6 +11,7 @@ from harnessed.skills.mounts import SANDBOX_SKILLS_ROOT, SkillMount
 from harnessed.skills.spec import (
     ALLOWED_FIELDS,
     SKILL_FILE,
+    SKILL_FILE_NAMES,
     SkillFormatError,
     SkillMeta,
     check_front_matter,
@@ -22,6 +23,7 @@ __all__ = [
     "ALLOWED_FIELDS",
     "SANDBOX_SKILLS_ROOT",
     "SKILL_FILE",
+    "SKILL_FILE_NAMES",
     "TOOL_ALIASES",
     "Skill",
     "SkillCatalog",

@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harnessed.skills.spec import SKILL_FILE, SkillFormatError, SkillMeta, parse_skill_md
+from harnessed.skills.spec import (
+    SKILL_FILE,
+    SKILL_FILE_NAMES,
+    SkillFormatError,
+    SkillMeta,
+    parse_skill_md,
+)
+from harnessed.skills.validate import lower_case_note
 from harnessed.workspace import (
     Filesystem,
     LocalFilesystem,
@@ -34,6 +41,9 @@ __all__ = ["LayerScan", "Skill", "SkillCatalog", "SkillLayer", "SkillProblem"]
 logger = logging.getLogger(__name__)
 
 _KEPT_LAYERS = 1_024
+
+Stamp = tuple[int, float | None, str]
+"""(size, modified time, file name) of a skill folder's ``SKILL.md`` (or ``skill.md``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +78,8 @@ class Skill:
     layer: SkillLayer = field(compare=False)
     revision: str = ""
     """``sha256:`` of the ``SKILL.md`` bytes."""
+    file: str = SKILL_FILE
+    """The name of the skill's file (``SKILL.md``, or the ``skill.md`` also accepted)."""
 
     @property
     def name(self) -> str:
@@ -101,7 +113,7 @@ class LayerScan:
 
     fingerprint: str
     entries: dict[str, Skill | SkillProblem]
-    stamps: dict[str, tuple[int, float | None]] = field(default_factory=dict)
+    stamps: dict[str, Stamp] = field(default_factory=dict)
 
     @property
     def skills(self) -> dict[str, Skill]:
@@ -154,23 +166,30 @@ class SkillCatalog:
     async def _rebuild(
         self,
         layer: SkillLayer,
-        stamps: dict[str, tuple[int, float | None]],
+        stamps: dict[str, Stamp],
         fingerprint: str,
         previous: LayerScan | None,
     ) -> LayerScan:
         old = previous.entries if previous is not None else {}
         old_stamps = previous.stamps if previous is not None else {}
         changed = [d for d, s in stamps.items() if old_stamps.get(d) != s or d not in old]
-        loaded = await asyncio.gather(*(self._load(layer, d) for d in changed))
+        loaded = await asyncio.gather(*(self._load(layer, d, stamps[d][2]) for d in changed))
         entries = {d: old[d] for d in stamps if d not in changed}
         for folder, result in zip(changed, loaded, strict=True):
             entries[folder] = result
             if isinstance(result, SkillProblem):
                 logger.warning("skipped skill %s", result)
+            elif result.meta.notes:
+                logger.warning(
+                    "skill %s:%s loaded with notes: %s",
+                    layer.label,
+                    result.folder,
+                    "; ".join(result.meta.notes),
+                )
         return LayerScan(fingerprint, dict(sorted(entries.items())), stamps)
 
-    async def _load(self, layer: SkillLayer, folder: str) -> Skill | SkillProblem:
-        path = join(layer.folder(folder), SKILL_FILE)
+    async def _load(self, layer: SkillLayer, folder: str, file: str) -> Skill | SkillProblem:
+        path = join(layer.folder(folder), file)
         self.reads += 1
         try:
             raw = await layer.fs.read(path)
@@ -180,10 +199,10 @@ class SkillCatalog:
         except (WorkspaceError, OSError, UnicodeDecodeError) as exc:
             return SkillProblem(layer.label, layer.folder(folder), (f"cannot read {path}: {exc}",))
         revision = "sha256:" + hashlib.sha256(raw).hexdigest()
-        return Skill(meta, body, layer, revision)
+        return Skill(lower_case_note(meta, file), body, layer, revision, file)
 
 
-async def _stamps(layer: SkillLayer) -> dict[str, tuple[int, float | None]]:
+async def _stamps(layer: SkillLayer) -> dict[str, Stamp]:
     """Folder name → (size, modified) of its ``SKILL.md``, for every skill-like folder."""
     if isinstance(layer.fs, LocalFilesystem):  # one directory scan, no per-path resolving
         base = layer.fs.root.joinpath(*layer.root.split("/")) if layer.root else layer.fs.root
@@ -191,22 +210,24 @@ async def _stamps(layer: SkillLayer) -> dict[str, tuple[int, float | None]]:
     try:  # one recursive listing (on an object store: one paginated request, not N)
         if layer.root and not await layer.fs.exists(layer.root):
             return {}
-        found = await layer.fs.glob(f"*/{SKILL_FILE}", layer.root)
+        listings = [await layer.fs.glob(f"*/{name}", layer.root) for name in SKILL_FILE_NAMES]
     except (WorkspaceError, OSError, ValueError) as exc:
         logger.warning("cannot list skill folder %s:%s (%s)", layer.label, layer.root, exc)
         return {}
-    stamps: dict[str, tuple[int, float | None]] = {}
+    stamps: dict[str, Stamp] = {}
     prefix = f"{layer.root}/" if layer.root else ""
-    for info in found:
-        folder = info.path[len(prefix) :].split("/", 1)[0]
-        if not info.is_dir and not folder.startswith(("_", ".")):
-            stamps[folder] = (info.size, info.modified)
+    for name, found in zip(SKILL_FILE_NAMES, listings, strict=True):
+        for info in found:
+            folder, _, rest = info.path[len(prefix) :].partition("/")
+            if rest != name or info.is_dir or folder.startswith(("_", ".")):
+                continue  # a case-insensitive store may list SKILL.md for skill.md too
+            stamps.setdefault(folder, (info.size, info.modified, name))
     return stamps
 
 
-def _local_stamps(base: Path) -> dict[str, tuple[int, float | None]]:
+def _local_stamps(base: Path) -> dict[str, Stamp]:
     """The stamps of a local layer (reading still goes through the filesystem's checks)."""
-    found: dict[str, tuple[int, float | None]] = {}
+    found: dict[str, Stamp] = {}
     try:
         entries = os.scandir(base)
     except OSError:
@@ -215,18 +236,20 @@ def _local_stamps(base: Path) -> dict[str, tuple[int, float | None]]:
         for entry in entries:
             if entry.name.startswith(("_", ".")) or not entry.is_dir():
                 continue
-            try:
-                st = os.stat(os.path.join(entry.path, SKILL_FILE))
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                found[entry.name] = (st.st_size, st.st_mtime)
+            for name in SKILL_FILE_NAMES:
+                try:
+                    st = os.stat(os.path.join(entry.path, name))
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    found[entry.name] = (st.st_size, st.st_mtime, name)
+                    break
     return found
 
 
-def _fingerprint(stamps: dict[str, tuple[int, float | None]]) -> str:
+def _fingerprint(stamps: dict[str, Stamp]) -> str:
     digest = hashlib.sha256()
     for folder in sorted(stamps):
-        size, modified = stamps[folder]
-        digest.update(f"{folder}\0{size}\0{modified}\n".encode())
+        size, modified, name = stamps[folder]
+        digest.update(f"{folder}\0{size}\0{modified}\0{name}\n".encode())
     return digest.hexdigest()

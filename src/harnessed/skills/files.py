@@ -10,7 +10,7 @@ from harnessed.skills.spec import SKILL_FILE
 from harnessed.workspace import PathOutsideWorkspaceError, WorkspaceError, normalize_path
 from harnessed.workspace.paths import join
 
-__all__ = ["MAX_FILE_CHARS", "SkillFileError", "read_skill_file", "skill_files"]
+__all__ = ["MAX_FILE_CHARS", "SkillFileError", "is_skill_file", "read_skill_file", "skill_files"]
 
 MAX_FILE_CHARS = 100_000
 _LISTED = 100
@@ -39,9 +39,14 @@ def _inside(skill: Skill, path: str) -> str:
     return join(skill.folder, rel)
 
 
+def is_skill_file(skill: Skill, path: str) -> bool:
+    """Whether ``path`` names the skill's own file (``SKILL.md``, or its ``skill.md``)."""
+    return posixpath.normpath(path.strip()) in (SKILL_FILE, skill.file)
+
+
 async def read_skill_file(skill: Skill, path: str) -> str:
     """The text of ``path`` inside the skill (``SKILL.md`` gives the body only)."""
-    if posixpath.normpath(path.strip()) == SKILL_FILE:
+    if is_skill_file(skill, path):
         return skill.body
     full = _inside(skill, path)
     try:
@@ -72,4 +77,4 @@ async def skill_files(skill: Skill) -> list[str]:
         return []
     prefix = skill.folder + "/"
     rels = sorted(p[len(prefix) :] for p in found if p.startswith(prefix))
-    return [r for r in rels if r != SKILL_FILE][:_LISTED]
+    return [r for r in rels if r != skill.file][:_LISTED]

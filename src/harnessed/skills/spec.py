@@ -15,10 +15,18 @@ Markdown body. The rules checked here are the standard's, as its reference valid
 Scalars are read as text, exactly as written (``version: 1.10`` stays ``"1.10"``), with
 PyYAML's safe base loader: no tags, no objects, no implicit conversions. Duplicate keys and
 flow-style collections (``{...}``, ``[...]``) are refused, as the reference does.
+
+Where the reference accepts a shape the standard does not describe, a skill still loads
+unchanged (skills published by others must work) and :attr:`SkillMeta.notes` says what was
+normalized: a lower-case ``skill.md`` file, ``metadata`` values that are not text (lists,
+nested maps: stored as JSON text, as the reference stores them as text), a ``metadata`` that is
+not a map (ignored), a ``license`` that is not text (stored as text), an ``allowed-tools`` that
+is neither text nor a list of text (ignored: it grants nothing).
 """
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +40,7 @@ __all__ = [
     "MAX_DESCRIPTION_LENGTH",
     "MAX_NAME_LENGTH",
     "SKILL_FILE",
+    "SKILL_FILE_NAMES",
     "SkillFormatError",
     "SkillMeta",
     "check_front_matter",
@@ -40,6 +49,8 @@ __all__ = [
 ]
 
 SKILL_FILE = "SKILL.md"
+SKILL_FILE_NAMES = (SKILL_FILE, "skill.md")
+"""The names a skill's file may have, preferred first (the reference accepts ``skill.md``)."""
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1_024
 MAX_COMPATIBILITY_LENGTH = 500
@@ -68,6 +79,9 @@ class SkillMeta:
     metadata: Mapping[str, str] = field(default_factory=dict)
     allowed_tools: tuple[str, ...] = ()
     """The ``allowed-tools`` entries, e.g. ``("Bash(git:*)", "Read")``."""
+    notes: tuple[str, ...] = ()
+    """Where the skill departs from the standard in a way that was accepted and normalized
+    (``harnessed skills validate`` prints them)."""
 
 
 class _Loader(yaml.BaseLoader):
@@ -198,33 +212,53 @@ def parse_skill_md(
     except ValueError as exc:
         raise SkillFormatError(where, [str(exc)]) from None
     problems = check_front_matter(data, folder)
-    metadata = data.get("metadata")
-    if metadata is not None and not (
-        isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())
-    ):
-        problems.append("'metadata' must map names to text values")
+    if problems:
+        raise SkillFormatError(where, problems)
+    notes: list[str] = []
+    metadata = _metadata(data.get("metadata"), notes)
     license_ = data.get("license")
     if license_ is not None and not isinstance(license_, str):
-        problems.append("'license' must be text")
+        notes.append("'license' should be text; it was stored as text")
+        license_ = _as_text(license_)
     tools = data.get("allowed-tools")
     if tools is not None and not (
         isinstance(tools, str)
         or (isinstance(tools, list) and all(isinstance(t, str) for t in tools))
     ):
-        problems.append("'allowed-tools' must be a space-separated text of tool names")
-    if problems:
-        raise SkillFormatError(where, problems)
+        notes.append(
+            "'allowed-tools' should be a space-separated text of tool names; it was ignored "
+            "(it grants nothing)"
+        )
+        tools = None
     return (
         SkillMeta(
             name=unicodedata.normalize("NFKC", data["name"].strip()),
             description=data["description"].strip(),
             license=license_,
             compatibility=data.get("compatibility"),
-            metadata=dict(metadata or {}),
+            metadata=metadata,
             allowed_tools=split_tool_list(tools),
+            notes=tuple(notes),
         ),
         body,
     )
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _metadata(value: Any, notes: list[str]) -> dict[str, str]:
+    """``metadata`` as names → text (the reference's normalization, noted when needed)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        notes.append("'metadata' should map names to text; it was ignored")
+        return {}
+    odd = sorted(str(k) for k, v in value.items() if not isinstance(v, str))
+    if odd:
+        notes.append(f"'metadata' values should be text; {', '.join(odd)} stored as JSON text")
+    return {str(k): _as_text(v) for k, v in value.items()}
 
 
 def split_tool_list(value: str | list[str] | None) -> tuple[str, ...]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import posixpath
 from typing import TYPE_CHECKING
 
 from harnessed.skills.catalog import Skill
 from harnessed.skills.drafts import write_draft
-from harnessed.skills.files import SkillFileError, read_skill_file, skill_files
+from harnessed.skills.files import SkillFileError, is_skill_file, read_skill_file, skill_files
 from harnessed.skills.spec import SKILL_FILE, SkillFormatError, split_tool_list
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
@@ -39,7 +38,7 @@ def load_skill_tool(skills: Skills) -> Tool:
             text = await read_skill_file(skill, path)
         except SkillFileError as exc:
             raise ToolError(str(exc)) from None
-        if posixpath.normpath(path.strip()) != SKILL_FILE:
+        if not is_skill_file(skill, path):
             return text
         await skills.record_use(skill, context)
         granted = skills.activate(skill, context.state)
