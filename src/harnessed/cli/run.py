@@ -28,6 +28,7 @@ from harnessed.events import AgentEndEvent, ConfirmationRequestEvent
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.rules import PermissionRule
 from harnessed.runtime import RuntimeContext
+from harnessed.skills import Skills
 from harnessed.subagents import Subagents
 
 __all__ = ["EXIT_CODES", "register", "run_command", "stream_run"]
@@ -83,6 +84,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="let the model delegate to sub-agents (on when the workspace has subagents/)",
     )
+    run.add_argument(
+        "--skill-dir",
+        action="append",
+        default=[],
+        help="a folder (or fsspec URL) of skills, besides the workspace's skills/; repeatable",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -113,6 +120,7 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
             enable_plan_mode=args.plan,
             mcp_servers=args.mcp,
             capabilities=[Subagents()] if _wants_subagents(args) else [],
+            skills=Skills(args.skill_dir),
         )
     except (ValueError, TypeError, ImportError) as exc:
         console.print(f"[red]cannot start the agent:[/] {escape(str(exc))}")
