@@ -259,6 +259,45 @@ async def test_allowed_tools_pre_approve_but_deny_still_wins(tmp_path: Path) -> 
     assert "denied" in ls.lower() or "refused" in ls.lower()  # not granted by the skill
 
 
+@pytest.mark.parametrize("change", ["edited", "deleted"])
+async def test_grants_go_when_the_skill_that_gave_them_changes(tmp_path: Path, change: str) -> None:
+    ws = tmp_path / "ws"
+    granting = skill_md("echoer", "Echo.", extra="allowed-tools: Bash(echo:*)\n")
+    folder = write_skill(ws / "skills", "echoer", granting)
+    model = ScriptedModel(
+        [call("load_skill", name="echoer"), call("execute", command="echo one"), "ok"]
+    )
+    agent = make_agent(ws, model, permission_mode="dont_ask")
+    await agent.call("x", CTX)
+    assert "one" in results(model)[-1] and "refused" not in results(model)[-1]
+    state = await agent.load_state(CTX)
+    assert [g["skill"] for g in state.permissions["grants"]] == ["echoer", "echoer"]
+    if change == "edited":  # the same skill, no longer pre-approving echo
+        (folder / "SKILL.md").write_text(skill_md("echoer", "Echo, asking first now."))
+    else:
+        (folder / "SKILL.md").unlink()
+        folder.rmdir()
+    model.add(call("execute", command="echo two"), "done")
+    await agent.call("y", CTX)
+    assert "refused" in results(model)[-1]
+    assert (await agent.load_state(CTX)).permissions.get("grants") == []
+
+
+async def test_loading_a_skill_again_replaces_its_grants(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    folder = write_skill(
+        ws / "skills", "tools", skill_md("tools", "T.", extra="allowed-tools: Bash(echo:*)\n")
+    )
+    model = ScriptedModel([call("load_skill", name="tools"), "ok"])
+    agent = make_agent(ws, model, permission_mode="dont_ask")
+    await agent.call("x", CTX)
+    (folder / "SKILL.md").write_text(skill_md("tools", "T2.", extra="allowed-tools: Read\n"))
+    model.add(call("load_skill", name="tools"), "ok")
+    await agent.call("y", CTX)
+    grants = (await agent.load_state(CTX)).permissions["grants"]
+    assert [(g["tool"], g["skill"]) for g in grants] == [("read_file", "tools")]
+
+
 async def test_draft_then_promote(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     model = ScriptedModel(

@@ -129,6 +129,11 @@ class Skills(Capability):
             found.append(propose_skill_tool(self))
         return found
 
+    async def before_model_request(self, call: CallContext) -> None:
+        revoked = await self.revoke_stale_grants(call.state, call.runtime)
+        if revoked:
+            call.emit("skill_grants_revoked", {"skills": revoked})
+
     async def before_tool_call(
         self, call: CallContext, tool_call: ToolUseBlock, tool: Tool
     ) -> str | None:
@@ -287,19 +292,42 @@ class Skills(Capability):
         context.emit("skill_loaded", {"skill": skill.name, "layer": skill.layer.label})
 
     def activate(self, skill: Skill, state: AgentState) -> list[str]:
-        """Grant the skill's ``allowed-tools`` to the session; returns what was granted."""
+        """Grant the skill's ``allowed-tools`` to the session; returns what was granted.
+
+        Each grant names the skill and the revision of its ``SKILL.md``: when that file
+        changes or goes, :meth:`revoke_stale_grants` takes the grants back."""
         rules = grants_for(skill.meta.allowed_tools, skill.name)
         if not rules:
             return []
-        current = list(state.permissions.get("grants") or [])
-        added = [
-            {**r.to_dict(), "skill": skill.name}
-            for r in rules
-            if {**r.to_dict(), "skill": skill.name} not in current
-        ]
-        if added:
-            state.set_permissions({**state.permissions, "grants": current + added})
+        tag = {"skill": skill.name, "revision": skill.revision}
+        current = [
+            g
+            for g in state.permissions.get("grants") or []
+            if not (isinstance(g, dict) and g.get("skill") == skill.name)
+        ]  # an earlier revision's grants are replaced by this one's
+        added = [{**r.to_dict(), **tag} for r in rules]
+        state.set_permissions({**state.permissions, "grants": current + added})
         return [r.describe() for r in rules]
+
+    async def revoke_stale_grants(
+        self, state: AgentState, ctx: RuntimeContext | None = None
+    ) -> list[str]:
+        """Take back the grants of skills whose ``SKILL.md`` changed or disappeared since they
+        were loaded (the model loads a skill again to get its current grants); returns the
+        skills whose grants went. Costs nothing when no skill granted anything."""
+        grants = state.permissions.get("grants") or []
+        from_skills = [g for g in grants if isinstance(g, dict) and "skill" in g]
+        if not from_skills:
+            return []
+        skills, _ = await self.catalog.resolve(self.layers(ctx))
+        current = {name: skill.revision for name, skill in skills.items()}
+        stale = sorted(
+            {g["skill"] for g in from_skills if current.get(g["skill"]) != g.get("revision")}
+        )
+        if stale:
+            kept = [g for g in grants if not (isinstance(g, dict) and g.get("skill") in stale)]
+            state.set_permissions({**state.permissions, "grants": kept})
+        return stale
 
     def _copies_dir(self) -> Path:
         ws = self.workspace
