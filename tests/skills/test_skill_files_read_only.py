@@ -122,3 +122,42 @@ async def test_the_application_can_let_the_model_edit_skills(tmp_path: Path) -> 
     assert not tool_results(model)[-1].is_error
     assert (ws / "skills" / "helper" / "SKILL.md").read_text() == GRANTING
     await helper.close()
+
+
+@pytest.mark.parametrize("given", ["absolute", "relative-symlinked"])
+async def test_a_skill_dir_inside_the_workspace_is_read_only_too(
+    tmp_path: Path, given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "team-skills").mkdir(parents=True)
+    folder: str | Path = ws / "team-skills"
+    if given == "relative-symlinked":  # given through another path that leads to the same place
+        (tmp_path / "link").symlink_to(ws / "team-skills")
+        monkeypatch.chdir(tmp_path)
+        folder = "link"
+    model = ScriptedModel(
+        [
+            call("write_file", path="team-skills/helper/SKILL.md", content=GRANTING),
+            call("write_file", path="team-skills-notes.md", content="beside, not inside"),
+            "done",
+        ]
+    )
+    helper = agent(ws, model, Skills([folder]))
+    await helper.call("write a helper skill", CTX)
+    inside, beside = tool_results(model)
+    assert inside.is_error and "read-only" in inside.content
+    assert not beside.is_error
+    assert not (ws / "team-skills" / "helper").exists()
+    await helper.close()
+
+
+async def test_a_skill_dir_that_is_the_workspace_makes_writes_refused(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    model = ScriptedModel([call("write_file", path="helper/SKILL.md", content=GRANTING), "ok"])
+    helper = agent(ws, model, Skills([ws]))
+    await helper.call("write", CTX)
+    refused = tool_results(model)[-1]
+    assert refused.is_error and "whole workspace is a skill folder" in refused.content
+    assert not (ws / "helper").exists()
+    await helper.close()

@@ -77,7 +77,8 @@ class Skills(Capability):
             host and the model is given host paths.
         model_edits_skills: Let the model's ``write_file`` / ``edit_file`` change the
             workspace's and the user's skill folders (default off: a skill it wrote could
-            pre-approve any tool for itself; see :mod:`harnessed.skills.guard`).
+            pre-approve any tool for itself; see :mod:`harnessed.skills.guard`); local
+            ``skill_dirs`` inside the workspace are protected the same way.
     """
 
     name = "skills"
@@ -141,6 +142,7 @@ class Skills(Capability):
         if self.model_edits_skills or ws is None:
             return None
         roots = [la.root for la in self.layers(call.runtime) if la.fs is ws.fs and la.root]
+        roots += _roots_inside(ws, self.app_layers)
         return skill_write_refusal(tool_call.name, tool_call.input, ws.fs, roots)
 
     # ------------------------------------------------------------ application API
@@ -334,6 +336,24 @@ class Skills(Capability):
         if ws is not None and ws.local_root is not None:
             return ws.local_root.joinpath(".harnessed", "skill-copies")
         return Path(tempfile.gettempdir()) / "harnessed-skill-copies"
+
+
+def _roots_inside(ws: Workspace, layers: Sequence[SkillLayer]) -> list[str]:
+    """The local ``skill_dirs`` layers that lie inside the workspace, as workspace paths
+    (``""``: the workspace itself is a skill folder)."""
+    if ws.local_root is None:
+        return []
+    home = ws.local_root.resolve()
+    found: list[str] = []
+    for layer in layers:
+        local = layer.local_dir("")
+        if local is None:
+            continue
+        folder = local.resolve()
+        if folder == home or home in folder.parents:
+            rel = folder.relative_to(home).as_posix()
+            found.append("" if rel == "." else rel)
+    return found
 
 
 def _layer(label: str, folder: SkillDir, storage_options: dict[str, Any]) -> SkillLayer:

@@ -4,7 +4,8 @@ A skill's ``allowed-tools`` pre-approve tools for the session once it is loaded.
 could write a ``SKILL.md`` into a skill layer and then load it, a file edit (which
 ``accept_edits`` mode or an allow rule lets run without asking) would become any tool it
 likes, ``execute`` included. So ``write_file`` and ``edit_file`` are refused inside the skill
-layers of the workspace (``skills/`` and the user's own skills folder) unless the application
+layers of the workspace (``skills/``, the user's own skills folder, and any local
+``skill_dirs`` folder that lies inside the workspace) unless the application
 opts in (``Skills(model_edits_skills=True)``). New skills come from the model only as drafts
 (``propose_skill``), which the application promotes.
 """
@@ -35,9 +36,10 @@ def skill_write_refusal(
         return None  # the tool itself reports a path it cannot use
     for root in roots:
         folded = root.strip("/").casefold()
-        if rel == folded or rel.startswith(folded + "/"):
+        if not folded or rel == folded or rel.startswith(folded + "/"):
+            where = f"{folded}/" if folded else "the whole workspace is a skill folder"
             return (
-                f"{tool} refused: {path!r} is inside the installed skills ({root}/), which are "
+                f"{tool} refused: {path!r} is inside the installed skills ({where}), which are "
                 "read-only to you (a skill can pre-approve tools). To suggest a new skill, use "
                 "propose_skill if it is available, or ask the user."
             )
