@@ -44,7 +44,7 @@ from harnessed.session import SessionLogStore
 from harnessed.session.defaults import indexed_session_store
 from harnessed.session.search import SearchIndex
 from harnessed.sessions import SessionAccess, TurnControl
-from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts
+from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts, given_capabilities
 from harnessed.skills import Skills
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
@@ -210,7 +210,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             mcp_servers=mcp_servers,
             mcp_resources=mcp_resources,
         )
-        given = [*capabilities, skills] if skills is not None else capabilities
+        given = given_capabilities(capabilities, skills)
         self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
         self.skills = self.capabilities.find(Skills)
         """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""

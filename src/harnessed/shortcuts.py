@@ -10,7 +10,7 @@ application's ``capabilities``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
@@ -26,6 +26,7 @@ from harnessed.plan import PlanMode, PlanStatus
 from harnessed.sandbox import Sandbox
 from harnessed.session.capability import SessionTools
 from harnessed.shell import Shell, ShellConfig
+from harnessed.skills import Skills
 from harnessed.state.task import TaskContractConfig
 from harnessed.tasks import TaskContract, TaskList
 from harnessed.workspace.layout import Workspace
@@ -33,7 +34,13 @@ from harnessed.workspace.layout import Workspace
 if TYPE_CHECKING:
     from harnessed.mcp import MCPResource, MCPServer
 
-__all__ = ["MCPResources", "MCPServers", "Sandbox", "Shortcuts"]  # keyword types, too
+__all__ = [
+    "MCPResources",
+    "MCPServers",
+    "Sandbox",
+    "Shortcuts",
+    "given_capabilities",
+]  # keyword types, too
 
 MCPServers: TypeAlias = "Sequence[MCPServer | str]"
 """``mcp_servers=``: server configurations, URLs or command lines (the ``mcp`` extra)."""
@@ -139,6 +146,35 @@ class Shortcuts:
         if not isinstance(shell, Sandbox):
             raise TypeError(f"shell must be a bool, a ShellConfig or a Sandbox, got {shell!r}")
         return Shell(sandbox=shell, required=True)
+
+
+def given_capabilities(capabilities: object, skills: object) -> list[Capability]:
+    """``HarnessAgent``'s ``capabilities=`` and ``skills=`` checked and joined; a wrong value
+    is a ``TypeError`` naming the argument."""
+    if isinstance(capabilities, Capability):
+        name = type(capabilities).__name__
+        raise TypeError(
+            f"HarnessAgent capabilities must be a list of capabilities, got one {name} object: "
+            f"write capabilities=[{name}(...)]"
+        )
+    if isinstance(capabilities, str | bytes | Mapping) or not isinstance(capabilities, Iterable):
+        raise TypeError(
+            "HarnessAgent capabilities must be a list of Capability objects, got "
+            f"{type(capabilities).__name__}"
+        )
+    found = list(capabilities)
+    for i, item in enumerate(found):
+        if not isinstance(item, Capability):
+            raise TypeError(
+                "HarnessAgent capabilities must be Capability objects: "
+                f"capabilities[{i}] is a {type(item).__name__}"
+            )
+    if skills is not None and not isinstance(skills, Skills):
+        raise TypeError(
+            f"HarnessAgent skills must be a Skills object, got {type(skills).__name__} "
+            f"{skills!r}: write skills=Skills([...folders...])"
+        )
+    return [*found, skills] if skills is not None else found
 
 
 def _take(given: list[Capability], kind: type[C]) -> C | None:
