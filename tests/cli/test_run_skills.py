@@ -1,12 +1,16 @@
-"""`harnessed run` uses skills: the workspace's `skills/` and every `--skill-dir`."""
+"""`harnessed run` uses skills (the workspace's `skills/` and every `--skill-dir`), and says
+how a call stopped by a capability ended."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
+from harnessed import CallContext, Capability, HarnessAgent
 from harnessed.cli import main
+from harnessed.cli import run as run_module
 from tests.cli.test_cli_outcomes import call_reply, text_reply
 from tests.skills.samples import write_skill
 from tests.support.http_server import LocalServer
@@ -46,3 +50,26 @@ def test_run_refuses_a_skill_dir_that_is_not_a_folder(
     code = main([*args, "--workspace", str(tmp_path), "--skill-dir", str(tmp_path / "nope")])
     assert code == 2
     assert "is not a folder" in " ".join(capsys.readouterr().out.split())
+
+
+class Stopper(Capability):
+    name = "stopper"
+
+    async def before_model_request(self, call: CallContext) -> None:
+        call.request_stop("the spending limit is reached")
+
+
+def test_a_call_stopped_by_a_capability_exits_5_with_its_reason(
+    http_server: LocalServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with_stopper = functools.partial(HarnessAgent, capabilities=[Stopper()])
+    monkeypatch.setattr(run_module, "HarnessAgent", with_stopper)
+    base = ["--model", "openai:gpt-test", "--base-url", http_server.url + "/v1"]
+    assert main(["run", "go", *base, "--workspace", str(tmp_path)]) == 5
+    out = " ".join(capsys.readouterr().out.split())
+    assert "stopped: the spending limit is reached" in out
+    assert http_server.requests == []  # stopped before the first request

@@ -199,6 +199,9 @@ class EventPrinter:
             self.console.print(f"[bold red]{escape(event.error_type)}:[/] {escape(event.message)}")
         elif isinstance(event, AgentEndEvent):
             self.close()
+            reason = event.reply.metadata.get("reason") if event.status == "stopped" else None
+            if reason:
+                self.console.print(f"[bold yellow]stopped:[/] {escape(str(reason))}")
             self.console.rule(
                 f"[dim]{event.status} · {event.iterations} model request(s) · "
                 f"{self.input_tokens:,} in / {self.output_tokens:,} out tokens[/]",

@@ -3,7 +3,8 @@
 Writes and ``execute`` ask for approval by default (``--yes`` or ``--permission-mode`` change
 that); "always" allows a tool for the rest of the session. The exit code says how the call
 ended: 0 done, 1 error, 2 usage, 3 stopped at ``--max-iters``, 4 waiting for approval (no one
-could answer), 130 interrupted. Ctrl-C saves what was done so far; ``--continue`` resumes.
+could answer), 5 stopped by a capability (it asked the call to stop; the reason is printed),
+130 interrupted. Ctrl-C saves what was done so far; ``--continue`` resumes.
 """
 
 from __future__ import annotations
@@ -34,7 +35,14 @@ from harnessed.subagents import Subagents
 __all__ = ["EXIT_CODES", "register", "run_command", "stream_run"]
 
 DEFAULT_MODEL = "openai:gpt-4.1-mini"
-EXIT_CODES = {"completed": 0, "error": 1, "max_iters": 3, "pending": 4, "cancelled": 130}
+EXIT_CODES = {
+    "completed": 0,
+    "error": 1,
+    "max_iters": 3,
+    "pending": 4,
+    "stopped": 5,
+    "cancelled": 130,
+}
 _MODES = ("default", "accept_edits", "explore", "bypass", "dont_ask")
 
 
