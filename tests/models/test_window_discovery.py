@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
+from harnessed.models.discovery import DISCOVERY_DEADLINE, ask_window
 from harnessed.models.openai import OpenAIChatModel
 from tests.models.test_event_loops import openai_reply
 from tests.support.http_server import LocalServer, Recorded, Reply
@@ -92,3 +94,40 @@ async def test_a_server_that_tells_nothing_leaves_the_window_unknown():
 def test_openais_own_api_is_never_asked():
     model = OpenAIChatModel("gpt-4o", api_key="sk-x")
     assert (model.context_window, model.context_window_source) == (128_000, "published")
+
+
+async def test_a_server_that_hangs_holds_discovery_up_for_one_deadline_only() -> None:
+    """Three probes against a server that accepts and never answers take one deadline, not
+    three timeouts (the probes run at once)."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read the request, never answer, keep the connection open
+        await reader.read(65536)
+
+    server = await asyncio.start_server(hang, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        window = await asyncio.wait_for(
+            ask_window(f"http://127.0.0.1:{port}/v1", "hung", timeout=10),
+            timeout=DISCOVERY_DEADLINE + 5,  # one probe after another would take 3 x 10 s
+        )
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert window is None
+    assert len(held) == 3  # all three questions were asked, concurrently
+
+
+async def test_concurrent_probes_prefer_vllm_over_the_others(tmp_path) -> None:
+    def every_route(request: Recorded) -> Reply | None:
+        answers = {path: body for _, path, body in (VLLM, LLAMA_CPP, OLLAMA_NUM_CTX)}
+        return Reply(200, answers[request.path]) if request.path in answers else None
+
+    server = LocalServer(handler=every_route).start()
+    try:
+        assert await ask_window(f"{server.url}/v1", "m") == 8192
+    finally:
+        server.stop()

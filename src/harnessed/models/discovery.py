@@ -10,12 +10,16 @@ table of model names can know. Where the server tells it:
   silently cuts longer prompts, so the window is taken as the model's
   ``<architecture>.context_length`` capped at :data:`OLLAMA_DEFAULT_CTX`.
 
-Answers are cached per server and model for the life of the process. A server that answers
-none of these (or is unreachable) simply leaves the window unknown; nothing fails.
+The three questions are asked at once, and all of them together get at most
+:data:`DISCOVERY_DEADLINE` seconds: a server that hangs holds up the first request that long,
+not once per question. Answers are cached per server and model for the life of the process. A
+server that answers none of these in time (or is unreachable) simply leaves the window
+unknown; nothing fails.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Mapping
@@ -23,7 +27,10 @@ from typing import Any
 
 import httpx2
 
-__all__ = ["OLLAMA_DEFAULT_CTX", "ask_window", "server_root"]
+__all__ = ["DISCOVERY_DEADLINE", "OLLAMA_DEFAULT_CTX", "ask_window", "server_root"]
+
+DISCOVERY_DEADLINE = 3.0
+"""Seconds all window questions to one server get together (see :func:`ask_window`)."""
 
 OLLAMA_DEFAULT_CTX = 4096
 """The window assumed for an Ollama model without ``num_ctx`` (Ollama's own default)."""
@@ -41,28 +48,53 @@ def server_root(base_url: str) -> str:
 
 
 async def ask_window(
-    base_url: str, model: str, *, api_key: str | None = None, timeout: float = 5.0
+    base_url: str,
+    model: str,
+    *,
+    api_key: str | None = None,
+    timeout: float = 5.0,
+    deadline: float = DISCOVERY_DEADLINE,
 ) -> int | None:
-    """The window the server at ``base_url`` reports for ``model``, or ``None``."""
+    """The window the server at ``base_url`` reports for ``model``, or ``None``.
+
+    The probes run concurrently; ``deadline`` bounds them all together (``timeout`` bounds
+    each HTTP exchange). When several answer, vLLM's wins over llama.cpp's over Ollama's.
+    """
     key = (base_url.rstrip("/"), model)
     if key in _CACHE:
         return _CACHE[key]
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    window: int | None = None
-    async with httpx2.AsyncClient(timeout=timeout, headers=headers) as client:
-        for probe in (_vllm, _llama_cpp, _ollama):
-            try:
-                window = await probe(client, base_url, model)
-            except (httpx2.HTTPError, ValueError, TypeError, KeyError) as exc:
-                logger.debug("window probe %s failed: %s", probe.__name__, exc)
-                continue
-            if window is not None:
-                logger.info(
-                    "context window of %s from %s: %d tokens", model, probe.__name__[1:], window
-                )
-                break
+    probes = (_vllm, _llama_cpp, _ollama)
+    async with httpx2.AsyncClient(timeout=min(timeout, deadline), headers=headers) as client:
+        tasks = [asyncio.create_task(probe(client, base_url, model)) for probe in probes]
+        _, pending = await asyncio.wait(tasks, timeout=deadline)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    if pending:
+        logger.debug("window probes of %s unanswered after %.1f s", base_url, deadline)
+    window = _first_answer(probes, tasks, model)
     _CACHE[key] = window
     return window
+
+
+def _first_answer(
+    probes: tuple[Any, ...], tasks: list[asyncio.Task[int | None]], model: str
+) -> int | None:
+    for probe, task in zip(probes, tasks, strict=True):
+        if task.cancelled():
+            continue
+        exc = task.exception()
+        if exc is not None:  # a question the server cannot answer leaves the window unknown
+            logger.debug("window probe %s failed: %r", probe.__name__, exc)
+            continue
+        window = task.result()
+        if window is not None:
+            logger.info(
+                "context window of %s from %s: %d tokens", model, probe.__name__[1:], window
+            )
+            return window
+    return None
 
 
 def _positive(value: Any) -> int | None:
