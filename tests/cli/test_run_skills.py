@@ -4,7 +4,9 @@ how a call stopped by a capability ended."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,19 +22,22 @@ def skill_md(name: str, description: str) -> str:
     return f"---\nname: {name}\ndescription: {description}\n---\nInstructions of {name}.\n"
 
 
-def test_run_lists_and_loads_workspace_and_extra_skills(
-    http_server: LocalServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+@pytest.fixture
+def run_in(http_server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> Callable[..., int]:
+    """``harnessed run go`` against the local server in a workspace, with more options."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    base = ["--model", "openai:gpt-test", "--base-url", http_server.url + "/v1"]
+    return lambda ws, *more: main(["run", "go", *base, "--workspace", str(ws), *more])
+
+
+def test_run_lists_and_loads_workspace_and_extra_skills(
+    http_server: LocalServer, tmp_path: Path, run_in: Callable[..., int], capsys: Any
+) -> None:
     ws, extra = tmp_path / "ws", tmp_path / "extra"
     write_skill(ws / "skills", "ws-skill", skill_md("ws-skill", "From the workspace."))
     write_skill(extra, "extra-skill", skill_md("extra-skill", "From a skill dir."))
     http_server.queue(call_reply("load_skill", {"name": "extra-skill"}), text_reply("done"))
-    base = ["--model", "openai:gpt-test", "--base-url", http_server.url + "/v1"]
-    code = main(["run", "go", *base, "--workspace", str(ws), "--skill-dir", str(extra)])
+    code = run_in(ws, "--skill-dir", str(extra))
     assert code == 0, capsys.readouterr().out
     first = http_server.requests[0].json()
     system = first["messages"][0]["content"]
@@ -63,13 +68,12 @@ def test_a_call_stopped_by_a_capability_exits_5_with_its_reason(
     http_server: LocalServer,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    run_in: Callable[..., int],
+    capsys: Any,
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with_stopper = functools.partial(HarnessAgent, capabilities=[Stopper()])
     monkeypatch.setattr(run_module, "HarnessAgent", with_stopper)
-    base = ["--model", "openai:gpt-test", "--base-url", http_server.url + "/v1"]
-    assert main(["run", "go", *base, "--workspace", str(tmp_path)]) == 5
+    assert run_in(tmp_path) == 5
     out = " ".join(capsys.readouterr().out.split())
     assert "stopped: the spending limit is reached" in out
     assert http_server.requests == []  # stopped before the first request
