@@ -158,6 +158,16 @@ INVALID: dict[str, tuple[str, str, str]] = {
         "---\nname: twice\nname: twice\ndescription: x\n---\n",
         "duplicate key",
     ),
+    "anchor and alias": (
+        "anchored",
+        "---\nname: anchored\ndescription: &d Shared text.\nlicense: *d\n---\n",
+        "anchors (&name) are not allowed",
+    ),
+    "explicit tag": (
+        "typed",
+        "---\nname: typed\ndescription: !!str Typed text.\n---\n",
+        "type tags (!!type) are not allowed",
+    ),
     "flow mapping": (
         "flowy",
         "---\nname: flowy\ndescription: x\nmetadata: {a: b}\n---\n",

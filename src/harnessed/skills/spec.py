@@ -13,8 +13,9 @@ Markdown body. The rules checked here are the standard's, as its reference valid
 * ``compatibility``: a string of at most 500 characters.
 
 Scalars are read as text, exactly as written (``version: 1.10`` stays ``"1.10"``), with
-PyYAML's safe base loader: no tags, no objects, no implicit conversions. Duplicate keys and
-flow-style collections (``{...}``, ``[...]``) are refused, as the reference does.
+PyYAML's safe base loader: no objects, no implicit conversions. Duplicate keys, flow-style
+collections (``{...}``, ``[...]``), anchors, aliases and type tags are refused, as the
+reference does.
 
 Where the reference accepts a shape the standard does not describe, a skill still loads
 unchanged (skills published by others must work) and :attr:`SkillMeta.notes` says what was
@@ -125,8 +126,20 @@ def split_front_matter(text: str) -> tuple[str, str]:
     return parts[1], parts[2].strip()
 
 
+_REFUSED_TOKENS = {
+    yaml.AnchorToken: "anchors (&name)",
+    yaml.AliasToken: "aliases (*name)",
+    yaml.TagToken: "type tags (!!type)",
+}
+
+
 def _load_yaml(front: str) -> dict[str, Any]:
     try:
+        for token in yaml.scan(front):  # refused by the reference too
+            refused = _REFUSED_TOKENS.get(type(token))
+            if refused is not None:
+                line = token.start_mark.line + 1
+                raise ValueError(f"YAML {refused} are not allowed (front matter line {line})")
         data = yaml.load(front, Loader=_Loader)  # a safe loader: strings, lists, maps only
     except yaml.YAMLError as exc:
         raise ValueError(f"the front matter is not valid YAML: {exc}") from None
