@@ -3,8 +3,7 @@ how a call stopped by a capability ended."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +70,9 @@ def test_a_call_stopped_by_a_capability_exits_5_with_its_reason(
     run_in: Callable[..., int],
     capsys: Any,
 ) -> None:
-    with_stopper = functools.partial(HarnessAgent, capabilities=[Stopper()])
+    def with_stopper(*args: Any, capabilities: Sequence[Capability] = (), **kw: Any) -> Any:
+        return HarnessAgent(*args, capabilities=[*capabilities, Stopper()], **kw)
+
     monkeypatch.setattr(run_module, "HarnessAgent", with_stopper)
     assert run_in(tmp_path) == 5
     out = " ".join(capsys.readouterr().out.split())
