@@ -267,12 +267,14 @@ class ContextCompiler:
         shown: Sequence[Msg] = history
         for view in self.views:
             shown = view(shown, state)
-        messages = [m for m in (system_msg, *shown, state_msg, refs_msg) if m is not None]
+        head = () if system_msg is None else (system_msg,)
+        tail = tuple(m for m in (state_msg, refs_msg) if m is not None)
+        messages = (*head, *shown, *tail)  # built in C: the history is not walked in Python
         if history != state.history:
             state.replace_history(history)
         self.meter.expect(info.model_call_id, session, build.raw_estimate)
         return ModelRequest(
-            messages=tuple(messages),
+            messages=messages,
             tools=request.tools,
             max_output_tokens=request.max_output_tokens,
             purpose="reasoning",

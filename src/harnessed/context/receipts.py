@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from harnessed.context.render import PROJECTION_KEY
-from harnessed.messages import ContentBlock, Msg, ToolResultBlock, ToolUseBlock
+from harnessed.messages import ContentBlock, Msg, ToolResultBlock, ToolUseBlock, shared_prefix
 from harnessed.state.agent_state import AgentState, StateKey
 
 __all__ = ["SupersededTodoReceipts"]
@@ -67,7 +67,7 @@ class SupersededTodoReceipts:
 
     def __call__(self, history: Sequence[Msg], state: AgentState) -> Sequence[Msg]:
         memo = self._memo(state.key)
-        shared = _shared_prefix(memo.messages, history)
+        shared = shared_prefix(memo.messages, history)
         results = [r for r in memo.results if r.index < shared]
         results.extend(self._scan(history, shared))
         latest = next((r.index for r in reversed(results) if r.ok), None)
@@ -120,18 +120,6 @@ class SupersededTodoReceipts:
                 self._marked[message] = cached
             shown[index] = cached[1]
         return shown
-
-
-def _shared_prefix(previous: list[Msg], history: Sequence[Msg]) -> int:
-    """How many leading messages ``history`` shares with ``previous``."""
-    size = len(previous)
-    if size <= len(history) and previous == list(history[:size]):  # C speed when identical
-        return size
-    limit = min(size, len(history))
-    index = 0
-    while index < limit and previous[index] is history[index]:
-        index += 1
-    return index
 
 
 def _block_ids(message: Msg) -> set[str]:
