@@ -137,3 +137,40 @@ async def test_a_torn_line_is_reported_once_not_on_every_read(
             assert [r.seq for r in await fresh.read(KEY)] == [1, 2]
     warnings = [r.getMessage() for r in caplog.records if "unreadable line" in r.getMessage()]
     assert len(warnings) == 1 and "line 2" in warnings[0] and "torn" in warnings[0]
+
+
+async def test_reading_after_a_seq_reads_only_what_follows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = JsonlSessionLogStore(tmp_path)
+    for first in range(0, 3_000, 500):
+        await writer.append(KEY, [rec(i) for i in range(first, first + 500)])
+    path = writer.path_for(KEY)
+    lines = path.read_bytes().split(b"\n")
+    lines[1_700] = b'{"broken'  # a damaged line in the middle is skipped, as on a full read
+    path.write_bytes(b"\n".join(lines))
+    everything = await JsonlSessionLogStore(tmp_path).read(KEY)
+    assert len(everything) == 2_999
+    for after in (0, 1, 900, 1_700, 1_701, 2_990, 2_999, 3_000, 5_000):
+        fresh = JsonlSessionLogStore(tmp_path)  # knows nothing of the file yet
+        assert await fresh.read(KEY, after_seq=after) == [r for r in everything if r.seq > after]
+
+    read: list[int] = []
+    original = Path.open
+
+    def counting(self: Path, *args: object, **kwargs: object) -> object:
+        handle = original(self, *args, **kwargs)  # type: ignore[call-overload]
+        real = handle.read
+
+        def counted(size: int = -1) -> bytes:
+            data = real(size)
+            read.append(len(data))
+            return data
+
+        handle.read = counted
+        return handle
+
+    monkeypatch.setattr(Path, "open", counting)
+    tail = await JsonlSessionLogStore(tmp_path).read(KEY, after_seq=2_990)
+    assert [r.seq for r in tail] == list(range(2_991, 3_001))
+    assert sum(read) < path.stat().st_size / 4

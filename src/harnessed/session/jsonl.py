@@ -17,7 +17,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 from urllib.parse import unquote
 
 from harnessed.durability import fsync_directory
@@ -155,16 +155,18 @@ class JsonlSessionLogStore:
         with handle:
             size = os.fstat(handle.fileno()).st_size
             cached = self._tails.get(path)
-            start = 0
+            start, known = 0, 0
             if after_seq and cached is not None and cached[1] == after_seq and cached[0] <= size:
-                start = cached[0]
+                start, known = cached[0], after_seq  # the file ends with record after_seq there
+            elif after_seq:
+                start = _line_before(handle, size, after_seq)
             if start == size:
                 return []
             handle.seek(start)
             data = handle.read(size - start)
         out: list[SessionRecord] = []
         offset = start
-        end, last = start, after_seq if start else 0
+        end, last = start, known
         lines = data.split(b"\n")
         for number, line in enumerate(lines):
             at, offset = offset, offset + len(line) + 1
@@ -225,6 +227,27 @@ def _list_users(folder: Path) -> list[str]:
     if not folder.is_dir():
         return []
     return sorted(unquote(p.name) for p in folder.iterdir() if p.is_dir())
+
+
+def _line_before(handle: BinaryIO, size: int, after_seq: int) -> int:
+    """The offset of a line at or before the first record with ``seq > after_seq``, found by
+    reading back from the end in growing chunks (records are in ``seq`` order), so reading what
+    follows ``after_seq`` costs what follows it, not the whole log."""
+    chunk = _TAIL_CHUNK
+    while chunk < size:
+        start = size - chunk
+        handle.seek(start)
+        data = handle.read(chunk)
+        cut = data.find(b"\n")  # the first line of a chunk may be partial
+        if cut >= 0:
+            for line in data[cut + 1 :].split(b"\n"):
+                record = _parse(line)
+                if record is not None:
+                    if record.seq <= after_seq + 1:
+                        return start + cut + 1
+                    break
+        chunk *= 4
+    return 0
 
 
 def _parse(line: bytes) -> SessionRecord | None:
