@@ -51,3 +51,41 @@ def test_provider_sdks_are_not_imported_by_import_harnessed():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_import_harnessed_leaves_heavy_modules_for_first_use():
+    """yaml (skills), OpenTelemetry (tracing), rich (the CLI), HTTP clients, pydantic, fsspec,
+    sqlite3 and the provider SDKs are imported by what uses them, not by ``import harnessed``;
+    an agent built and called without them does not import them either."""
+    import subprocess
+    import sys
+
+    heavy = (
+        "yaml",
+        "opentelemetry",
+        "rich",
+        "httpx",
+        "pydantic",
+        "fsspec",
+        "sqlite3",
+        "openai",
+        "anthropic",
+        "tiktoken",
+        "mcp",
+        "tantivy",
+    )
+    code = (
+        "import sys\n"
+        "import harnessed\n"
+        f"heavy = {heavy!r}\n"
+        "print(*[m for m in heavy if m in sys.modules])\n"
+        "import asyncio\n"
+        "agent = harnessed.HarnessAgent('a', harnessed.ScriptedModel(['hi']))\n"
+        "asyncio.run(agent.call('hello', harnessed.RuntimeContext('u', 's')))\n"
+        "late = [m for m in ('yaml', 'opentelemetry', 'rich') if m in sys.modules]\n"
+        "print('after a call:', *late)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.splitlines() == ["", "after a call:"]

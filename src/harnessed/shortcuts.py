@@ -10,6 +10,8 @@ application's ``capabilities``.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
@@ -18,7 +20,6 @@ from harnessed.capabilities.base import Capability
 from harnessed.files import FileTools
 from harnessed.memory.capability import Memory
 from harnessed.memory.config import MemoryConfig
-from harnessed.observability.tracing import Tracing
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.permissions.rules import PermissionMode, PermissionRule
@@ -95,7 +96,7 @@ class Shortcuts:
         elif self.task_contract is not None:
             raise ValueError("pass TaskContract in capabilities or task_contract=, not both")
         built: list[Capability] = [permissions]
-        tracing = _take(given, Tracing) or Tracing.when_configured()  # OpenTelemetry spans
+        tracing = _tracing(given)  # OpenTelemetry spans
         if tracing is not None:
             built.append(tracing)
         if workspace is not None and self.file_tools:
@@ -175,6 +176,20 @@ def given_capabilities(capabilities: object, skills: object) -> list[Capability]
             f"{skills!r}: write skills=Skills([...folders...])"
         )
     return [*found, skills] if skills is not None else found
+
+
+def _tracing(given: list[Capability]) -> Capability | None:
+    """A ``Tracing`` passed in, or one for the tracer provider the application installed.
+    With neither (no ``Tracing`` imported, no OpenTelemetry in use), OpenTelemetry is not
+    imported at all."""
+    otel_in_use = (
+        "opentelemetry.trace" in sys.modules or "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+    )
+    if "harnessed.observability.tracing" not in sys.modules and not otel_in_use:
+        return None
+    from harnessed.observability.tracing import Tracing
+
+    return _take(given, Tracing) or Tracing.when_configured()
 
 
 def _take(given: list[Capability], kind: type[C]) -> C | None:

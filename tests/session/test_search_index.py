@@ -210,3 +210,36 @@ async def test_sqlite_trigram_finds_parts_of_words(tmp_path: Path) -> None:
     await index.add(key, [SessionRecord.assign(1, msg_record(Msg.user("数据库迁移失败了"), 1))])
     assert [h.seq for h in await index.search("a", "u", "数据库")] == [1]
     await index.close()
+
+
+async def test_sqlite_writes_per_append_do_not_grow_with_the_index(tmp_path: Path) -> None:
+    """After a bulk catch-up of a long history, a small append writes a small amount (no
+    merging of the bulk's segments on the hot path, no checkpoint of its write-ahead log)."""
+    store = JsonlSessionLogStore(tmp_path)
+    key = SessionKey("agent", "user-1", "s1")
+    words = " ".join(f"word{i}" for i in range(60))
+    for first in range(0, 6_000, 1_000):
+        await store.append(
+            key, [msg_record(Msg.user(f"{words} {i}"), i) for i in range(first, first + 1_000)]
+        )
+    index = SqliteSearchIndex(tmp_path)
+    log = IndexedSessionLogStore(store, index)
+    await log.append(key, [msg_record(Msg.user("first of the live appends"), 9_000)])
+    assert await index.indexed_through(key) == 6_001  # caught up in one go
+    sizes = []
+    for i in range(60):
+        before = _written()
+        await log.append(key, [msg_record(Msg.user(f"live {words} {i}"), 9_001 + i)])
+        sizes.append(_written() - before)
+    assert sum(sizes) < 3_000_000, sizes
+    hits = await log.search("agent", "user-1", "word7 word8")
+    assert len(hits) == 10
+    await log.close()
+
+
+def _written() -> int:
+    """Bytes this process has handed to ``write()`` so far (all threads)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no wchar in /proc/self/io")

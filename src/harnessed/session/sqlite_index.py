@@ -44,6 +44,10 @@ INDEX_FILE = "index.sqlite3"
 DEFAULT_TOKENIZER = "unicode61 remove_diacritics 2"
 _SCHEMA_VERSION = "1"
 _REBUILD_CHUNK = 5_000
+_AUTOMERGE = 16
+_BULK = 1_000
+"""An add of at least this many records, and of at least as many as the index held, is a bulk
+load (a catch-up, a rebuild's start): its segments are merged into one right away."""
 
 T = TypeVar("T")
 
@@ -98,6 +102,14 @@ class _Db:
                 f"timestamp UNINDEXED, tokenize='{escaped}')"
             )
             stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            merge = conn.execute("SELECT v FROM messages_config WHERE k = 'automerge'").fetchone()
+            if merge is None or merge[0] != _AUTOMERGE:
+                # merge segments only once 16 of a size have piled up (FTS5's default is 4, which
+                # keeps every small write merging older, larger segments: bytes per write would
+                # grow with the index)
+                conn.execute(
+                    "INSERT INTO messages(messages, rank) VALUES ('automerge', ?)", (_AUTOMERGE,)
+                )
             if not stored:
                 conn.executemany(
                     "INSERT INTO meta(key, value) VALUES (?, ?)",
@@ -268,11 +280,21 @@ def _add(conn: sqlite3.Connection, session_id: str, records: Sequence[SessionRec
                 "ON CONFLICT(session_id) DO UPDATE SET indexed_seq = excluded.indexed_seq",
                 (session_id, last),
             )
+        bulk = last - start >= _BULK and 2 * (last - start) >= _indexed_total(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    if bulk:
+        # one segment now, instead of later small writes paying the merges of a bulk load
+        conn.execute("INSERT INTO messages(messages) VALUES ('optimize')")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and not at some later small write
     return last
+
+
+def _indexed_total(conn: sqlite3.Connection) -> int:
+    """Records indexed over all sessions (log records, not only messages)."""
+    return int(conn.execute("SELECT total(indexed_seq) FROM sessions").fetchone()[0])
 
 
 def _insert(

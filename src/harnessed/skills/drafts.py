@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import yaml
-
 from harnessed.skills.spec import SKILL_FILE, SkillFormatError, parse_skill_md
 from harnessed.workspace import Filesystem
 from harnessed.workspace.paths import join
@@ -30,6 +28,8 @@ def render_skill_md(
     front: dict[str, str] = {"name": name, "description": description}
     if allowed_tools:
         front["allowed-tools"] = " ".join(allowed_tools)
+    import yaml  # only when a draft is written
+
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=10_000)
     return f"---\n{head}---\n\n{instructions.strip()}\n"
 

@@ -33,8 +33,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 __all__ = [
     "ALLOWED_FIELDS",
     "MAX_COMPATIBILITY_LENGTH",
@@ -85,37 +83,6 @@ class SkillMeta:
     (``harnessed skills validate`` prints them)."""
 
 
-class _Loader(yaml.BaseLoader):
-    """PyYAML's base loader (every scalar is a string), refusing duplicate keys and flow
-    collections."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if node.flow_style:
-            raise yaml.constructor.ConstructorError(
-                None, None, "flow-style mappings ({...}) are not allowed", node.start_mark
-            )
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> list[Any]:
-        if node.flow_style:
-            raise yaml.constructor.ConstructorError(
-                None, None, "flow-style sequences ([...]) are not allowed", node.start_mark
-            )
-        return super().construct_sequence(node, deep=deep)
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_mapping)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _Loader.construct_sequence)
-
-
 def split_front_matter(text: str) -> tuple[str, str]:
     """``(front matter, body)`` of a ``SKILL.md`` text; ``ValueError`` when it has none."""
     if not text.startswith("---"):
@@ -126,21 +93,18 @@ def split_front_matter(text: str) -> tuple[str, str]:
     return parts[1], parts[2].strip()
 
 
-_REFUSED_TOKENS = {
-    yaml.AnchorToken: "anchors (&name)",
-    yaml.AliasToken: "aliases (*name)",
-    yaml.TagToken: "type tags (!!type)",
-}
-
-
 def _load_yaml(front: str) -> dict[str, Any]:
+    import yaml  # imported when the first skill is read: `import harnessed` stays light
+
+    from harnessed.skills.front_matter import REFUSED_TOKENS, StrictLoader
+
     try:
         for token in yaml.scan(front):  # refused by the reference too
-            refused = _REFUSED_TOKENS.get(type(token))
+            refused = REFUSED_TOKENS.get(type(token))
             if refused is not None:
                 line = token.start_mark.line + 1
                 raise ValueError(f"YAML {refused} are not allowed (front matter line {line})")
-        data = yaml.load(front, Loader=_Loader)  # a safe loader: strings, lists, maps only
+        data = yaml.load(front, Loader=StrictLoader)  # a safe loader: strings, lists, maps only
     except yaml.YAMLError as exc:
         raise ValueError(f"the front matter is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
