@@ -3,6 +3,7 @@ per-user handles, and rebuilding from the session log."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -19,6 +20,7 @@ __all__ = ["Handle", "HandlePool", "rebuild_from_log", "user_session_file"]
 T = TypeVar("T")
 
 
+@functools.lru_cache(maxsize=4_096)  # every append asks: encoding the ids is not free
 def user_session_file(root: Path, agent_id: str, user_id: str, name: str) -> Path:
     """``<root>/<agent>/sessions/<user>/<name>``: a file among one user's session logs."""
     return root.joinpath(*session_dir_parts(agent_id, user_id), name)

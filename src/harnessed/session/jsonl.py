@@ -45,6 +45,7 @@ class JsonlSessionLogStore:
         (group commit)."""
         self.root = Path(root)
         self.durable = durable
+        self._paths: dict[SessionKey, Path] = {}  # ids encoded once, not on every append
         self._tails: dict[Path, tuple[int, int]] = {}  # path -> (file size, last seq)
         self._reported: set[tuple[Path, int]] = set()  # unreadable lines already warned about
         self._groups: GroupCommit[Sequence[NewRecord], list[SessionRecord]] = GroupCommit(
@@ -54,8 +55,14 @@ class JsonlSessionLogStore:
         )
 
     def path_for(self, key: SessionKey) -> Path:
-        name = f"{encode_part(key.session_id, 'session id')}{_SUFFIX}"
-        return user_session_file(self.root, key.agent_id, key.user_id, name)
+        path = self._paths.get(key)
+        if path is None:
+            name = f"{encode_part(key.session_id, 'session id')}{_SUFFIX}"
+            path = user_session_file(self.root, key.agent_id, key.user_id, name)
+            if len(self._paths) >= 4_096:
+                self._paths.clear()
+            self._paths[key] = path
+        return path
 
     # ---------------------------------------------------------------- write
     async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
