@@ -13,7 +13,8 @@ For each history size (10 … 100,000 messages already in the session) a fresh p
    * cold: the first call of a new agent object (the session's log is replayed; imports and
      the OS file cache are warm);
    * warm: the following calls (the session stays loaded; only new records are read);
-   * overhead = call time - time inside the model's ``stream``;
+   * overhead = call time - time inside the model's ``stream``; the CPU column is the
+     process's CPU time (all threads) per warm call, which a loaded machine inflates least;
 4. reports the bytes the session log grew by per call, all bytes handed to ``write()`` per call
    (``wchar`` of ``/proc/self/io``: log, SQLite search index, state files), the size of the
    state files (none: nothing structured changed), and peak RSS (``ru_maxrss``).
@@ -169,11 +170,16 @@ def make_agent(root: Path, model: InstantModel, durable: bool) -> Any:
     )
 
 
+CPU: list[float] = []
+"""CPU time (all threads) of each timed call, minus the model's share."""
+
+
 async def timed_call(agent: Any, model: InstantModel, ctx: Any, i: int) -> tuple[float, float]:
     model.seconds = 0.0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await agent.call(f"Please give me the final answer now ({i}).", ctx)
     total = time.perf_counter() - started
+    CPU.append(time.process_time() - cpu - model.seconds)
     return total, total - model.seconds
 
 
@@ -199,6 +205,7 @@ async def worker(size: int) -> dict[str, Any]:
         warm: list[float] = []
         totals: list[float] = []
         runs = WARM_RUNS[size]
+        CPU.clear()
         before = wchar()
         log_before = log.stat().st_size
         for i in range(runs):
@@ -206,6 +213,7 @@ async def worker(size: int) -> dict[str, Any]:
             totals.append(total)
             warm.append(overhead)
         written = (wchar() - before) / runs
+        warm_cpu = statistics.median(CPU)
         log_written = (log.stat().st_size - log_before) / runs
         await agent.close()
         model = InstantModel()
@@ -220,6 +228,7 @@ async def worker(size: int) -> dict[str, Any]:
         "log_mb": log_bytes / 2**20,
         "cold_ms": statistics.median(colds) * 1e3,
         "warm_ms": statistics.median(warm) * 1e3,
+        "warm_cpu_ms": warm_cpu * 1e3,
         "warm_total_ms": statistics.median(totals) * 1e3,
         "warm_p90_ms": sorted(warm)[int(len(warm) * 0.9) - 1] * 1e3,
         "fsync_ms": statistics.median(synced) * 1e3,
@@ -254,15 +263,17 @@ def main() -> None:
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         print(f"… {size:,} done", file=sys.stderr, flush=True)
     print(
-        "| history msgs | log MB | cold overhead ms | warm overhead ms | warm p90 ms | "
+        "| history msgs | log MB | cold overhead ms | warm overhead ms | warm CPU ms | "
+        "warm p90 ms | "
         "warm, fsync per step ms | log bytes / call | all bytes written / call | "
         "state file bytes | peak RSS MB |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['size']:,} | {r['log_mb']:.1f} | {r['cold_ms']:.1f} | {r['warm_ms']:.2f} | "
-            f"{r['warm_p90_ms']:.2f} | {r['fsync_ms']:.2f} | {r['log_bytes_per_call']:,.0f} | "
+            f"{r['warm_cpu_ms']:.2f} | {r['warm_p90_ms']:.2f} | {r['fsync_ms']:.2f} | "
+            f"{r['log_bytes_per_call']:,.0f} | "
             f"{r['bytes_per_call']:,.0f} | "
             f"{r['state_bytes']:,} | {r['peak_rss_mb']:.0f} |"
         )

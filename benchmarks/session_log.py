@@ -262,9 +262,11 @@ def append_table(records: int) -> list[tuple[str, ...]]:
     return rows
 
 
-def durable_table(records: int) -> list[tuple[str, ...]]:
+def durable_table(records: int, repeats: int) -> list[tuple[str, ...]]:
     """Durable appends: each returns only after its record was written and fsync()ed. Many
-    writers at once share writes and fsyncs (group commit)."""
+    writers at once share writes and fsyncs (group commit). Each configuration runs
+    ``repeats`` times (fresh sessions, same store): the median and best rate, and the median
+    CPU time per append (all threads) — on a shared machine CPU time varies least."""
     rows = []
     text = message_text(random.Random(2), False)
     for label, indexed in (("JSONL durable", False), ("JSONL durable + SQLite FTS5", True)):
@@ -290,25 +292,36 @@ def durable_table(records: int) -> list[tuple[str, ...]]:
                     writers: int = writers,
                     sessions: int = sessions,
                     count: int = count,
-                ) -> float:
-                    keys = [SessionKey(AGENT, USER, f"s{i}") for i in range(sessions)]
-                    started = time.perf_counter()
+                    rep: int = 0,
+                ) -> tuple[float, float]:
+                    keys = [SessionKey(AGENT, USER, f"s{rep}-{i}") for i in range(sessions)]
+                    started, cpu = time.perf_counter(), time.process_time()
                     await asyncio.gather(
                         *(writer(count // writers, keys[w % sessions], log) for w in range(writers))
                     )
-                    elapsed = time.perf_counter() - started
+                    return time.perf_counter() - started, time.process_time() - cpu
+
+                async def runs(
+                    log: JsonlSessionLogStore | IndexedSessionLogStore = log,
+                    run: Callable[..., Awaitable[tuple[float, float]]] = run,
+                ) -> list[tuple[float, float]]:
+                    out = [await run(rep=rep) for rep in range(repeats)]
                     if isinstance(log, IndexedSessionLogStore):
                         await log.close()
-                    return elapsed
+                    return out
 
-                seconds = asyncio.run(run())
+                measured = asyncio.run(runs())
                 done = count // writers * writers
+                seconds = statistics.median(wall for wall, _ in measured)
+                cpu = statistics.median(cpu for _, cpu in measured)
                 rows.append(
                     (
                         label,
                         str(writers),
                         str(sessions),
                         f"{done / seconds:,.0f}",
+                        f"{max(done / wall for wall, _ in measured):,.0f}",
+                        f"{cpu / done * 1e6:,.1f}",
                         f"{seconds / (done / writers) * 1e3:,.2f}",
                     )
                 )
@@ -335,7 +348,15 @@ DURABLE_TITLE = (
     "Durable appends (one record each; an append returns after write() and fsync() of the log "
     "file, and of its directory when the file is new: the record survives a power loss)"
 )
-DURABLE_HEADER = ("store", "concurrent writers", "sessions", "appends/s", "ms/append (latency)")
+DURABLE_HEADER = (
+    "store",
+    "concurrent writers",
+    "sessions",
+    "appends/s (median)",
+    "appends/s (best)",
+    "CPU µs/append",
+    "ms/append (latency)",
+)
 
 
 def main() -> None:
@@ -344,13 +365,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30, help="searches per query (default 30)")
     parser.add_argument("--appends", type=int, default=5_000, help="records per append run")
     parser.add_argument("--durable", type=int, default=20_000, help="records per durable run")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per durable configuration")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
 
     print("append throughput ...", flush=True)
     appends = append_table(args.appends)
     print("durable appends ...", flush=True)
-    durable = durable_table(args.durable)
+    durable = durable_table(args.durable, args.repeats)
     if not sizes:
         print_table(
             f"Append throughput ({args.appends:,} message records, one session)",

@@ -76,3 +76,43 @@ async def test_concurrent_appends_reach_the_index_without_gaps(tmp_path: Path) -
     hits = await indexed.search("a", "u", "note 42")
     assert [h.text for h in hits] == ["note 42"]
     await indexed.close()
+
+
+async def test_concurrent_appends_to_many_sessions_of_a_user_are_indexed_together(
+    tmp_path: Path,
+) -> None:
+    store = JsonlSessionLogStore(tmp_path, durable=True)
+    index = SqliteSearchIndex(tmp_path)
+    groups: list[int] = []
+    original = index.add_many
+
+    async def spy(agent_id: str, user_id: str, batches: Any) -> list[int]:
+        groups.append(len(batches))
+        return await original(agent_id, user_id, batches)
+
+    index.add_many = spy  # type: ignore[method-assign]
+    indexed = IndexedSessionLogStore(store, index)
+    keys = [SessionKey("a", "u", f"s{i}") for i in range(8)]
+    await asyncio.gather(*(indexed.append(keys[i % 8], [record(i)]) for i in range(200)))
+    for key in keys:
+        assert await index.indexed_through(key) == 25
+    assert max(groups) > 1  # sessions shared a transaction
+    hits = await indexed.search("a", "u", "note 137")
+    assert [(h.session_id, h.text) for h in hits] == [("s1", "note 137")]
+    await indexed.close()
+
+
+async def test_a_failed_group_write_indexes_each_session_on_its_own(tmp_path: Path) -> None:
+    store = JsonlSessionLogStore(tmp_path, durable=True)
+    index = SqliteSearchIndex(tmp_path)
+
+    async def broken(agent_id: str, user_id: str, batches: Any) -> list[int]:
+        raise OSError("disk full")
+
+    index.add_many = broken  # type: ignore[method-assign]
+    indexed = IndexedSessionLogStore(store, index)
+    keys = [SessionKey("a", "u", f"s{i}") for i in range(4)]
+    await asyncio.gather(*(indexed.append(keys[i % 4], [record(i)]) for i in range(40)))
+    for key in keys:
+        assert await index.indexed_through(key) == 10
+    await indexed.close()

@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from harnessed.runtime import SessionLocks
 from harnessed.session.group_commit import GroupCommit
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
-from harnessed.session.search import MatchMode, SearchHit, SearchIndex, SearchOrder
+from harnessed.session.search import (
+    GroupedSearchIndex,
+    MatchMode,
+    SearchHit,
+    SearchIndex,
+    SearchOrder,
+)
 from harnessed.session.store import SessionCatalog, SessionInfo, SessionLogStore
 
 __all__ = ["IndexedSessionLogStore"]
@@ -58,8 +64,30 @@ class IndexedSessionLogStore:
         by_session: dict[SessionKey, list[SessionRecord]] = {}
         for key, stored in items:
             by_session.setdefault(key, []).extend(stored)
-        for key, stored in by_session.items():
+        for stored in by_session.values():
             stored.sort(key=lambda r: r.seq)
+        todo = by_session
+        if len(by_session) > 1 and isinstance(self.index, GroupedSearchIndex):
+            first = next(iter(by_session))
+            try:  # one transaction for the whole group
+                through = await self.index.add_many(
+                    first.agent_id,
+                    first.user_id,
+                    [(k.session_id, s) for k, s in by_session.items()],
+                )
+            except asyncio.CancelledError:
+                self._behind.update(by_session)
+                raise
+            except Exception:
+                pass  # each session on its own below: a failure is logged and remembered there
+            else:
+                todo = {
+                    k: s
+                    for (k, s), done in zip(by_session.items(), through, strict=True)
+                    if done < s[-1].seq
+                }
+                self._behind.difference_update(k for k in by_session if k not in todo)
+        for key, stored in todo.items():
             await self._index(key, stored)
         return [None] * len(items)
 

@@ -24,6 +24,7 @@ from harnessed.session.record import RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
 
 __all__ = [
+    "GroupedSearchIndex",
     "MatchMode",
     "SearchHit",
     "SearchIndex",
@@ -67,6 +68,19 @@ class SearchHit:
 
 
 @runtime_checkable
+@runtime_checkable
+class GroupedSearchIndex(Protocol):
+    """A search index that can take several sessions of one user in one write (concurrent
+    appends of a user are indexed as one group)."""
+
+    async def add_many(
+        self, agent_id: str, user_id: str, batches: Sequence[tuple[str, Sequence[SessionRecord]]]
+    ) -> list[int]:
+        """Like ``add`` for each ``(session_id, records)``; returns each session's indexed
+        seq."""
+        ...
+
+
 class SearchIndex(Protocol):
     """A full-text index of session messages, separated by agent and user.
 

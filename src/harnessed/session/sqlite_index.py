@@ -185,6 +185,14 @@ class SqliteSearchIndex:
             key.agent_id, key.user_id, lambda conn: _add(conn, key.session_id, ordered)
         )
 
+    async def add_many(
+        self, agent_id: str, user_id: str, batches: Sequence[tuple[str, Sequence[SessionRecord]]]
+    ) -> list[int]:
+        """:meth:`add` for several sessions of one user in one transaction (what concurrent
+        appends of a user become); returns each session's indexed seq."""
+        ordered = [(sid, sorted(records, key=lambda r: r.seq)) for sid, records in batches]
+        return await self._run(agent_id, user_id, lambda conn: _add_many(conn, ordered))
+
     async def indexed_through(self, key: SessionKey) -> int:
         if not self.path_for(key.agent_id, key.user_id).exists():
             return 0
@@ -261,26 +269,38 @@ def _indexed_seq(conn: sqlite3.Connection, session_id: str) -> int:
 
 
 def _add(conn: sqlite3.Connection, session_id: str, records: Sequence[SessionRecord]) -> int:
+    return _add_many(conn, [(session_id, records)])[0]
+
+
+def _add_many(
+    conn: sqlite3.Connection, batches: Sequence[tuple[str, Sequence[SessionRecord]]]
+) -> list[int]:
+    """Index the records of several sessions in one transaction; returns each session's new
+    ``indexed_seq``."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        last = start = _indexed_seq(conn, session_id)
-        for record in records:
-            if record.seq <= last:
-                continue  # already indexed (idempotent)
-            if record.seq != last + 1:
-                break  # a gap: the caller reads the missing records and calls again
-            item = indexable(record)
-            if item is not None:
-                role, text, name = item
-                _insert(conn, session_id, record, role, text, name)
-            last = record.seq
-        if last != start:
-            conn.execute(
-                "INSERT INTO sessions(session_id, indexed_seq) VALUES (?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET indexed_seq = excluded.indexed_seq",
-                (session_id, last),
-            )
-        bulk = last - start >= _BULK and 2 * (last - start) >= _indexed_total(conn)
+        added, out = 0, []
+        for session_id, records in batches:
+            last = start = _indexed_seq(conn, session_id)
+            for record in records:
+                if record.seq <= last:
+                    continue  # already indexed (idempotent)
+                if record.seq != last + 1:
+                    break  # a gap: the caller reads the missing records and calls again
+                item = indexable(record)
+                if item is not None:
+                    role, text, name = item
+                    _insert(conn, session_id, record, role, text, name)
+                last = record.seq
+            if last != start:
+                conn.execute(
+                    "INSERT INTO sessions(session_id, indexed_seq) VALUES (?, ?) "
+                    "ON CONFLICT(session_id) DO UPDATE SET indexed_seq = excluded.indexed_seq",
+                    (session_id, last),
+                )
+            added += last - start
+            out.append(last)
+        bulk = added >= _BULK and 2 * added >= _indexed_total(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -289,7 +309,7 @@ def _add(conn: sqlite3.Connection, session_id: str, records: Sequence[SessionRec
         # one segment now, instead of later small writes paying the merges of a bulk load
         conn.execute("INSERT INTO messages(messages) VALUES ('optimize')")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and not at some later small write
-    return last
+    return out
 
 
 def _indexed_total(conn: sqlite3.Connection) -> int:
