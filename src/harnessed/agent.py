@@ -44,8 +44,7 @@ from harnessed.session import SessionLogStore
 from harnessed.session.defaults import indexed_session_store
 from harnessed.session.search import SearchIndex
 from harnessed.sessions import SessionAccess, TurnControl
-from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts, given_capabilities
-from harnessed.skills import Skills
+from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.defaults import default_state_store
@@ -130,7 +129,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         memory: MemoryConfig | bool = True,
         memory_tools: bool = True,
         readable_session_agents: Sequence[str] = (),
-        skills: Skills | None = None,
+        skills: SkillsArg = None,
         mcp_servers: MCPServers = (),
         mcp_resources: MCPResources = (),
     ) -> None:
@@ -210,9 +209,9 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             mcp_servers=mcp_servers,
             mcp_resources=mcp_resources,
         )
-        given = given_capabilities(capabilities, skills)
+        given = Shortcuts.given_capabilities(capabilities, skills)
         self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
-        self.skills = self.capabilities.find(Skills)
+        self.skills = Shortcuts.skills_of(self.capabilities)
         """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""
         self.toolkit = Toolkit(tools)
         self._plug_in(frozenset(self.toolkit.names))

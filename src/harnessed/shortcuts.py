@@ -27,26 +27,30 @@ from harnessed.plan import PlanMode, PlanStatus
 from harnessed.sandbox import Sandbox
 from harnessed.session.capability import SessionTools
 from harnessed.shell import Shell, ShellConfig
-from harnessed.skills import Skills
 from harnessed.state.task import TaskContractConfig
 from harnessed.tasks import TaskContract, TaskList
 from harnessed.workspace.layout import Workspace
 
 if TYPE_CHECKING:
+    from harnessed.capabilities.registry import CapabilitySet
     from harnessed.mcp import MCPResource, MCPServer
+    from harnessed.skills import Skills
 
-__all__ = [
+__all__ = [  # keyword types, too
     "MCPResources",
     "MCPServers",
     "Sandbox",
     "Shortcuts",
-    "given_capabilities",
-]  # keyword types, too
+    "SkillsArg",
+]
 
 MCPServers: TypeAlias = "Sequence[MCPServer | str]"
 """``mcp_servers=``: server configurations, URLs or command lines (the ``mcp`` extra)."""
 MCPResources: TypeAlias = "Sequence[MCPResource | str]"
 """``mcp_resources=``: resources of those servers shown to the model as references."""
+SkillsArg: TypeAlias = "Skills | None"
+"""``skills=``: Agent Skills (:class:`~harnessed.skills.Skills`), or none."""
+
 
 C = TypeVar("C", bound=Capability)
 
@@ -74,6 +78,46 @@ class Shortcuts:
     confirmation_timeout: float | None = None
     mcp_servers: MCPServers = ()
     mcp_resources: MCPResources = ()
+
+    @staticmethod
+    def given_capabilities(capabilities: object, skills: object) -> list[Capability]:
+        """``HarnessAgent``'s ``capabilities=`` and ``skills=`` checked and joined; a wrong value
+        is a ``TypeError`` naming the argument."""
+        if isinstance(capabilities, Capability):
+            name = type(capabilities).__name__
+            raise TypeError(
+                f"HarnessAgent capabilities must be a list of capabilities, got one {name} object: "
+                f"write capabilities=[{name}(...)]"
+            )
+        if isinstance(capabilities, str | bytes | Mapping) or not isinstance(
+            capabilities, Iterable
+        ):
+            raise TypeError(
+                "HarnessAgent capabilities must be a list of Capability objects, got "
+                f"{type(capabilities).__name__}"
+            )
+        found = list(capabilities)
+        for i, item in enumerate(found):
+            if not isinstance(item, Capability):
+                raise TypeError(
+                    "HarnessAgent capabilities must be Capability objects: "
+                    f"capabilities[{i}] is a {type(item).__name__}"
+                )
+        if skills is not None and not isinstance(skills, _skills_class()):
+            raise TypeError(
+                f"HarnessAgent skills must be a Skills object, got {type(skills).__name__} "
+                f"{skills!r}: write skills=Skills([...folders...])"
+            )
+        return [*found, skills] if skills is not None else found
+
+    @staticmethod
+    def skills_of(capabilities: CapabilitySet) -> Skills | None:
+        """The ``Skills`` capability among ``capabilities``. The skills package is imported by
+        whoever makes a ``Skills``, not by ``import harnessed``: if it is not loaded, there is
+        none."""
+        module = sys.modules.get("harnessed.skills")
+        kind: type[Skills] | None = None if module is None else module.Skills
+        return None if kind is None else capabilities.find(kind)
 
     def capabilities(
         self, workspace: Workspace | None, given: Sequence[Capability]
@@ -149,35 +193,6 @@ class Shortcuts:
         return Shell(sandbox=shell, required=True)
 
 
-def given_capabilities(capabilities: object, skills: object) -> list[Capability]:
-    """``HarnessAgent``'s ``capabilities=`` and ``skills=`` checked and joined; a wrong value
-    is a ``TypeError`` naming the argument."""
-    if isinstance(capabilities, Capability):
-        name = type(capabilities).__name__
-        raise TypeError(
-            f"HarnessAgent capabilities must be a list of capabilities, got one {name} object: "
-            f"write capabilities=[{name}(...)]"
-        )
-    if isinstance(capabilities, str | bytes | Mapping) or not isinstance(capabilities, Iterable):
-        raise TypeError(
-            "HarnessAgent capabilities must be a list of Capability objects, got "
-            f"{type(capabilities).__name__}"
-        )
-    found = list(capabilities)
-    for i, item in enumerate(found):
-        if not isinstance(item, Capability):
-            raise TypeError(
-                "HarnessAgent capabilities must be Capability objects: "
-                f"capabilities[{i}] is a {type(item).__name__}"
-            )
-    if skills is not None and not isinstance(skills, Skills):
-        raise TypeError(
-            f"HarnessAgent skills must be a Skills object, got {type(skills).__name__} "
-            f"{skills!r}: write skills=Skills([...folders...])"
-        )
-    return [*found, skills] if skills is not None else found
-
-
 def _tracing(given: list[Capability]) -> Capability | None:
     """A ``Tracing`` passed in, or one for the tracer provider the application installed.
     With neither (no ``Tracing`` imported, no OpenTelemetry in use), OpenTelemetry is not
@@ -190,6 +205,14 @@ def _tracing(given: list[Capability]) -> Capability | None:
     from harnessed.observability.tracing import Tracing
 
     return _take(given, Tracing) or Tracing.when_configured()
+
+
+def _skills_class() -> type[Skills]:
+    """``Skills`` (imported here, at the first agent given ``skills=``, not by ``import
+    harnessed``)."""
+    from harnessed.skills import Skills
+
+    return Skills
 
 
 def _take(given: list[Capability], kind: type[C]) -> C | None:
