@@ -8,6 +8,7 @@ sandbox at the end of each call (``after_call``) and releases every sandbox on `
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from harnessed.capabilities.base import CallContext, CallEnd, Capability, CapabilityHost
@@ -15,7 +16,6 @@ from harnessed.files import model_editable_instructions
 from harnessed.runtime import RuntimeContext
 from harnessed.sandbox import Sandbox, SandboxManager, execute_tool, resolve_sandbox
 from harnessed.sandbox.manager import MountSource
-from harnessed.skills import SANDBOX_SKILLS_ROOT, Skills
 from harnessed.tools.base import Tool
 from harnessed.tools.shell import ShellConfig
 
@@ -75,6 +75,10 @@ class Shell(Capability):
     @staticmethod
     def _skill_mounts(host: CapabilityHost, sandbox: Sandbox) -> MountSource | None:
         """Skill folders, mounted read-only where the model is told to find them."""
+        if "harnessed.skills" not in sys.modules:
+            return None  # nobody made a Skills (the package is imported by whoever does)
+        from harnessed.skills import SANDBOX_SKILLS_ROOT, Skills
+
         skills = host.capability(Skills)
         if skills is None or not sandbox.supports_mounts:
             return None

@@ -18,8 +18,6 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
-import yaml
-
 from harnessed.models.base import Model
 
 if TYPE_CHECKING:
@@ -139,6 +137,8 @@ def parse_spec_file(subagent_id: str, text: str, *, source: str = "") -> Subagen
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise SpecError(f"{where}: the front matter has no closing '---' line")
+    import yaml  # only when a spec file is read: `import harnessed` stays light
+
     try:
         meta = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:
