@@ -160,6 +160,8 @@ class AgentRun:
             app_guard=agent.tool_guard,
         )
         self.ended: AgentEndEvent | None = None
+        self.stream_over = False
+        """``after_call`` is running: events go to the capabilities, not the ended stream."""
         self.summary_error: str | None = None
         """The last failed compaction of this run (named when overflow recovery fails)."""
         self._work: asyncio.Future[Any] | None = None
@@ -169,7 +171,11 @@ class AgentRun:
     # ------------------------------------------------------ events, records
     def emit(self, name: str, data: Mapping[str, Any]) -> None:
         """Queue a custom event (yielded at the next opportunity) and its log record."""
-        self.pending.put_nowait(CustomEvent(name=name, data=dict(data), **self.base))
+        event = CustomEvent(name=name, data=dict(data), **self.base)
+        if self.stream_over:
+            self.caps.observe(self.call, event)
+        else:
+            self.pending.put_nowait(event)
         if name == "compaction_end" and data.get("status") == "failed":
             self.summary_error = f"{data.get('error_type')}: {data.get('error')}"
         record_type = _HARNESS_RECORDS.get(name)
@@ -266,7 +272,21 @@ class AgentRun:
             raise
         finally:
             if caps.after_call:
-                await caps.run_after_call(self.call, end)
+                await self._after_call(end)
+
+    async def _after_call(self, end: CallEnd) -> None:
+        """Capabilities hear how the call ended. The stream has ended: what they emit now
+        (a sandbox snapshot) is observed by the capabilities at once and written to the log."""
+        self.stream_over = True
+        logged = len(self.records)  # an unfinished step's records stay out of the log
+        await self.caps.run_after_call(self.call, end)
+        batch = self.records[logged:]
+        del self.records[logged:]
+        if batch:
+            try:
+                await asyncio.shield(self.agent.conversation.append(self.key, batch))
+            except Exception:
+                logger.exception("could not log what ended run %s", self.run_id)
 
     def _add_messages(self, messages: Sequence[Msg]) -> None:
         self.record_messages(*messages)

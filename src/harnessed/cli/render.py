@@ -266,6 +266,22 @@ class EventPrinter:
                 f"{data.get('tokens_after'):,} tokens[/]"
             )
 
+    def _sandbox(self, data: Mapping[str, Any]) -> None:
+        backend = escape(str(data.get("backend", "sandbox")))
+        took = float(data.get("duration_ms", 0.0))
+        if "mode" in data:  # sandbox_acquire
+            how = {"live": "reused", "restore": "restored from its snapshot", "cold": "started"}
+            what = how.get(str(data["mode"]), escape(str(data["mode"])))
+            self._print_above_status(f"[dim]▣ {backend} sandbox {what} ({took:.0f} ms)[/]")
+        elif data.get("status") == "failed":
+            error = escape(_short(str(data.get("error", "")), 200))
+            self._print_above_status(f"[dim]▣ {backend} sandbox snapshot failed: {error}[/]")
+        else:
+            size = int(data.get("bytes", 0))
+            self._print_above_status(
+                f"[dim]▣ {backend} sandbox snapshot saved ({size:,} bytes, {took:.0f} ms)[/]"
+            )
+
 
 _CUSTOM = {
     "model_retry": EventPrinter._retry,
@@ -273,6 +289,8 @@ _CUSTOM = {
     "plan_changed": EventPrinter._plan,
     "compaction_start": EventPrinter._compaction,
     "compaction_end": EventPrinter._compaction,
+    "sandbox_acquire": EventPrinter._sandbox,
+    "sandbox_snapshot": EventPrinter._sandbox,
 }
 
 

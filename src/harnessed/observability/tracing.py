@@ -13,7 +13,14 @@ The spans are made from the call's own event stream, so they show exactly what a
   ``harnessed.context.transforms``. Each retry is a ``harnessed.model_retry`` span event;
 * ``execute_tool {tool}`` (INTERNAL) per tool call, child of the call: ``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``gen_ai.tool.type``; a failed tool sets ``error.type``;
-* ``compaction`` (INTERNAL) per compaction, with its reason, sizes and outcome.
+* ``compaction`` (INTERNAL) per compaction, with its reason, sizes and outcome;
+* ``sandbox.acquire`` (INTERNAL) when the first ``execute`` of a call gets the session's
+  sandbox: ``harnessed.sandbox.mode`` (``live`` / ``restore`` / ``cold``),
+  ``harnessed.sandbox.backend``, ``harnessed.sandbox.duration_ms``; and
+  ``sandbox.snapshot`` (INTERNAL) when it is archived at the call's end:
+  ``harnessed.sandbox.status``, ``harnessed.sandbox.bytes``, ``harnessed.sandbox.path``, the
+  backend and duration; a failed snapshot sets ``error.type`` and the ERROR status. Both are
+  children of the call's span and last as long as the step took.
 
 Overflow recovery, confirmation requests and every other harness or application event are
 span events on the call's span. A failure sets ``error.type`` and the ERROR status on the spans
@@ -100,6 +107,10 @@ def _event_attributes(data: Mapping[str, Any]) -> dict[str, _AttributeValue]:
         for key, value in data.items()
         if isinstance(value, str | bool | int | float)
     }
+
+
+_SANDBOX_SPANS = {"sandbox_acquire": "sandbox.acquire", "sandbox_snapshot": "sandbox.snapshot"}
+"""Sandbox lifecycle events (:mod:`harnessed.sandbox.events`) and their spans."""
 
 
 def _fail(span: Span, error_type: str, message: str = "") -> None:
@@ -234,7 +245,31 @@ class _RunSpans:
                 _fail(span, str(data.get("error_type", "_OTHER")), str(data.get("error", "")))
             span.end()
             return
+        if event.name in _SANDBOX_SPANS:
+            self._sandbox(_SANDBOX_SPANS[event.name], data)
+            return
         self.agent.add_event(f"harnessed.{event.name}", _event_attributes(data))
+
+    def _sandbox(self, name: str, data: Mapping[str, Any]) -> None:
+        """A finished sandbox step as a span of its measured length."""
+        end = time.time_ns()
+        duration = data.get("duration_ms")
+        took = int(duration * 1_000_000) if isinstance(duration, int | float) else 0
+        attributes: dict[str, _AttributeValue] = {
+            f"harnessed.sandbox.{key}": value
+            for key, value in data.items()
+            if key not in ("error", "error_type") and isinstance(value, str | bool | int | float)
+        }
+        span = self.tracer.start_span(
+            name,
+            context=self.parent,
+            kind=SpanKind.INTERNAL,
+            start_time=end - took,
+            attributes=attributes,
+        )
+        if data.get("status") == "failed":
+            _fail(span, str(data.get("error_type", "_OTHER")), str(data.get("error", "")))
+        span.end(end_time=end)
 
     def close(self, status: str, error: BaseException | None) -> None:
         if error is not None or status in ("closed", "cancelled"):

@@ -8,6 +8,8 @@
 
 :class:`SandboxManager` runs the lifecycle (acquire per call, restore from snapshot, keep the
 sandbox and the workspace in step, snapshot at call end); :func:`execute_tool` is the tool.
+The lifecycle is visible as ``sandbox_acquire`` / ``sandbox_snapshot`` events
+(:mod:`harnessed.sandbox.events`).
 """
 
 from harnessed.sandbox.base import (
@@ -20,6 +22,12 @@ from harnessed.sandbox.base import (
     SandboxUnavailableError,
 )
 from harnessed.sandbox.bubblewrap import BubblewrapSandbox, Network
+from harnessed.sandbox.events import (
+    SANDBOX_ACQUIRE,
+    SANDBOX_SNAPSHOT,
+    SandboxAcquire,
+    SandboxSnapshot,
+)
 from harnessed.sandbox.host import HostSandbox
 from harnessed.sandbox.limits import SandboxLimits
 from harnessed.sandbox.manager import SandboxLease, SandboxManager
@@ -27,18 +35,22 @@ from harnessed.sandbox.remote import RemoteSandbox
 from harnessed.sandbox.tool import execute_tool, resolve_sandbox
 
 __all__ = [
+    "SANDBOX_ACQUIRE",
+    "SANDBOX_SNAPSHOT",
     "BubblewrapSandbox",
     "ExecResult",
     "HostSandbox",
     "Network",
     "RemoteSandbox",
     "Sandbox",
+    "SandboxAcquire",
     "SandboxEntry",
     "SandboxError",
     "SandboxLease",
     "SandboxLimits",
     "SandboxManager",
     "SandboxSession",
+    "SandboxSnapshot",
     "SandboxSpec",
     "SandboxUnavailableError",
     "execute_tool",

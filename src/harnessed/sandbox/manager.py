@@ -22,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from harnessed.runtime import RuntimeContext
 from harnessed.sandbox.base import ExecResult, Sandbox, SandboxSession, SandboxSpec
+from harnessed.sandbox.events import AcquireMode, SandboxAcquire, SandboxSnapshot, backend_name
 from harnessed.workspace import FileInfo, Filesystem, Workspace, WorkspaceError
 from harnessed.workspace.paths import encode_part, join
 from harnessed.workspace.view import ViewFilesystem, ViewPolicy
@@ -38,6 +40,9 @@ logger = logging.getLogger(__name__)
 
 MountSource = Callable[[RuntimeContext], Awaitable[Sequence[tuple[str, str]]]]
 """What a caller's sandbox shows read-only: ``(host path, sandbox path)`` pairs."""
+
+AcquireReport = Callable[[SandboxAcquire], None]
+SnapshotReport = Callable[[SandboxSnapshot], None]
 
 SNAPSHOT_DIR = "sandboxes"
 """Below ``agents/<agent>/``: ``sandboxes/<user>/<session>.tar.gz`` (hidden from the model)."""
@@ -170,13 +175,20 @@ class SandboxManager:
             encode_part(session_id, "session_id") + ".tar.gz",
         )
 
-    async def acquire(self, user_id: str, session_id: str) -> SandboxLease:
-        """The session's sandbox: live → restored from its snapshot → started cold."""
+    async def acquire(
+        self, user_id: str, session_id: str, *, report: AcquireReport | None = None
+    ) -> SandboxLease:
+        """The session's sandbox: live → restored from its snapshot → started cold.
+
+        ``report`` hears how it was acquired (``sandbox_acquire`` event data).
+        """
         key = (self.agent_name, user_id, session_id)
+        started = time.perf_counter()
         async with self._starting:
             lease = self._live.get(key)
             if lease is not None:
                 self._live.move_to_end(key)
+                self._report(report, "live", started)
                 return lease
             policy = ViewPolicy.for_caller(
                 self.workspace,
@@ -188,37 +200,82 @@ class SandboxManager:
             session = await self.sandbox.start(spec)
             view = self.workspace.view(*key, writable_instructions=self.writable_instructions)
             lease = SandboxLease(key, session, view)
-            if not session.bound:
-                await self._restore(lease)
+            restored = not session.bound and await self._restore(lease)
             self._live[key] = lease
             while len(self._live) > self.max_live:
                 _, old = self._live.popitem(last=False)
                 await old.session.close()
+            self._report(report, "restore" if restored else "cold", started)
             return lease
 
-    async def _restore(self, lease: SandboxLease) -> None:
+    def _report(self, report: AcquireReport | None, mode: AcquireMode, started: float) -> None:
+        if report is not None:
+            duration = _ms_since(started)
+            report({"mode": mode, "backend": backend_name(self.sandbox), "duration_ms": duration})
+
+    async def _restore(self, lease: SandboxLease) -> bool:
         path = self.snapshot_path(*lease.key[1:])
         fs: Filesystem = self.workspace.fs
         if not await fs.exists(path):
-            return  # cold start
+            return False  # cold start
         await lease.session.restore(await fs.read(path))
         logger.debug("sandbox of %s restored from %s", lease.key, path)
+        return True
 
-    async def release(self, user_id: str, session_id: str) -> None:
-        """End of a call: snapshot a sandbox with its own storage to the workspace."""
+    async def release(
+        self, user_id: str, session_id: str, *, report: SnapshotReport | None = None
+    ) -> None:
+        """End of a call: snapshot a sandbox with its own storage to the workspace.
+
+        With ``report``, a failed snapshot is reported (``sandbox_snapshot`` event data) and
+        logged instead of raised; the sandbox stays live and is snapshotted again next time.
+        """
         lease = self._live.get((self.agent_name, user_id, session_id))
         if lease is None or lease.session.bound or not lease.used:
             return
+        path = self.snapshot_path(user_id, session_id)
+        started = time.perf_counter()
+        backend = backend_name(self.sandbox)
         async with lease.lock:
-            archive = await lease.session.snapshot()
-            await self.workspace.fs.write(self.snapshot_path(user_id, session_id), archive)
+            try:
+                archive = await lease.session.snapshot()
+                await self.workspace.fs.write(path, archive)
+            except Exception as exc:
+                if report is None:
+                    raise
+                logger.warning("snapshot of the sandbox of %s failed: %s", lease.key, exc)
+                report(
+                    {
+                        "status": "failed",
+                        "backend": backend,
+                        "duration_ms": _ms_since(started),
+                        "path": path,
+                        "error_type": type(exc).__name__,
+                        "error": str(exc)[:500],
+                    }
+                )
+                return
             lease.used = False
+        if report is not None:
+            report(
+                {
+                    "status": "completed",
+                    "backend": backend,
+                    "duration_ms": _ms_since(started),
+                    "bytes": len(archive),
+                    "path": path,
+                }
+            )
 
     async def aclose(self) -> None:
         while self._live:
             _, lease = self._live.popitem()
             await lease.session.close()
         await self.sandbox.aclose()
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
 
 
 def _sha(data: bytes) -> str:

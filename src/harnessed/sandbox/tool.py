@@ -13,8 +13,9 @@ import logging
 
 from harnessed.sandbox.base import Sandbox, SandboxError
 from harnessed.sandbox.bubblewrap import BubblewrapSandbox
+from harnessed.sandbox.events import SANDBOX_ACQUIRE, SandboxAcquire
 from harnessed.sandbox.host import HostSandbox
-from harnessed.sandbox.manager import SandboxManager
+from harnessed.sandbox.manager import AcquireReport, SandboxManager
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
@@ -62,6 +63,20 @@ def resolve_sandbox(sandbox: Sandbox | None, *, required: bool) -> Sandbox | Non
     return None
 
 
+def _acquire_reporter(ctx: ToolContext) -> AcquireReport | None:
+    """Emits ``sandbox_acquire`` for the first ``execute`` of a call only."""
+    call = ctx.call
+    if call is not None and call.values.get(SANDBOX_ACQUIRE):
+        return None
+
+    def report(data: SandboxAcquire) -> None:
+        if call is not None:
+            call.values[SANDBOX_ACQUIRE] = True
+        ctx.emit(SANDBOX_ACQUIRE, data)
+
+    return report
+
+
 def execute_tool(manager: SandboxManager, config: ShellConfig | None = None) -> Tool:
     """``execute`` bound to ``manager``'s sandboxes."""
     settings = config or ShellConfig()
@@ -86,7 +101,9 @@ def execute_tool(manager: SandboxManager, config: ShellConfig | None = None) -> 
         effective = min(float(timeout), settings.max_timeout)
         session = ctx.runtime.session_id or ctx.agent_name
         try:
-            lease = await manager.acquire(ctx.runtime.user_id, session)
+            lease = await manager.acquire(
+                ctx.runtime.user_id, session, report=_acquire_reporter(ctx)
+            )
             mounts = await manager.mounts(ctx.runtime) if manager.mounts is not None else ()
             result, notes = await lease.execute(
                 command, effective, max_output_bytes=settings.max_output_bytes, mounts=mounts

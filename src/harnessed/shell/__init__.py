@@ -3,7 +3,8 @@
 :class:`Shell` resolves the sandbox when the agent is built (bubblewrap by default; without a
 usable one there is no ``execute``, and the reason is logged once), gives the model the
 ``execute`` tool bound to a :class:`~harnessed.sandbox.SandboxManager`, snapshots a session's
-sandbox at the end of each call (``after_call``) and releases every sandbox on ``close``.
+sandbox at the end of each call (``after_call``; ``sandbox_acquire`` / ``sandbox_snapshot``
+events tell how, see :mod:`harnessed.sandbox.events`) and releases every sandbox on ``close``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from harnessed.capabilities.base import CallContext, CallEnd, Capability, Capabi
 from harnessed.files import model_editable_instructions
 from harnessed.runtime import RuntimeContext
 from harnessed.sandbox import Sandbox, SandboxManager, execute_tool, resolve_sandbox
+from harnessed.sandbox.events import SANDBOX_SNAPSHOT, SandboxSnapshot
 from harnessed.sandbox.manager import MountSource
 from harnessed.tools.base import Tool
 from harnessed.tools.shell import ShellConfig
@@ -95,7 +97,11 @@ class Shell(Capability):
 
     async def after_call(self, call: CallContext, end: CallEnd) -> None:
         if self.manager is not None:  # snapshot a sandbox with its own storage
-            await self.manager.release(call.user_id, call.session_id)
+
+            def report(data: SandboxSnapshot) -> None:
+                call.emit(SANDBOX_SNAPSHOT, data)
+
+            await self.manager.release(call.user_id, call.session_id, report=report)
 
     async def close(self) -> None:
         if self.manager is not None:
