@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from harnessed.session import (
     SessionKey,
     SessionLogStore,
 )
+from tests.support.postgres import postgres_store
 
 KEY = SessionKey("agent", "user-1", "s1")
 
@@ -24,11 +26,15 @@ def rec(i: int, kind: str = "note") -> NewRecord:
     return NewRecord(kind, {"i": i, "text": f"record {i}"}, run_id="r", turn_id="t")
 
 
-@pytest.fixture(params=["jsonl", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionLogStore:
+@pytest.fixture(params=["jsonl", "memory", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionLogStore]:
     if request.param == "jsonl":
-        return JsonlSessionLogStore(tmp_path)
-    return InMemorySessionLogStore()
+        yield JsonlSessionLogStore(tmp_path)
+    elif request.param == "memory":
+        yield InMemorySessionLogStore()
+    else:
+        async for pg in postgres_store():
+            yield pg.session_log()
 
 
 async def test_append_assigns_gapless_sequence_and_reads_back(store: SessionLogStore) -> None:

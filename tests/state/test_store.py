@@ -6,6 +6,7 @@ import asyncio
 import multiprocessing
 import os
 import pickle
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +25,20 @@ from harnessed.state import (
 )
 from harnessed.state.store import StateCorruptedError
 from harnessed.state.task import TaskContextState
+from tests.support.postgres import postgres_store
 
 KEY = StateKey("agent", "user", "session")
 
 
-@pytest.fixture(params=["memory", "json"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> AgentStateStore:
+@pytest.fixture(params=["memory", "json", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AgentStateStore]:
     if request.param == "memory":
-        return InMemoryStateStore()
-    return JsonFileStateStore(tmp_path / "states")
+        yield InMemoryStateStore()
+    elif request.param == "json":
+        yield JsonFileStateStore(tmp_path / "states")
+    else:
+        async for pg in postgres_store():
+            yield pg.state_store()
 
 
 def rich_state(key: StateKey = KEY) -> AgentState:

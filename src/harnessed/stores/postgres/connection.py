@@ -1,0 +1,181 @@
+"""``PostgresStore``: one PostgreSQL database (and schema) shared by many app servers.
+
+The store owns a connection pool per event loop (psycopg 3's ``AsyncConnectionPool``), so one
+agent object keeps working across ``asyncio.run`` calls. On first use it checks the schema
+version and, with ``migrate="auto"`` (the default), applies missing migrations; with
+``migrate="check"`` it refuses to run on an old schema and says to run ``harnessed db upgrade``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from harnessed.stores.postgres.migrations import SCHEMA_VERSION, applied_version, upgrade
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+    from harnessed.stores.postgres.log import PostgresSessionLogStore
+    from harnessed.stores.postgres.search import PostgresSearchIndex
+    from harnessed.stores.postgres.state import PostgresStateStore
+
+__all__ = ["PostgresStore", "is_postgres_url"]
+
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def is_postgres_url(value: object) -> bool:
+    """Whether ``value`` is a ``postgresql://`` / ``postgres://`` connection URL."""
+    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
+
+
+@dataclass(eq=False)
+class PostgresStore:
+    """Session logs, search and agent states in one PostgreSQL database.
+
+    Args:
+        url: A libpq connection string or URL (``postgresql://user@host:5432/db``).
+        schema: The schema the tables live in (created when missing); lets several
+            deployments, or test runs, share one database.
+        min_size: Connections each pool keeps open.
+        max_size: The most connections a pool opens.
+        migrate: ``"auto"`` applies missing migrations on first use; ``"check"`` only checks
+            and raises when the schema is behind (run ``harnessed db upgrade`` then).
+    """
+
+    url: str
+    schema: str = "public"
+    min_size: int = 1
+    max_size: int = 10
+    migrate: Literal["auto", "check"] = "auto"
+    _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = field(
+        default_factory=weakref.WeakKeyDictionary, init=False, repr=False
+    )
+    _opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
+        default_factory=weakref.WeakKeyDictionary, init=False, repr=False
+    )
+    _checked: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.url, str) or not self.url.strip():
+            raise ValueError("PostgresStore url must be a non-empty connection string")
+        if not isinstance(self.schema, str) or not _SCHEMA_NAME.fullmatch(self.schema):
+            raise ValueError(
+                "PostgresStore schema must be lower-case letters, digits and '_' "
+                f"(at most 63, not starting with a digit), got {self.schema!r}"
+            )
+        if not isinstance(self.min_size, int) or self.min_size < 0:
+            raise ValueError(f"PostgresStore min_size must be >= 0, got {self.min_size!r}")
+        if not isinstance(self.max_size, int) or self.max_size < max(1, self.min_size):
+            raise ValueError(
+                f"PostgresStore max_size must be >= max(1, min_size), got {self.max_size!r}"
+            )
+        if self.migrate not in ("auto", "check"):
+            raise ValueError(
+                f"PostgresStore migrate must be 'auto' or 'check', got {self.migrate!r}"
+            )
+
+    # ------------------------------------------------------------------ parts
+    def session_log(self) -> PostgresSessionLogStore:
+        """The session log store (a :class:`~harnessed.session.SessionLogStore`)."""
+        from harnessed.stores.postgres.log import PostgresSessionLogStore
+
+        return PostgresSessionLogStore(self)
+
+    def search_index(self) -> PostgresSearchIndex:
+        """The search index over the session log (same database, indexed on append)."""
+        from harnessed.stores.postgres.search import PostgresSearchIndex
+
+        return PostgresSearchIndex(self)
+
+    def state_store(self) -> PostgresStateStore:
+        """The agent state store (an :class:`~harnessed.state.AgentStateStore`)."""
+        from harnessed.stores.postgres.state import PostgresStateStore
+
+        return PostgresStateStore(self)
+
+    # ------------------------------------------------------------ connections
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection of the running event loop, schema checked."""
+        pool = await self._pool()
+        async with pool.connection() as conn:
+            yield conn
+
+    async def upgrade(self) -> list[int]:
+        """Apply missing migrations now; returns the versions applied."""
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            return await upgrade(conn, self.schema)
+
+    async def schema_version(self) -> int:
+        """The migration version the database is at (0 = empty)."""
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            await conn.execute(f"SET search_path TO {self.schema}".encode())
+            return await applied_version(conn)
+
+    async def close(self) -> None:
+        """Close the pool of the running event loop (pools of ended loops are dropped)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - close() is a coroutine
+            return
+        pool = self._pools.pop(loop, None)
+        if pool is not None:
+            await pool.close()
+
+    async def _pool(self) -> AsyncConnectionPool[Any]:
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is not None:
+            return pool
+        lock = self._opening.setdefault(loop, asyncio.Lock())
+        async with lock:  # the first task of a loop opens its pool, the others wait for it
+            pool = self._pools.get(loop)
+            if pool is None:
+                pool = await self._open_pool()
+                self._pools[loop] = pool
+        return pool
+
+    async def _open_pool(self) -> AsyncConnectionPool[Any]:
+        try:
+            from psycopg_pool import AsyncConnectionPool
+        except ImportError as exc:  # pragma: no cover - depends on the installation
+            raise ImportError(
+                "the PostgreSQL store needs psycopg and psycopg_pool: "
+                "pip install 'harnessed[postgres]'"
+            ) from exc
+        if not self._checked:
+            await self._check_schema()
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self.url,
+            min_size=self.min_size,
+            max_size=self.max_size,
+            kwargs={"autocommit": True, "options": f"-c search_path={self.schema}"},
+            open=False,
+            name=f"harnessed-{self.schema}",
+        )
+        await pool.open(wait=True, timeout=30)
+        return pool
+
+    async def _check_schema(self) -> None:
+        if self.migrate == "auto":
+            await self.upgrade()
+        else:
+            version = await self.schema_version()
+            if version < SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"the PostgreSQL schema {self.schema!r} is at version {version}, this "
+                    f"harnessed needs {SCHEMA_VERSION}: run `harnessed db upgrade --url ...`"
+                )
+        self._checked = True

@@ -1,0 +1,215 @@
+"""The session log in PostgreSQL: gapless sequence numbers per session, batched appends.
+
+An append reserves its sequence numbers by bumping ``last_seq`` of the session's row (the
+row lock serializes writers of one session across all app servers, and a rolled-back append
+gives its numbers back), then inserts the records and their search rows with pipelined
+statements, all in one transaction: a crash commits all of a batch or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from harnessed.messages import clean_text
+from harnessed.session.record import NewRecord, SessionKey, SessionRecord
+from harnessed.session.search import indexable, timestamp_micros, words
+from harnessed.session.store import SessionInfo
+from harnessed.stores.postgres.connection import PostgresStore
+
+__all__ = ["PostgresSessionLogStore"]
+
+_MAX_INDEXED_CHARS = 400_000
+"""Words beyond this many characters of one message are not indexed (a tsvector holds 1 MB)."""
+
+_RESERVE = (
+    "INSERT INTO harnessed_sessions AS s"
+    " (agent_id, user_id, session_id, last_seq, size_bytes, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (agent_id, user_id, session_id) DO UPDATE SET"
+    " last_seq = s.last_seq + EXCLUDED.last_seq,"
+    " size_bytes = s.size_bytes + EXCLUDED.size_bytes,"
+    " updated_at = EXCLUDED.updated_at"
+    " RETURNING last_seq"
+)
+_INSERT = (
+    "INSERT INTO harnessed_records"
+    " (agent_id, user_id, session_id, seq, event_id, type, ts, run_id, turn_id, payload)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_INDEX = (
+    "INSERT INTO harnessed_search"
+    " (agent_id, user_id, session_id, seq, ts_micros, ts, role, name, body, words)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, to_tsvector('simple', %s))"
+    " ON CONFLICT DO NOTHING"
+)
+_COLUMNS = "seq, event_id, type, ts, run_id, turn_id, payload"
+
+
+def _db_text(text: str) -> str:
+    """Text PostgreSQL accepts: no NUL characters, no lone surrogates."""
+    return clean_text(text).replace("\x00", "\ufffd")
+
+
+def search_row(key: SessionKey, record: SessionRecord) -> tuple[Any, ...] | None:
+    """The ``harnessed_search`` row of a searchable record (``None`` for the others)."""
+    found = indexable(record)
+    if found is None:
+        return None
+    role, text, name = found
+    folded = " ".join(words(text))[:_MAX_INDEXED_CHARS]
+    return (
+        key.agent_id,
+        key.user_id,
+        key.session_id,
+        record.seq,
+        timestamp_micros(record.timestamp),
+        record.timestamp,
+        role,
+        name,
+        _db_text(text),
+        folded,
+    )
+
+
+class PostgresSessionLogStore:
+    """A :class:`~harnessed.session.SessionLogStore` (and ``SessionCatalog``) on PostgreSQL."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    def __repr__(self) -> str:
+        return f"PostgresSessionLogStore(schema={self.store.schema!r})"
+
+    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+        if not records:
+            return []
+        payloads = [
+            _db_text(json.dumps(dict(r.payload), ensure_ascii=False, separators=(",", ":")))
+            for r in records
+        ]
+        size = sum(len(p) for p in payloads)
+        async with self.store.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                _RESERVE,
+                (key.agent_id, key.user_id, key.session_id, len(records), size, time.time()),
+            )
+            row = await cursor.fetchone()
+            assert row is not None
+            first = int(row[0]) - len(records) + 1
+            stored = [SessionRecord.assign(first + i, r) for i, r in enumerate(records)]
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    _INSERT,
+                    [
+                        (
+                            key.agent_id,
+                            key.user_id,
+                            key.session_id,
+                            record.seq,
+                            record.event_id,
+                            record.type,
+                            record.timestamp,
+                            record.run_id,
+                            record.turn_id,
+                            payload,
+                        )
+                        for record, payload in zip(stored, payloads, strict=True)
+                    ],
+                )
+                rows = [r for r in (search_row(key, s) for s in stored) if r is not None]
+                if rows:
+                    await cur.executemany(_INDEX, rows)
+        return stored
+
+    async def read(
+        self,
+        key: SessionKey,
+        *,
+        after_seq: int = 0,
+        types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[SessionRecord]:
+        if limit is not None and limit <= 0:
+            return []
+        query = (
+            f"SELECT {_COLUMNS} FROM harnessed_records"
+            " WHERE agent_id = %s AND user_id = %s AND session_id = %s AND seq > %s"
+        )
+        params: list[Any] = [key.agent_id, key.user_id, key.session_id, after_seq]
+        if types is not None:
+            query += " AND type = ANY(%s)"
+            params.append(list(types))
+        query += " ORDER BY seq"
+        if limit is not None:
+            query += " LIMIT %s"
+            params.append(limit)
+        return await self._fetch(query, params)
+
+    async def tail(
+        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+    ) -> list[SessionRecord]:
+        if count <= 0:
+            return []
+        query = (
+            f"SELECT {_COLUMNS} FROM harnessed_records"
+            " WHERE agent_id = %s AND user_id = %s AND session_id = %s"
+        )
+        params: list[Any] = [key.agent_id, key.user_id, key.session_id]
+        if types is not None:
+            query += " AND type = ANY(%s)"
+            params.append(list(types))
+        query += " ORDER BY seq DESC LIMIT %s"
+        params.append(count)
+        return list(reversed(await self._fetch(query, params)))
+
+    async def last_seq(self, key: SessionKey) -> int:
+        """The newest sequence number of a session (0 when it has no records)."""
+        async with self.store.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT last_seq FROM harnessed_sessions"
+                " WHERE agent_id = %s AND user_id = %s AND session_id = %s",
+                (key.agent_id, key.user_id, key.session_id),
+            )
+            row = await cursor.fetchone()
+        return int(row[0]) if row is not None else 0
+
+    async def sessions(self, agent_id: str, user_id: str) -> list[SessionInfo]:
+        async with self.store.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT session_id, updated_at, size_bytes FROM harnessed_sessions"
+                " WHERE agent_id = %s AND user_id = %s AND last_seq > 0"
+                " ORDER BY updated_at DESC, session_id",
+                (agent_id, user_id),
+            )
+            rows = await cursor.fetchall()
+        return [SessionInfo(str(r[0]), float(r[1]), int(r[2])) for r in rows]
+
+    async def users(self, agent_id: str) -> list[str]:
+        async with self.store.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT DISTINCT user_id FROM harnessed_sessions"
+                " WHERE agent_id = %s AND last_seq > 0 ORDER BY user_id",
+                (agent_id,),
+            )
+            rows = await cursor.fetchall()
+        return [str(r[0]) for r in rows]
+
+    async def _fetch(self, query: str, params: Sequence[Any]) -> list[SessionRecord]:
+        async with self.store.connection() as conn:
+            cursor = await conn.execute(query.encode(), params)
+            rows = await cursor.fetchall()
+        return [
+            SessionRecord(
+                seq=int(r[0]),
+                event_id=str(r[1]),
+                type=str(r[2]),
+                timestamp=str(r[3]),
+                run_id=r[4],
+                turn_id=r[5],
+                payload=json.loads(r[6]),
+            )
+            for r in rows
+        ]

@@ -1,0 +1,137 @@
+"""Versioned schema migrations of the PostgreSQL store.
+
+Each migration is a number and the SQL that takes the schema from the previous number to it.
+:func:`upgrade` applies the missing ones in order, in one transaction, under an
+advisory lock, so app servers starting together never apply one twice. The applied numbers are
+kept in ``harnessed_schema``. Migrations are only ever added, never edited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_version", "upgrade"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "session logs with full-text search, agent states",
+        """
+        CREATE TABLE harnessed_sessions (
+            agent_id   text   NOT NULL,
+            user_id    text   NOT NULL,
+            session_id text   NOT NULL,
+            last_seq   bigint NOT NULL DEFAULT 0,
+            size_bytes bigint NOT NULL DEFAULT 0,
+            updated_at double precision NOT NULL,
+            PRIMARY KEY (agent_id, user_id, session_id)
+        );
+        CREATE INDEX harnessed_sessions_recent
+            ON harnessed_sessions (agent_id, user_id, updated_at DESC);
+
+        CREATE TABLE harnessed_records (
+            agent_id   text   NOT NULL,
+            user_id    text   NOT NULL,
+            session_id text   NOT NULL,
+            seq        bigint NOT NULL,
+            event_id   text   NOT NULL,
+            type       text   NOT NULL,
+            ts         text   NOT NULL,
+            run_id     text,
+            turn_id    text,
+            payload    text   NOT NULL,
+            PRIMARY KEY (agent_id, user_id, session_id, seq)
+        );
+        CREATE INDEX harnessed_records_type
+            ON harnessed_records (agent_id, user_id, session_id, type, seq);
+
+        CREATE TABLE harnessed_search (
+            agent_id   text   NOT NULL,
+            user_id    text   NOT NULL,
+            session_id text   NOT NULL,
+            seq        bigint NOT NULL,
+            ts_micros  bigint NOT NULL,
+            ts         text   NOT NULL,
+            role       text   NOT NULL,
+            name       text,
+            body       text   NOT NULL,
+            words      tsvector NOT NULL,
+            PRIMARY KEY (agent_id, user_id, session_id, seq)
+        );
+        CREATE INDEX harnessed_search_words ON harnessed_search USING GIN (words);
+        CREATE INDEX harnessed_search_recent
+            ON harnessed_search (agent_id, user_id, ts_micros DESC, seq DESC);
+
+        CREATE TABLE harnessed_states (
+            agent_id   text   NOT NULL,
+            user_id    text   NOT NULL,
+            session_id text   NOT NULL,
+            version    bigint NOT NULL,
+            data       text   NOT NULL,
+            PRIMARY KEY (agent_id, user_id, session_id)
+        );
+        """,
+    ),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+"""The schema version this release of harnessed needs."""
+
+_LOCK_KEY = 0x6861726E  # an arbitrary constant: the advisory lock of schema upgrades
+
+
+async def applied_version(conn: AsyncConnection[Any]) -> int:
+    """The highest migration applied in the connection's schema (0 for an empty one)."""
+    cursor = await conn.execute("SELECT to_regclass('harnessed_schema') IS NOT NULL")
+    row = await cursor.fetchone()
+    if row is None or not row[0]:
+        return 0
+    cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM harnessed_schema")
+    row = await cursor.fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+async def upgrade(conn: AsyncConnection[Any], schema: str) -> list[int]:
+    """Create ``schema`` if needed and apply the missing migrations in it; returns the
+    versions applied now (maybe none).
+
+    Raises ``RuntimeError`` when the database was migrated by a newer harnessed than this one.
+    """
+    applied: list[int] = []
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}".encode())
+        await conn.execute(f"SET LOCAL search_path TO {schema}".encode())
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS harnessed_schema ("
+            " version integer PRIMARY KEY, description text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        current = await applied_version(conn)
+        if current > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"the database schema is at version {current}, newer than the {SCHEMA_VERSION} "
+                "this harnessed knows: upgrade harnessed"
+            )
+        for migration in MIGRATIONS:
+            if migration.version <= current:
+                continue
+            await conn.execute(migration.sql.encode())
+            await conn.execute(
+                "INSERT INTO harnessed_schema (version, description) VALUES (%s, %s)",
+                (migration.version, migration.description),
+            )
+            applied.append(migration.version)
+    return applied

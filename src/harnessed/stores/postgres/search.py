@@ -1,0 +1,124 @@
+"""Full-text search of the session log in PostgreSQL (``tsvector`` + GIN, per user).
+
+The log store writes a search row for every searchable message in the same transaction as the
+message itself, so the index is never behind the log. Text is folded and split into words by the
+same rules as every other index (:mod:`harnessed.session.search`) before PostgreSQL sees it, with
+the ``simple`` configuration (no stemming, no stop words); hits are checked against those rules
+again, so all backends give the same answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harnessed.session.record import RecordType, SessionKey, SessionRecord
+from harnessed.session.search import (
+    MatchMode,
+    SearchHit,
+    SearchOrder,
+    check_search_args,
+    matches,
+    query_words,
+    words,
+)
+from harnessed.session.store import SessionLogStore
+from harnessed.stores.postgres.connection import PostgresStore
+from harnessed.stores.postgres.log import _INDEX, search_row
+
+__all__ = ["PostgresSearchIndex"]
+
+_QUERY_FUNCTION = {"phrase": "phraseto_tsquery", "all": "plainto_tsquery", "any": "to_tsquery"}
+
+
+class PostgresSearchIndex:
+    """A :class:`~harnessed.session.SearchIndex` over the PostgreSQL session log."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    def __repr__(self) -> str:
+        return f"PostgresSearchIndex(schema={self.store.schema!r})"
+
+    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+        # Appends index their own messages in the same transaction: nothing is left to do.
+        if records:
+            return max(r.seq for r in records)
+        return await self.indexed_through(key)
+
+    async def indexed_through(self, key: SessionKey) -> int:
+        async with self.store.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT last_seq FROM harnessed_sessions"
+                " WHERE agent_id = %s AND user_id = %s AND session_id = %s",
+                (key.agent_id, key.user_id, key.session_id),
+            )
+            row = await cursor.fetchone()
+        return int(row[0]) if row is not None else 0
+
+    async def is_built(self, agent_id: str, user_id: str) -> bool:
+        return True
+
+    async def search(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        max_results: int = 10,
+        match: MatchMode = "phrase",
+        order: SearchOrder = "recent",
+        session_id: str | None = None,
+    ) -> list[SearchHit]:
+        check_search_args(max_results, match, order)
+        wanted = query_words(query)
+        text = " | ".join(wanted) if match == "any" else " ".join(wanted)
+        function = _QUERY_FUNCTION[match]
+        sql = (
+            "SELECT session_id, seq, role, body, ts, name FROM harnessed_search"
+            f", {function}('simple', %s) AS q"
+            " WHERE agent_id = %s AND user_id = %s AND words @@ q"
+        )
+        params: list[Any] = [text, agent_id, user_id]
+        if session_id is not None:
+            sql += " AND session_id = %s"
+            params.append(session_id)
+        if order == "relevance":
+            sql += " ORDER BY ts_rank_cd(words, q) DESC, ts_micros DESC, seq DESC"
+        else:
+            sql += " ORDER BY ts_micros DESC, seq DESC"
+        sql += " LIMIT %s"
+        params.append(max_results * 2 + 20)
+        async with self.store.connection() as conn:
+            cursor = await conn.execute(sql.encode(), params)
+            rows = await cursor.fetchall()
+        hits: list[SearchHit] = []
+        for row in rows:
+            if not matches(words(row[3]), wanted, match):
+                continue
+            hits.append(
+                SearchHit(str(row[0]), int(row[1]), str(row[2]), row[3], str(row[4]), row[5])
+            )
+            if len(hits) == max_results:
+                break
+        return hits
+
+    async def rebuild(self, store: SessionLogStore, agent_id: str, user_id: str) -> int:
+        count = 0
+        async with self.store.connection() as conn, conn.transaction():
+            await conn.execute(
+                "DELETE FROM harnessed_search WHERE agent_id = %s AND user_id = %s",
+                (agent_id, user_id),
+            )
+            for info in await store.sessions(agent_id, user_id):
+                key = SessionKey(agent_id, user_id, info.session_id)
+                records = await store.read(key, types=[RecordType.MESSAGE])
+                rows = [r for r in (search_row(key, rec) for rec in records) if r is not None]
+                if rows:
+                    async with conn.cursor() as cur:
+                        await cur.executemany(_INDEX, rows)
+                count += len(rows)
+        return count
+
+    async def close(self) -> None:
+        """Nothing to release: the :class:`PostgresStore` owns the connections."""
