@@ -23,6 +23,7 @@ from harnessed.session import (
     SqliteSearchIndex,
     TantivySearchIndex,
 )
+from tests.support.postgres import postgres_store
 
 HAS_TANTIVY = importlib.util.find_spec("tantivy") is not None
 BASE = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -47,6 +48,7 @@ BACKENDS = [
         "tantivy", marks=pytest.mark.skipif(not HAS_TANTIVY, reason="tantivy not installed")
     ),
     "scan",
+    "postgres",
 ]
 
 
@@ -54,8 +56,21 @@ BACKENDS = [
 async def log(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[IndexedSessionLogStore]:
+    if request.param == "postgres":
+        async for pg in postgres_store():
+            indexed = IndexedSessionLogStore(pg.session_log(), pg.search_index())
+            await _fill(indexed)
+            yield indexed
+            await indexed.close()
+        return
     store = JsonlSessionLogStore(tmp_path)
     indexed = IndexedSessionLogStore(store, make_index(request.param, tmp_path, store))
+    await _fill(indexed)
+    yield indexed
+    await indexed.close()
+
+
+async def _fill(indexed: IndexedSessionLogStore) -> None:
     alice1 = SessionKey("agent", "alice", "s1")
     alice2 = SessionKey("agent", "alice", "s2")
     bob = SessionKey("agent", "bob", "s1")
@@ -77,8 +92,6 @@ async def log(
         ],
     )
     await indexed.append(bob, [msg_record(Msg.user("bob's database migration secret"), 6)])
-    yield indexed
-    await indexed.close()
 
 
 def found(hits: list) -> list[tuple[str, int]]:
@@ -243,3 +256,34 @@ def _written() -> int:
         if line.startswith("wchar:"):
             return int(line.split()[1])
     raise AssertionError("no wchar in /proc/self/io")
+
+
+async def test_phrases_in_long_messages_are_found(
+    log: IndexedSessionLogStore,
+) -> None:
+    """Phrases past the 16,383rd word or after a word's 256th use are found (PostgreSQL's
+    position limits must not decide what a phrase is)."""
+    key = SessionKey("agent", "carol", "long")
+    long_text = "filler " * 17_000 + "rare phrase here"
+    repeated = "tick " * 300 + "tock boom"
+    await log.append(
+        key,
+        [
+            msg_record(Msg.user(long_text), 10),
+            msg_record(Msg.user(repeated), 11),
+            msg_record(Msg.user("here phrase rare, reversed"), 12),
+        ],
+    )
+    assert found(await log.search("agent", "carol", "rare phrase here")) == [("long", 1)]
+    assert found(await log.search("agent", "carol", "tick tock boom")) == [("long", 2)]
+    assert found(await log.search("agent", "carol", "phrase rare")) == [("long", 3)]
+    assert found(await log.search("agent", "carol", "rare here", match="all")) == [
+        ("long", 3),
+        ("long", 1),
+    ]
+    # many candidates that fail the text check still leave room for the real hits
+    await log.append(
+        key, [msg_record(Msg.user("here " * 300 + "rare phrase"), 13 + i) for i in range(30)]
+    )
+    hits = await log.search("agent", "carol", "rare phrase here", max_results=3)
+    assert found(hits) == [("long", 1)]

@@ -55,8 +55,8 @@ class PostgresStore:
     min_size: int = 1
     max_size: int = 10
     migrate: Literal["auto", "check"] = "auto"
-    _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = field(
-        default_factory=weakref.WeakKeyDictionary, init=False, repr=False
+    _pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = field(
+        default_factory=dict, init=False, repr=False
     )
     _opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
         default_factory=weakref.WeakKeyDictionary, init=False, repr=False
@@ -143,9 +143,17 @@ class PostgresStore:
         async with lock:  # the first task of a loop opens its pool, the others wait for it
             pool = self._pools.get(loop)
             if pool is None:
+                self._forget_ended_loops()
                 pool = await self._open_pool()
                 self._pools[loop] = pool
         return pool
+
+    def _forget_ended_loops(self) -> None:
+        # A pool holds its loop (its worker tasks), so it must be dropped explicitly; once
+        # unreferenced its connections are closed by the garbage collector.
+        for ended in [loop for loop in self._pools if loop.is_closed()]:
+            del self._pools[ended]
+            self._opening.pop(ended, None)
 
     async def _open_pool(self) -> AsyncConnectionPool[Any]:
         try:

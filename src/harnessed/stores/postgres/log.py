@@ -13,16 +13,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from harnessed.messages import clean_text
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
-from harnessed.session.search import indexable, timestamp_micros, words
 from harnessed.session.store import SessionInfo
 from harnessed.stores.postgres.connection import PostgresStore
+from harnessed.stores.postgres.lexemes import INSERT_SEARCH_ROW, db_text, search_row
 
 __all__ = ["PostgresSessionLogStore"]
-
-_MAX_INDEXED_CHARS = 400_000
-"""Words beyond this many characters of one message are not indexed (a tsvector holds 1 MB)."""
 
 _RESERVE = (
     "INSERT INTO harnessed_sessions AS s"
@@ -39,39 +35,7 @@ _INSERT = (
     " (agent_id, user_id, session_id, seq, event_id, type, ts, run_id, turn_id, payload)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
-_INDEX = (
-    "INSERT INTO harnessed_search"
-    " (agent_id, user_id, session_id, seq, ts_micros, ts, role, name, body, words)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, to_tsvector('simple', %s))"
-    " ON CONFLICT DO NOTHING"
-)
 _COLUMNS = "seq, event_id, type, ts, run_id, turn_id, payload"
-
-
-def _db_text(text: str) -> str:
-    """Text PostgreSQL accepts: no NUL characters, no lone surrogates."""
-    return clean_text(text).replace("\x00", "\ufffd")
-
-
-def search_row(key: SessionKey, record: SessionRecord) -> tuple[Any, ...] | None:
-    """The ``harnessed_search`` row of a searchable record (``None`` for the others)."""
-    found = indexable(record)
-    if found is None:
-        return None
-    role, text, name = found
-    folded = " ".join(words(text))[:_MAX_INDEXED_CHARS]
-    return (
-        key.agent_id,
-        key.user_id,
-        key.session_id,
-        record.seq,
-        timestamp_micros(record.timestamp),
-        record.timestamp,
-        role,
-        name,
-        _db_text(text),
-        folded,
-    )
 
 
 class PostgresSessionLogStore:
@@ -87,7 +51,7 @@ class PostgresSessionLogStore:
         if not records:
             return []
         payloads = [
-            _db_text(json.dumps(dict(r.payload), ensure_ascii=False, separators=(",", ":")))
+            db_text(json.dumps(dict(r.payload), ensure_ascii=False, separators=(",", ":")))
             for r in records
         ]
         size = sum(len(p) for p in payloads)
@@ -121,7 +85,7 @@ class PostgresSessionLogStore:
                 )
                 rows = [r for r in (search_row(key, s) for s in stored) if r is not None]
                 if rows:
-                    await cur.executemany(_INDEX, rows)
+                    await cur.executemany(INSERT_SEARCH_ROW, rows)
         return stored
 
     async def read(

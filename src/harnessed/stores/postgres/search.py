@@ -1,9 +1,9 @@
 """Full-text search of the session log in PostgreSQL (``tsvector`` + GIN, per user).
 
 The log store writes a search row for every searchable message in the same transaction as the
-message itself, so the index is never behind the log. Text is folded and split into words by the
-same rules as every other index (:mod:`harnessed.session.search`) before PostgreSQL sees it, with
-the ``simple`` configuration (no stemming, no stop words); hits are checked against those rules
+message itself, so the index is never behind the log. The index holds exactly the words of the
+shared rules (:mod:`harnessed.session.search`, made into ``tsvector`` literals by
+:mod:`.lexemes`, never PostgreSQL's own parser); candidates are checked against those rules
 again, so all backends give the same answers.
 """
 
@@ -24,11 +24,9 @@ from harnessed.session.search import (
 )
 from harnessed.session.store import SessionLogStore
 from harnessed.stores.postgres.connection import PostgresStore
-from harnessed.stores.postgres.log import _INDEX, search_row
+from harnessed.stores.postgres.lexemes import INSERT_SEARCH_ROW, search_row, tsquery
 
 __all__ = ["PostgresSearchIndex"]
-
-_QUERY_FUNCTION = {"phrase": "phraseto_tsquery", "all": "plainto_tsquery", "any": "to_tsquery"}
 
 
 class PostgresSearchIndex:
@@ -72,14 +70,11 @@ class PostgresSearchIndex:
     ) -> list[SearchHit]:
         check_search_args(max_results, match, order)
         wanted = query_words(query)
-        text = " | ".join(wanted) if match == "any" else " ".join(wanted)
-        function = _QUERY_FUNCTION[match]
         sql = (
-            "SELECT session_id, seq, role, body, ts, name FROM harnessed_search"
-            f", {function}('simple', %s) AS q"
-            " WHERE agent_id = %s AND user_id = %s AND words @@ q"
+            "SELECT session_id, seq, role, body, ts, name FROM harnessed_search,"
+            " CAST(%s AS tsquery) AS q WHERE agent_id = %s AND user_id = %s AND words @@ q"
         )
-        params: list[Any] = [text, agent_id, user_id]
+        params: list[Any] = [tsquery(wanted, match), agent_id, user_id]
         if session_id is not None:
             sql += " AND session_id = %s"
             params.append(session_id)
@@ -87,20 +82,27 @@ class PostgresSearchIndex:
             sql += " ORDER BY ts_rank_cd(words, q) DESC, ts_micros DESC, seq DESC"
         else:
             sql += " ORDER BY ts_micros DESC, seq DESC"
-        sql += " LIMIT %s"
-        params.append(max_results * 2 + 20)
-        async with self.store.connection() as conn:
-            cursor = await conn.execute(sql.encode(), params)
-            rows = await cursor.fetchall()
+        sql += " LIMIT %s OFFSET %s"
+        # Candidates are checked against the text (long messages are matched by their words
+        # only, see lexemes.py): read further pages until enough of them pass.
+        batch = max_results + 10
         hits: list[SearchHit] = []
-        for row in rows:
-            if not matches(words(row[3]), wanted, match):
-                continue
-            hits.append(
-                SearchHit(str(row[0]), int(row[1]), str(row[2]), row[3], str(row[4]), row[5])
-            )
-            if len(hits) == max_results:
-                break
+        offset = 0
+        async with self.store.connection() as conn:
+            while len(hits) < max_results:
+                cursor = await conn.execute(sql.encode(), [*params, batch, offset])
+                rows = await cursor.fetchall()
+                for row in rows:
+                    if matches(words(row[3]), wanted, match) and len(hits) < max_results:
+                        hits.append(
+                            SearchHit(
+                                str(row[0]), int(row[1]), str(row[2]), row[3], str(row[4]), row[5]
+                            )
+                        )
+                if len(rows) < batch:
+                    break
+                offset += batch
+                batch *= 2
         return hits
 
     async def rebuild(self, store: SessionLogStore, agent_id: str, user_id: str) -> int:
@@ -116,7 +118,7 @@ class PostgresSearchIndex:
                 rows = [r for r in (search_row(key, rec) for rec in records) if r is not None]
                 if rows:
                     async with conn.cursor() as cur:
-                        await cur.executemany(_INDEX, rows)
+                        await cur.executemany(INSERT_SEARCH_ROW, rows)
                 count += len(rows)
         return count
 
