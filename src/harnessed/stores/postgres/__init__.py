@@ -1,4 +1,4 @@
-"""PostgreSQL backends: session log with full-text search, agent states, schema migrations.
+"""PostgreSQL backends: session log with full-text search, agent states, turn gate, migrations.
 
 ``PostgresStore(url)`` is the one object an application creates (or passes
 ``store="postgresql://..."`` to :class:`~harnessed.HarnessAgent`); its parts implement the same
@@ -6,6 +6,7 @@ protocols as the file stores, so everything built on them behaves the same.
 """
 
 from harnessed.stores.postgres.connection import PostgresStore, is_postgres_url
+from harnessed.stores.postgres.gate import PostgresTurnGate
 from harnessed.stores.postgres.log import PostgresSessionLogStore
 from harnessed.stores.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 from harnessed.stores.postgres.search import PostgresSearchIndex
@@ -18,5 +19,6 @@ __all__ = [
     "PostgresSessionLogStore",
     "PostgresStateStore",
     "PostgresStore",
+    "PostgresTurnGate",
     "is_postgres_url",
 ]

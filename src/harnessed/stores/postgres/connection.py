@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
+    from harnessed.stores.postgres.gate import PostgresTurnGate
     from harnessed.stores.postgres.log import PostgresSessionLogStore
     from harnessed.stores.postgres.search import PostgresSearchIndex
     from harnessed.stores.postgres.state import PostgresStateStore
@@ -100,6 +101,15 @@ class PostgresStore:
         from harnessed.stores.postgres.state import PostgresStateStore
 
         return PostgresStateStore(self)
+
+    def turn_gate(self, *, lease_seconds: float | None = None) -> PostgresTurnGate:
+        """The turn gate (a :class:`~harnessed.sessions.TurnGate`): one turn per session at a
+        time across every app server using this database."""
+        from harnessed.stores.postgres.gate import PostgresTurnGate
+
+        if lease_seconds is None:
+            return PostgresTurnGate(self)
+        return PostgresTurnGate(self, lease_seconds=lease_seconds)
 
     # ------------------------------------------------------------ connections
     @asynccontextmanager

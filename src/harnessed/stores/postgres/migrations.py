@@ -84,6 +84,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        2,
+        "turn leases",
+        """
+        CREATE TABLE harnessed_turns (
+            session    text NOT NULL PRIMARY KEY,
+            holder     text NOT NULL,
+            expires_at double precision NOT NULL
+        );
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
