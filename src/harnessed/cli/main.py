@@ -17,7 +17,18 @@ from typing import Any
 from rich.console import Console
 from rich.logging import RichHandler
 
-from harnessed.cli import chat, demo, inspect, mcp, run, sandbox_server, serve, sessions, skills
+from harnessed.cli import (
+    chat,
+    db,
+    demo,
+    inspect,
+    mcp,
+    run,
+    sandbox_server,
+    serve,
+    sessions,
+    skills,
+)
 
 __all__ = ["COMMANDS", "main"]
 
@@ -27,6 +38,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     sessions.register,
     skills.register,
     mcp.register,
+    db.register,
     demo.register,
     serve.register,
     chat.register,
