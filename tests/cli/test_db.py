@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import psycopg
 import pytest
 
@@ -15,10 +17,10 @@ def printed(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.fixture
-def schema() -> str:
+def schema() -> Iterator[str]:
     require_postgres()
     name = new_schema()
-    yield name  # type: ignore[misc]
+    yield name
     drop_schema(name)
 
 
