@@ -41,17 +41,16 @@ from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
 from harnessed.runtime import RuntimeContext, SessionLocks
 from harnessed.session import SessionLogStore
-from harnessed.session.defaults import indexed_session_store
 from harnessed.session.search import SearchIndex
 from harnessed.sessions import SessionAccess, TurnControl
 from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
-from harnessed.state.defaults import default_state_store
 from harnessed.state.editor import StateEditor
 from harnessed.state.store import AgentStateStore
 from harnessed.state.task import TaskContractConfig
 from harnessed.state.verification import VerificationService
+from harnessed.stores.choice import SharedStore, agent_stores
 from harnessed.tasks.controls import TaskControls
 from harnessed.tools.base import Tool
 from harnessed.tools.shell import ShellConfig
@@ -78,6 +77,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         workspace: A directory, an fsspec URL, a :class:`~harnessed.workspace.Filesystem` or a
             :class:`~harnessed.workspace.Workspace` (``isolation_scope`` separates runtime data
             per ``"user"``, ``"session"``, ``"agent"`` or ``"global"``).
+        store: ``"postgresql://..."`` or a :class:`~harnessed.stores.SharedStore`: session log,
+            search and state shared by many app servers (:mod:`harnessed.stores.choice`).
         state_store / session_store / search_index: Where state, the session log and its index
             are kept (defaults: files in the workspace, else memory). The working history is
             the session log's; the state store keeps the structured parts.
@@ -132,6 +133,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         skills: SkillsArg = None,
         mcp_servers: MCPServers = (),
         mcp_resources: MCPResources = (),
+        store: str | SharedStore | None = None,
     ) -> None:
         if (
             not isinstance(name, str)
@@ -155,8 +157,12 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             if workspace is None or isinstance(workspace, Workspace)
             else Workspace(workspace, scope=isolation_scope)
         )
-        self.state_store = state_store or default_state_store(self.workspace)
-        self.session_store = indexed_session_store(self.workspace, session_store, search_index)
+        self._stores = agent_stores(
+            self.workspace, store, state_store=state_store, session_store=session_store,
+            search_index=search_index,
+        )  # fmt: skip
+        self.store, self.state_store = self._stores.shared, self._stores.state
+        self.session_store = self._stores.sessions
         self.conversation = ConversationStore(self.session_store, self.state_store)
         """Loads each session's state (its history replayed from the log), commits steps."""
         self.max_iters, self.max_output_tokens = max_iters, max_output_tokens
@@ -269,7 +275,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         """Close the capabilities (memory waits for its background work), then release what
         the agent holds (index files, the HTTP clients of its models)."""
         await self.capabilities.close()
-        await self.session_store.close()
+        await self._stores.close()
         for model in self.models():
             closer = getattr(model, "aclose", None)
             if closer is not None:

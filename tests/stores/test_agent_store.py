@@ -1,0 +1,104 @@
+"""One setting for the deployment: ``store=`` (PostgreSQL) or the workspace's own storage.
+
+Two agent objects stand for two app servers: whatever one recorded, the other continues.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from harnessed import HarnessAgent, RuntimeContext
+from harnessed.models import ModelRequest, ScriptedModel
+from harnessed.session.record import RecordType
+from harnessed.state import FilesystemStateStore, InMemoryStateStore, JsonFileStateStore
+from harnessed.stores import SharedStore
+from harnessed.stores.postgres import PostgresStore
+from harnessed.workspace import Workspace
+from tests.support.postgres import URL, postgres_store
+
+CTX = RuntimeContext("alice", "s1")
+
+
+class Recording(ScriptedModel):
+    """Answers "reply N" and keeps what each request held."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+        super().__init__(responder=self._answer)
+
+    def _answer(self, request: ModelRequest) -> str:
+        self.seen.append([m.text for m in request.messages if m.role in ("user", "assistant")])
+        return f"reply {len(self.seen)}"
+
+
+@pytest.fixture
+async def pg() -> AsyncIterator[PostgresStore]:
+    async for store in postgres_store():
+        yield store
+
+
+async def continue_on_a_second_server(**settings: object) -> None:
+    first, second = Recording(), Recording()
+    a = HarnessAgent("bot", first, memory=False, **settings)  # type: ignore[arg-type]
+    b = HarnessAgent("bot", second, memory=False, **settings)  # type: ignore[arg-type]
+    await a.call("remember the blue door", CTX)
+    await b.call("which door?", CTX)
+    assert second.seen[-1] == ["remember the blue door", "reply 1", "which door?"]
+    messages = [m.text for m in await a.session_messages(CTX)]
+    assert messages == ["remember the blue door", "reply 1", "which door?", "reply 1"]
+    assert (await a.load_state(CTX)).version == (await b.load_state(CTX)).version
+    hits = await a.session_search("blue door", "alice")
+    assert [(h.session_id, h.seq) for h in hits][:1] and hits[0].text == "remember the blue door"
+    await a.close()
+    await b.close()
+
+
+async def test_a_postgres_store_is_shared_by_app_servers(pg: PostgresStore) -> None:
+    await continue_on_a_second_server(store=pg)
+    agent = HarnessAgent("bot", ScriptedModel(), memory=False, store=pg)
+    assert agent.store is pg and isinstance(pg, SharedStore)
+    runs = await agent.session_log(CTX, types=[RecordType.RUN_START])
+    assert len(runs) == 2
+    assert await agent.state_store.list_sessions("bot", "alice") == ["s1"]
+
+
+async def test_a_postgres_url_is_the_one_setting() -> None:
+    from tests.support.postgres import require_postgres
+
+    require_postgres()
+    name = "url" + uuid.uuid4().hex[:10]  # the URL's default schema is shared: own agent name
+    agent = HarnessAgent(name, Recording(), memory=False, store=URL)
+    assert isinstance(agent.store, PostgresStore) and agent.store.schema == "public"
+    await agent.call("hello over the url", CTX)
+    again = HarnessAgent(name, Recording(), memory=False, store=URL)
+    assert [m.text for m in await again.session_messages(CTX)] == ["hello over the url", "reply 1"]
+    await agent.close()
+    await again.close()
+
+
+async def test_a_remote_workspace_keeps_state_in_its_storage() -> None:
+    url = f"memory://harnessed-{uuid.uuid4().hex[:10]}"
+    await continue_on_a_second_server(workspace=url)
+    agent = HarnessAgent("bot", ScriptedModel(), memory=False, workspace=url)
+    assert isinstance(agent.state_store, FilesystemStateStore)
+    assert await agent.state_store.list_sessions("bot", "alice") == ["s1"]
+    assert agent.workspace is not None
+    assert await agent.workspace.fs.exists(".harnessed/state/bot/alice/s1.json")
+
+
+def test_default_state_stores(tmp_path: object) -> None:
+    assert isinstance(HarnessAgent("a", ScriptedModel()).state_store, InMemoryStateStore)
+    local = HarnessAgent("a", ScriptedModel(), workspace=Workspace(str(tmp_path)))
+    assert isinstance(local.state_store, JsonFileStateStore)
+
+
+def test_bad_store_settings_are_named(pg: PostgresStore) -> None:
+    with pytest.raises(ValueError, match="postgresql:// URL"):
+        HarnessAgent("a", ScriptedModel(), store="mysql://x")
+    with pytest.raises(TypeError, match="session_log"):
+        HarnessAgent("a", ScriptedModel(), store=42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="give store= or state_store=, not both"):
+        HarnessAgent("a", ScriptedModel(), store=pg, state_store=InMemoryStateStore())
