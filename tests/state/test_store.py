@@ -16,6 +16,7 @@ from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolUseBlock
 from harnessed.state import (
     AgentState,
     AgentStateStore,
+    FilesystemStateStore,
     InMemoryStateStore,
     JsonFileStateStore,
     PlanState,
@@ -25,17 +26,20 @@ from harnessed.state import (
 )
 from harnessed.state.store import StateCorruptedError
 from harnessed.state.task import TaskContextState
+from harnessed.workspace import MemoryFilesystem
 from tests.support.postgres import postgres_store
 
 KEY = StateKey("agent", "user", "session")
 
 
-@pytest.fixture(params=["memory", "json", "postgres"])
+@pytest.fixture(params=["memory", "json", "workspace", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AgentStateStore]:
     if request.param == "memory":
         yield InMemoryStateStore()
     elif request.param == "json":
         yield JsonFileStateStore(tmp_path / "states")
+    elif request.param == "workspace":
+        yield FilesystemStateStore(MemoryFilesystem())
     else:
         async for pg in postgres_store():
             yield pg.state_store()
