@@ -22,7 +22,15 @@ from harnessed.messages import clean_text
 from harnessed.session.record import SessionKey, SessionRecord
 from harnessed.session.search import MatchMode, indexable, timestamp_micros, words
 
-__all__ = ["INEXACT", "INSERT_SEARCH_ROW", "db_text", "search_row", "tsquery", "tsvector"]
+__all__ = [
+    "INEXACT",
+    "INSERT_SEARCH_ROW",
+    "db_text",
+    "search_fields",
+    "search_row",
+    "tsquery",
+    "tsvector",
+]
 
 INEXACT = "_inexact"
 _MAX_POSITION = 16_383
@@ -83,21 +91,19 @@ def tsquery(wanted: Sequence[str], match: MatchMode) -> str:
     return f"( {phrase} ) | ( {' & '.join(lexemes)} & {_lexeme(INEXACT)} )"
 
 
-def search_row(key: SessionKey, record: SessionRecord) -> tuple[Any, ...] | None:
-    """The ``harnessed_search`` row of a searchable record (``None`` for the others)."""
+def search_fields(record: SessionRecord) -> tuple[Any, ...] | None:
+    """``(ts_micros, ts, role, name, body, words)`` of a searchable record, else ``None``."""
     found = indexable(record)
     if found is None:
         return None
     role, text, name = found
-    return (
-        key.agent_id,
-        key.user_id,
-        key.session_id,
-        record.seq,
-        timestamp_micros(record.timestamp),
-        record.timestamp,
-        role,
-        name,
-        db_text(text),
-        tsvector(words(text)),
-    )
+    stamp = record.timestamp
+    return (timestamp_micros(stamp), stamp, role, name, db_text(text), tsvector(words(text)))
+
+
+def search_row(key: SessionKey, record: SessionRecord) -> tuple[Any, ...] | None:
+    """The ``harnessed_search`` row of a searchable record (``None`` for the others)."""
+    fields = search_fields(record)
+    if fields is None:
+        return None
+    return (key.agent_id, key.user_id, key.session_id, record.seq, *fields)

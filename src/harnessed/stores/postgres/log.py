@@ -16,25 +16,43 @@ from typing import Any
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 from harnessed.session.store import SessionInfo
 from harnessed.stores.postgres.connection import PostgresStore
-from harnessed.stores.postgres.lexemes import INSERT_SEARCH_ROW, db_text, search_row
+from harnessed.stores.postgres.lexemes import db_text, search_fields
 
 __all__ = ["PostgresSessionLogStore"]
 
-_RESERVE = (
-    "INSERT INTO harnessed_sessions AS s"
-    " (agent_id, user_id, session_id, last_seq, size_bytes, updated_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s)"
-    " ON CONFLICT (agent_id, user_id, session_id) DO UPDATE SET"
-    " last_seq = s.last_seq + EXCLUDED.last_seq,"
-    " size_bytes = s.size_bytes + EXCLUDED.size_bytes,"
-    " updated_at = EXCLUDED.updated_at"
-    " RETURNING last_seq"
+_APPEND = """
+WITH reserved AS (
+    INSERT INTO harnessed_sessions AS s
+        (agent_id, user_id, session_id, last_seq, size_bytes, updated_at)
+    VALUES (%(agent)s, %(user)s, %(session)s, %(count)s, %(size)s, %(now)s)
+    ON CONFLICT (agent_id, user_id, session_id) DO UPDATE SET
+        last_seq = s.last_seq + EXCLUDED.last_seq,
+        size_bytes = s.size_bytes + EXCLUDED.size_bytes,
+        updated_at = EXCLUDED.updated_at
+    RETURNING last_seq
+), records AS (
+    INSERT INTO harnessed_records
+        (agent_id, user_id, session_id, seq, event_id, type, ts, run_id, turn_id, payload)
+    SELECT %(agent)s, %(user)s, %(session)s, reserved.last_seq - %(count)s + r.n,
+        r.event_id, r.type, r.ts, r.run_id, r.turn_id, r.payload
+    FROM reserved, unnest(
+        %(event_ids)s::text[], %(types)s::text[], %(stamps)s::text[], %(run_ids)s::text[],
+        %(turn_ids)s::text[], %(payloads)s::text[]
+    ) WITH ORDINALITY AS r(event_id, type, ts, run_id, turn_id, payload, n)
+), search AS (
+    INSERT INTO harnessed_search
+        (agent_id, user_id, session_id, seq, ts_micros, ts, role, name, body, words)
+    SELECT %(agent)s, %(user)s, %(session)s, reserved.last_seq - %(count)s + x.n,
+        x.ts_micros, x.ts, x.role, x.name, x.body, x.words::tsvector
+    FROM reserved, unnest(
+        %(s_positions)s::bigint[], %(s_micros)s::bigint[], %(s_stamps)s::text[],
+        %(s_roles)s::text[], %(s_names)s::text[], %(s_bodies)s::text[], %(s_words)s::text[]
+    ) AS x(n, ts_micros, ts, role, name, body, words)
 )
-_INSERT = (
-    "INSERT INTO harnessed_records"
-    " (agent_id, user_id, session_id, seq, event_id, type, ts, run_id, turn_id, payload)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-)
+SELECT last_seq FROM reserved
+"""
+"""One statement (one round trip, one commit): reserve the numbers, insert the records and
+their search rows. The session row's lock serializes appends to one session."""
 _COLUMNS = "seq, event_id, type, ts, run_id, turn_id, payload"
 
 
@@ -55,38 +73,38 @@ class PostgresSessionLogStore:
             for r in records
         ]
         size = sum(len(p) for p in payloads)
-        async with self.store.connection() as conn, conn.transaction():
-            cursor = await conn.execute(
-                _RESERVE,
-                (key.agent_id, key.user_id, key.session_id, len(records), size, time.time()),
-            )
-            row = await cursor.fetchone()
-            assert row is not None
-            first = int(row[0]) - len(records) + 1
-            stored = [SessionRecord.assign(first + i, r) for i, r in enumerate(records)]
-            async with conn.cursor() as cur:
-                await cur.executemany(
-                    _INSERT,
-                    [
-                        (
-                            key.agent_id,
-                            key.user_id,
-                            key.session_id,
-                            record.seq,
-                            record.event_id,
-                            record.type,
-                            record.timestamp,
-                            record.run_id,
-                            record.turn_id,
-                            payload,
-                        )
-                        for record, payload in zip(stored, payloads, strict=True)
-                    ],
+        relative = [SessionRecord.assign(i + 1, r) for i, r in enumerate(records)]
+        searchable = [(r.seq, f) for r in relative if (f := search_fields(r)) is not None]
+        columns = list(zip(*(f for _, f in searchable), strict=True)) or [()] * 6
+        params = {
+            "agent": key.agent_id,
+            "user": key.user_id,
+            "session": key.session_id,
+            "count": len(records),
+            "size": size,
+            "now": time.time(),
+            "event_ids": [r.event_id for r in relative],
+            "types": [r.type for r in relative],
+            "stamps": [r.timestamp for r in relative],
+            "run_ids": [r.run_id for r in relative],
+            "turn_ids": [r.turn_id for r in relative],
+            "payloads": payloads,
+            "s_positions": [n for n, _ in searchable],
+            **{
+                name: list(values)
+                for name, values in zip(
+                    ("s_micros", "s_stamps", "s_roles", "s_names", "s_bodies", "s_words"),
+                    columns,
+                    strict=True,
                 )
-                rows = [r for r in (search_row(key, s) for s in stored) if r is not None]
-                if rows:
-                    await cur.executemany(INSERT_SEARCH_ROW, rows)
-        return stored
+            },
+        }
+        async with self.store.connection() as conn:
+            cursor = await conn.execute(_APPEND, params)
+            row = await cursor.fetchone()
+        assert row is not None
+        first = int(row[0]) - len(records) + 1
+        return [SessionRecord.assign(first + i, r) for i, r in enumerate(records)]
 
     async def read(
         self,
