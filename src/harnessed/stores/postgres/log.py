@@ -9,7 +9,6 @@ statements, all in one transaction: a crash commits all of a batch or none of it
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +23,8 @@ _APPEND = """
 WITH reserved AS (
     INSERT INTO harnessed_sessions AS s
         (agent_id, user_id, session_id, last_seq, size_bytes, updated_at)
-    VALUES (%(agent)s, %(user)s, %(session)s, %(count)s, %(size)s, %(now)s)
+    VALUES (%(agent)s, %(user)s, %(session)s, %(count)s, %(size)s,
+        extract(epoch FROM clock_timestamp()))
     ON CONFLICT (agent_id, user_id, session_id) DO UPDATE SET
         last_seq = s.last_seq + EXCLUDED.last_seq,
         size_bytes = s.size_bytes + EXCLUDED.size_bytes,
@@ -52,7 +52,8 @@ WITH reserved AS (
 SELECT last_seq FROM reserved
 """
 """One statement (one round trip, one commit): reserve the numbers, insert the records and
-their search rows. The session row's lock serializes appends to one session."""
+their search rows. The session row's lock serializes appends to one session; its time comes
+from the database's clock, so sessions written by different servers sort right."""
 _COLUMNS = "seq, event_id, type, ts, run_id, turn_id, payload"
 
 
@@ -82,7 +83,6 @@ class PostgresSessionLogStore:
             "session": key.session_id,
             "count": len(records),
             "size": size,
-            "now": time.time(),
             "event_ids": [r.event_id for r in relative],
             "types": [r.type for r in relative],
             "stamps": [r.timestamp for r in relative],
