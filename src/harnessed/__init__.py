@@ -87,7 +87,13 @@ if TYPE_CHECKING:
         SqliteSearchIndex,
         TantivySearchIndex,
     )
-    from harnessed.state import AgentStateStore, InMemoryStateStore, JsonFileStateStore
+    from harnessed.state import (
+        AgentStateStore,
+        FilesystemStateStore,
+        InMemoryStateStore,
+        JsonFileStateStore,
+    )
+    from harnessed.stores.postgres import PostgresStore
     from harnessed.tokens import TiktokenEstimator
     from harnessed.tools import ShellConfig
     from harnessed.workspace import FsspecFilesystem, LocalFilesystem, MemoryFilesystem, Workspace
@@ -100,6 +106,7 @@ _LAZY = {
     "AgentStateStore": "harnessed.state",
     "AnthropicModel": "harnessed.models",
     "FilesystemSessionLogStore": "harnessed.session",
+    "FilesystemStateStore": "harnessed.state",
     "FsspecFilesystem": "harnessed.workspace",
     "InMemoryStateStore": "harnessed.state",
     "JsonFileStateStore": "harnessed.state",
@@ -107,6 +114,7 @@ _LAZY = {
     "LocalFilesystem": "harnessed.workspace",
     "MemoryFilesystem": "harnessed.workspace",
     "OpenAIChatModel": "harnessed.models",
+    "PostgresStore": "harnessed.stores.postgres",
     "RetryPolicy": "harnessed.models",
     "ScriptedModel": "harnessed.models",
     "ScriptedResponse": "harnessed.models",
@@ -147,6 +155,7 @@ __all__ = [
     "ErrorEvent",
     "Event",
     "FilesystemSessionLogStore",
+    "FilesystemStateStore",
     "FsspecFilesystem",
     "HarnessAgent",
     "ImageBlock",
@@ -167,6 +176,7 @@ __all__ = [
     "PermissionDecision",
     "PermissionMode",
     "PermissionRule",
+    "PostgresStore",
     "PruneConfig",
     "RateLimitError",
     "RetryPolicy",
