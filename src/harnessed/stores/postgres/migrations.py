@@ -71,6 +71,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (agent_id, user_id, session_id, seq)
         );
         CREATE INDEX harnessed_search_words ON harnessed_search USING GIN (words);
+        -- word frequencies for the planner: rare words take the GIN index, common ones walk
+        -- the newest messages (the default 100 mistakes rare words for common ones)
+        ALTER TABLE harnessed_search ALTER COLUMN words SET STATISTICS 1000;
         CREATE INDEX harnessed_search_recent
             ON harnessed_search (agent_id, user_id, ts_micros DESC, seq DESC);
 

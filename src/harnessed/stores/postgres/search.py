@@ -90,7 +90,9 @@ class PostgresSearchIndex:
         offset = 0
         async with self.store.connection() as conn:
             while len(hits) < max_results:
-                cursor = await conn.execute(sql.encode(), [*params, batch, offset])
+                # Never prepared: a generic plan cannot know how rare the words are, and the
+                # right plan depends on it (rare: the GIN index; common: newest first).
+                cursor = await conn.execute(sql.encode(), [*params, batch, offset], prepare=False)
                 rows = await cursor.fetchall()
                 for row in rows:
                     if matches(words(row[3]), wanted, match) and len(hits) < max_results:
