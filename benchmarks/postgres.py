@@ -11,7 +11,9 @@ Prints three tables:
    are loaded with ``COPY`` (the search rows built by the store's own code);
 3. per-step overhead of a real ``agent.call`` (model answers at once; overhead = call time -
    time inside the model) on a session that already holds N messages: default local workspace
-   (JSONL + SQLite + state files) against ``store=PostgresStore(...)``.
+   (JSONL + SQLite + state files) against ``store=PostgresStore(...)``, each without and with
+   waiting for the disk on every append (the JSONL store's default does not fsync appends,
+   PostgreSQL's default does; ``durable=`` switches either).
 
 Needs the PostgreSQL server of ``HARNESSED_BENCH_POSTGRES_URL`` (default: the local ``test``
 database); everything is written in a schema of its own, dropped at the end.
@@ -322,11 +324,14 @@ def step_table(history: int, runs: int) -> list[tuple[str, ...]]:
     rows = []
     ctx = RuntimeContext("u", "long")
 
-    async def files() -> tuple[float, float]:
+    async def files(durable: bool) -> tuple[float, float]:
         root = Path(tempfile.mkdtemp(prefix="harnessed-step-"))
         try:
             model = Timed()
-            agent = HarnessAgent("bench", model, workspace=root, memory=False, shell=False)
+            log = JsonlSessionLogStore(root / "agents", durable=durable)
+            agent = HarnessAgent(
+                "bench", model, workspace=root, session_store=log, memory=False, shell=False
+            )
             await seed_history(agent, ctx, history)
             result = await step_overhead(agent, model, ctx, runs)
             await agent.close()
@@ -334,8 +339,8 @@ def step_table(history: int, runs: int) -> list[tuple[str, ...]]:
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
-    async def postgres() -> tuple[float, float]:
-        pg = new_store()
+    async def postgres(durable: bool) -> tuple[float, float]:
+        pg = new_store(durable=durable)
         try:
             model = Timed()
             agent = HarnessAgent("bench", model, store=pg, memory=False, shell=False)
@@ -346,15 +351,21 @@ def step_table(history: int, runs: int) -> list[tuple[str, ...]]:
         finally:
             await drop(pg)
 
-    for label, run in (
-        ("local files (JSONL + SQLite + state files)", files),
-        ("PostgreSQL", postgres),
+    results: dict[str, float] = {}
+    for label, run, durable in (
+        ("files (default)", files, False),
+        ("PostgreSQL, durable=False", postgres, False),
+        ("files, JSONL durable=True", files, True),
+        ("PostgreSQL (default: durable)", postgres, True),
     ):
-        p50, p95 = asyncio.run(run())
+        p50, p95 = asyncio.run(run(durable))
+        results[label] = p50
         rows.append((label, f"{history:,}", f"{p50:,.2f}", f"{p95:,.2f}"))
-        print(f"  {label:<44} p50 {p50:8.2f} ms", flush=True)
-    ratio = float(rows[1][2].replace(",", "")) / float(rows[0][2].replace(",", ""))
-    rows.append(("PostgreSQL / files", "", f"{ratio:.2f}x", ""))
+        print(f"  {label:<30} p50 {p50:8.2f} ms", flush=True)
+    labels = list(results)
+    for pg_label, file_label in ((labels[1], labels[0]), (labels[3], labels[2])):
+        ratio = results[pg_label] / results[file_label]
+        rows.append((f"{pg_label} / {file_label}", "", f"{ratio:.2f}x", ""))
     return rows
 
 
