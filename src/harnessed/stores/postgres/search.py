@@ -25,6 +25,7 @@ from harnessed.session.search import (
 from harnessed.session.store import SessionLogStore
 from harnessed.stores.postgres.connection import PostgresStore
 from harnessed.stores.postgres.lexemes import INSERT_SEARCH_ROW, search_row, tsquery
+from harnessed.stores.postgres.log import PostgresSessionLogStore
 
 __all__ = ["PostgresSearchIndex"]
 
@@ -45,14 +46,8 @@ class PostgresSearchIndex:
         return await self.indexed_through(key)
 
     async def indexed_through(self, key: SessionKey) -> int:
-        async with self.store.connection() as conn:
-            cursor = await conn.execute(
-                "SELECT last_seq FROM harnessed_sessions"
-                " WHERE agent_id = %s AND user_id = %s AND session_id = %s",
-                (key.agent_id, key.user_id, key.session_id),
-            )
-            row = await cursor.fetchone()
-        return int(row[0]) if row is not None else 0
+        # every append indexes its messages in its own statement: the index is the log
+        return await PostgresSessionLogStore(self.store).last_seq(key)
 
     async def is_built(self, agent_id: str, user_id: str) -> bool:
         return True
