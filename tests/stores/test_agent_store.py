@@ -17,7 +17,11 @@ from harnessed.state import FilesystemStateStore, InMemoryStateStore, JsonFileSt
 from harnessed.stores import SharedStore
 from harnessed.stores.postgres import PostgresStore
 from harnessed.workspace import Workspace
+from tests.support import s3_server as s3_support
 from tests.support.postgres import URL, postgres_store
+from tests.support.s3_server import S3Server
+
+s3_server = s3_support.s3_server  # the session-wide SeaweedFS fixture
 
 CTX = RuntimeContext("alice", "s1")
 
@@ -87,6 +91,35 @@ async def test_a_remote_workspace_keeps_state_in_its_storage() -> None:
     assert await agent.state_store.list_sessions("bot", "alice") == ["s1"]
     assert agent.workspace is not None
     assert await agent.workspace.fs.exists(".harnessed/state/bot/alice/s1.json")
+
+
+async def test_an_s3_workspace_alone_keeps_sessions_in_the_bucket(s3_server: S3Server) -> None:
+    url = s3_server.url(f"ws-{uuid.uuid4().hex[:10]}")
+
+    def workspace() -> Workspace:  # each "server" opens the bucket itself
+        return Workspace(url, storage_options=s3_server.storage_options)
+
+    first, second = Recording(), Recording()
+    a = HarnessAgent("bot", first, memory=False, workspace=workspace())
+    await a.call("remember the blue door", CTX)
+    await a.close()
+    b = HarnessAgent("bot", second, memory=False, workspace=workspace())
+    await b.call("which door?", CTX)
+    assert second.seen[-1] == ["remember the blue door", "reply 1", "which door?"]
+    assert isinstance(b.state_store, FilesystemStateStore)
+    assert await b.state_store.list_sessions("bot", "alice") == ["s1"]
+    await b.close()
+
+
+async def test_the_shared_deployment_s3_files_and_postgres(
+    s3_server: S3Server, pg: PostgresStore
+) -> None:
+    url = s3_server.url(f"ws-{uuid.uuid4().hex[:10]}")
+    ws = Workspace(url, storage_options=s3_server.storage_options)
+    await continue_on_a_second_server(workspace=ws, store=pg)
+    agent = HarnessAgent("bot", ScriptedModel(), memory=False, workspace=ws, store=pg)
+    assert not await ws.fs.exists(".harnessed/state/bot/alice/s1.json")  # state in PostgreSQL
+    assert await agent.state_store.list_sessions("bot", "alice") == ["s1"]
 
 
 def test_default_state_stores(tmp_path: object) -> None:
