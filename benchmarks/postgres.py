@@ -298,20 +298,6 @@ def history_records(count: int) -> list[NewRecord]:
     return records
 
 
-async def step_overhead(
-    agent: HarnessAgent, model: Timed, ctx: RuntimeContext, runs: int
-) -> tuple[float, float]:
-    await agent.call("warm up", ctx)
-    samples = []
-    for i in range(runs):
-        model.inside = 0.0
-        started = time.perf_counter()
-        await agent.call(f"step {i}", ctx)
-        samples.append((time.perf_counter() - started - model.inside) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.95)]
-
-
 async def seed_history(agent: HarnessAgent, ctx: RuntimeContext, count: int) -> None:
     """A session that already holds ``count`` messages (through the agent's own stores)."""
     key = SessionKey(agent.name, ctx.user_id, ctx.session_id or agent.name)
@@ -321,51 +307,66 @@ async def seed_history(agent: HarnessAgent, ctx: RuntimeContext, count: int) -> 
 
 
 def step_table(history: int, runs: int) -> list[tuple[str, ...]]:
-    rows = []
+    """The four set-ups take turns call by call, so a busy machine slows them alike."""
     ctx = RuntimeContext("u", "long")
 
-    async def files(durable: bool) -> tuple[float, float]:
-        root = Path(tempfile.mkdtemp(prefix="harnessed-step-"))
+    async def measure() -> dict[str, list[float]]:
+        roots: list[Path] = []
+        stores: list[PostgresStore] = []
+        agents: dict[str, tuple[HarnessAgent, Timed]] = {}
         try:
-            model = Timed()
-            log = JsonlSessionLogStore(root / "agents", durable=durable)
-            agent = HarnessAgent(
-                "bench", model, workspace=root, session_store=log, memory=False, shell=False
-            )
-            await seed_history(agent, ctx, history)
-            result = await step_overhead(agent, model, ctx, runs)
-            await agent.close()
-            return result
+            for label, kind, durable in (
+                ("files (default)", "files", False),
+                ("PostgreSQL, durable=False", "postgres", False),
+                ("files, JSONL durable=True", "files", True),
+                ("PostgreSQL (default: durable)", "postgres", True),
+            ):
+                model = Timed()
+                if kind == "files":
+                    root = Path(tempfile.mkdtemp(prefix="harnessed-step-"))
+                    roots.append(root)
+                    log = JsonlSessionLogStore(root / "agents", durable=durable)
+                    agent = HarnessAgent(
+                        "bench", model, workspace=root, session_store=log, memory=False, shell=False
+                    )
+                else:
+                    stores.append(new_store(durable=durable))
+                    agent = HarnessAgent(
+                        "bench", model, store=stores[-1], memory=False, shell=False
+                    )
+                await seed_history(agent, ctx, history)
+                await agent.call("warm up", ctx)
+                agents[label] = (agent, model)
+            samples: dict[str, list[float]] = {label: [] for label in agents}
+            for i in range(runs):
+                for label, (agent, model) in agents.items():
+                    model.inside = 0.0
+                    started = time.perf_counter()
+                    await agent.call(f"step {i}", ctx)
+                    samples[label].append((time.perf_counter() - started - model.inside) * 1000)
+            for agent, _ in agents.values():
+                await agent.close()
+            return samples
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            for root in roots:
+                shutil.rmtree(root, ignore_errors=True)
+            for store in stores:
+                await drop(store)
 
-    async def postgres(durable: bool) -> tuple[float, float]:
-        pg = new_store(durable=durable)
-        try:
-            model = Timed()
-            agent = HarnessAgent("bench", model, store=pg, memory=False, shell=False)
-            await seed_history(agent, ctx, history)
-            result = await step_overhead(agent, model, ctx, runs)
-            await agent.close()
-            return result
-        finally:
-            await drop(pg)
-
-    results: dict[str, float] = {}
-    for label, run, durable in (
-        ("files (default)", files, False),
-        ("PostgreSQL, durable=False", postgres, False),
-        ("files, JSONL durable=True", files, True),
-        ("PostgreSQL (default: durable)", postgres, True),
-    ):
-        p50, p95 = asyncio.run(run(durable))
-        results[label] = p50
-        rows.append((label, f"{history:,}", f"{p50:,.2f}", f"{p95:,.2f}"))
-        print(f"  {label:<30} p50 {p50:8.2f} ms", flush=True)
-    labels = list(results)
+    samples = asyncio.run(measure())
+    rows = []
+    p50 = {}
+    for label, values in samples.items():
+        values.sort()
+        p50[label] = statistics.median(values)
+        p95 = values[int(len(values) * 0.95)]
+        rows.append((label, f"{history:,}", f"{p50[label]:,.2f}", f"{p95:,.2f}"))
+        print(f"  {label:<30} p50 {p50[label]:8.2f} ms", flush=True)
+    labels = list(samples)
     for pg_label, file_label in ((labels[1], labels[0]), (labels[3], labels[2])):
-        ratio = results[pg_label] / results[file_label]
-        rows.append((f"{pg_label} / {file_label}", "", f"{ratio:.2f}x", ""))
+        rows.append(
+            (f"{pg_label} / {file_label}", "", f"{p50[pg_label] / p50[file_label]:.2f}x", "")
+        )
     return rows
 
 
