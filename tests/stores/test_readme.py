@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 from tests.support.postgres import URL, require_postgres
+from tests.support.readme import marked_example
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_shared_deployment_example_runs() -> None:
     require_postgres()
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("Try the shared deployment") :]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None
-    code = match.group(1)
+    code = marked_example(
+        "<!-- README example: tests/stores/test_readme.py runs this block as written -->"
+    )
     assert 'URL = "postgresql://postgres@127.0.0.1:5432/test"' in code
     code = code.replace("postgresql://postgres@127.0.0.1:5432/test", URL)
     code = code.replace('"coder"', repr("readme" + uuid.uuid4().hex[:8]))  # a fresh agent
