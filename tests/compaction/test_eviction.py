@@ -144,8 +144,6 @@ class CountingFilesystem(MemoryFilesystem):
         self.fail = fail
 
     async def write(self, path: str, data: bytes | str) -> None:
-        if path.startswith(".harnessed/state/"):  # the agent's state (not a tool output)
-            return await super().write(path, data)
         self.writes.append(path)
         if self.fail:
             raise OSError("disk full")

@@ -49,11 +49,16 @@ async def continue_on_a_second_server(**settings: object) -> None:
     a = HarnessAgent("bot", first, memory=False, **settings)  # type: ignore[arg-type]
     b = HarnessAgent("bot", second, memory=False, **settings)  # type: ignore[arg-type]
     await a.call("remember the blue door", CTX)
+    await a.begin_task(CTX, "t1", "paint the door")  # structured state: saved to the store
     await b.call("which door?", CTX)
-    assert second.seen[-1] == ["remember the blue door", "reply 1", "which door?"]
+    seen = second.seen[-1]
+    assert seen[:3] == ["remember the blue door", "reply 1", "which door?"]
+    assert "objective: paint the door" in seen[3]  # b's request shows a's task
     messages = [m.text for m in await a.session_messages(CTX)]
     assert messages == ["remember the blue door", "reply 1", "which door?", "reply 1"]
-    assert (await a.load_state(CTX)).version == (await b.load_state(CTX)).version
+    task = await b.task_state(CTX)
+    assert task is not None and task.objective == "paint the door"
+    assert (await a.load_state(CTX)).version == (await b.load_state(CTX)).version > 0
     hits = await a.session_search("blue door", "alice")
     assert [(h.session_id, h.seq) for h in hits][:1] and hits[0].text == "remember the blue door"
     await a.close()
@@ -102,10 +107,11 @@ async def test_an_s3_workspace_alone_keeps_sessions_in_the_bucket(s3_server: S3S
     first, second = Recording(), Recording()
     a = HarnessAgent("bot", first, memory=False, workspace=workspace())
     await a.call("remember the blue door", CTX)
+    await a.begin_task(CTX, "t1", "paint the door")
     await a.close()
     b = HarnessAgent("bot", second, memory=False, workspace=workspace())
     await b.call("which door?", CTX)
-    assert second.seen[-1] == ["remember the blue door", "reply 1", "which door?"]
+    assert second.seen[-1][:3] == ["remember the blue door", "reply 1", "which door?"]
     assert isinstance(b.state_store, FilesystemStateStore)
     assert await b.state_store.list_sessions("bot", "alice") == ["s1"]
     await b.close()

@@ -6,7 +6,12 @@ import json
 
 from harnessed.messages import clean_text
 from harnessed.state.agent_state import AgentState, StateKey
-from harnessed.state.store import StateConflictError, StateCorruptedError
+from harnessed.state.store import (
+    StateConflictError,
+    decode_state,
+    parse_state_file,
+    snapshot,
+)
 from harnessed.stores.postgres.connection import PostgresStore
 
 __all__ = ["PostgresStateStore"]
@@ -36,19 +41,15 @@ class PostgresStateStore:
             row = await cursor.fetchone()
         if row is None:
             return None
-        try:
-            data = json.loads(row[1])
-            data["version"] = int(row[0])
-            state = AgentState.from_dict(data)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise StateCorruptedError(f"the stored state of {key} is invalid: {exc}") from exc
-        return state
+        where = f"row {key} of harnessed_states"
+        data = parse_state_file(row[1].encode(), where)
+        data["version"] = int(row[0])
+        return decode_state(data, key, where)
 
     async def save(self, state: AgentState) -> None:
         key = state.key
         new_version = state.version + 1
-        data = state.to_dict()
-        data["version"] = new_version
+        data = snapshot(state, new_version)
         text = clean_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
         ids = (key.agent_id, key.user_id, key.session_id)
         async with self.store.connection() as conn:
