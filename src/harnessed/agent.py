@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
 from harnessed.capabilities.base import Capability
@@ -77,8 +78,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         workspace: A directory, an fsspec URL, a :class:`~harnessed.workspace.Filesystem` or a
             :class:`~harnessed.workspace.Workspace` (``isolation_scope`` separates runtime data
             per ``"user"``, ``"session"``, ``"agent"`` or ``"global"``).
-        store: ``"postgresql://..."`` or a :class:`~harnessed.stores.SharedStore`: session log,
-            search and state shared by many app servers (:mod:`harnessed.stores.choice`).
+        store: ``"postgresql://..."``: sessions shared by app servers (:mod:`harnessed.stores`).
         state_store / session_store / search_index: Where state, the session log and its index
             are kept (defaults: files in the workspace, else memory). The working history is
             the session log's; the state store keeps the structured parts.
@@ -135,11 +135,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         mcp_resources: MCPResources = (),
         store: str | SharedStore | None = None,
     ) -> None:
-        if (
-            not isinstance(name, str)
-            or not name
-            or not all(c.isalnum() or c in "_.-" for c in name)
-        ):
+        if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):  # \w: isalnum, _
             raise ValueError(
                 f"HarnessAgent name must be non-empty letters, digits, '_', '.' or '-': {name!r}"
             )
@@ -163,8 +159,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         )  # fmt: skip
         self.store, self.state_store = self._stores.shared, self._stores.state
         self.session_store = self._stores.sessions
-        self.conversation = ConversationStore(self.session_store, self.state_store)
-        """Loads each session's state (its history replayed from the log), commits steps."""
+        self.conversation = ConversationStore(self.session_store, self.state_store)  # history
         self.max_iters, self.max_output_tokens = max_iters, max_output_tokens
         self.compaction = compaction
         self.tool_result_eviction, self.prune = tool_result_eviction, prune
