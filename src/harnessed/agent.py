@@ -153,12 +153,9 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             if workspace is None or isinstance(workspace, Workspace)
             else Workspace(workspace, scope=isolation_scope)
         )
-        self._stores = agent_stores(
-            self.workspace, store, state_store=state_store, session_store=session_store,
-            search_index=search_index,
-        )  # fmt: skip
+        self._stores = agent_stores(self.workspace, store, state_store, session_store, search_index)
         self.store, self.state_store = self._stores.shared, self._stores.state
-        self.session_store = self._stores.sessions
+        self.session_store, self._turn_gate = self._stores.sessions, self._stores.gate
         self.conversation = ConversationStore(self.session_store, self.state_store)  # history
         self.max_iters, self.max_output_tokens = max_iters, max_output_tokens
         self.compaction = compaction

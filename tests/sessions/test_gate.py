@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,14 +14,35 @@ from harnessed.sessions import (
     LeaseLostError,
     SessionBusyError,
     TurnGate,
+    TurnLease,
 )
+from harnessed.stores.postgres import PostgresTurnGate
+from tests.support.postgres import postgres_store
 
 
-@pytest.fixture(params=["file", "memory"])
-def gate(request: pytest.FixtureRequest, tmp_path: Path) -> TurnGate:
+@pytest.fixture(params=["file", "memory", "postgres"])
+async def gate(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TurnGate]:
     if request.param == "file":
-        return FileTurnGate(tmp_path / "turns", lease_seconds=0.5, poll_interval=0.02)
-    return InMemoryTurnGate(lease_seconds=0.5, poll_interval=0.02)
+        yield FileTurnGate(tmp_path / "turns", lease_seconds=0.5, poll_interval=0.02)
+    elif request.param == "memory":
+        yield InMemoryTurnGate(lease_seconds=0.5, poll_interval=0.02)
+    else:
+        async for store in postgres_store():
+            yield PostgresTurnGate(store, lease_seconds=0.5, poll_interval=0.02)
+
+
+async def test_of_many_asking_at_once_exactly_one_gets_the_lease(gate: TurnGate) -> None:
+    async def ask() -> TurnLease | None:
+        try:
+            return await gate.acquire("race", wait=False)
+        except SessionBusyError:
+            return None
+
+    got = [lease for lease in await asyncio.gather(*(ask() for _ in range(20))) if lease]
+    assert len(got) == 1
+    await gate.release(got[0])
+    again = await gate.acquire("race", wait=False)
+    await gate.release(again)
 
 
 async def test_one_lease_per_session(gate: TurnGate) -> None:

@@ -15,7 +15,7 @@ from harnessed.models import ModelRequest, ScriptedModel
 from harnessed.session.record import RecordType
 from harnessed.state import FilesystemStateStore, InMemoryStateStore, JsonFileStateStore
 from harnessed.stores import SharedStore
-from harnessed.stores.postgres import PostgresStore
+from harnessed.stores.postgres import PostgresStore, PostgresTurnGate
 from harnessed.workspace import Workspace
 from tests.support import s3_server as s3_support
 from tests.support.postgres import URL, postgres_store
@@ -72,6 +72,7 @@ async def test_a_postgres_store_is_shared_by_app_servers(pg: PostgresStore) -> N
     runs = await agent.session_log(CTX, types=[RecordType.RUN_START])
     assert len(runs) == 2
     assert await agent.state_store.list_sessions("bot", "alice") == ["s1"]
+    assert isinstance(agent.turn_gate, PostgresTurnGate)  # agent.session(ctx) uses it
 
 
 async def test_a_postgres_url_is_the_one_setting() -> None:

@@ -21,6 +21,7 @@ from harnessed.session.defaults import indexed_session_store
 from harnessed.session.indexed import IndexedSessionLogStore
 from harnessed.session.search import SearchIndex
 from harnessed.session.store import SessionLogStore
+from harnessed.sessions.gate import TurnGate
 from harnessed.state.defaults import default_state_store
 from harnessed.state.store import AgentStateStore
 from harnessed.workspace.layout import Workspace
@@ -44,6 +45,10 @@ class SharedStore(Protocol):
         """The agent state store."""
         ...
 
+    def turn_gate(self) -> TurnGate:
+        """The turn gate: one turn per session at a time across every server."""
+        ...
+
     async def close(self) -> None:
         """Release the connections of the running event loop."""
         ...
@@ -62,7 +67,7 @@ def open_store(store: str | SharedStore) -> SharedStore:
     if not isinstance(store, SharedStore):
         raise TypeError(
             "store must be a postgresql:// URL or an object with session_log(), "
-            f"search_index(), state_store() and close(), got {type(store).__name__}"
+            f"search_index(), state_store(), turn_gate() and close(), got {type(store).__name__}"
         )
     return store
 
@@ -76,6 +81,8 @@ class AgentStores:
     shared: SharedStore | None = None
     owns_shared: bool = False
     """The agent opened the shared store from a URL, so it closes it."""
+    gate: TurnGate | None = None
+    """The shared store's turn gate (``None``: the agent's default gate)."""
 
     async def close(self) -> None:
         await self.sessions.close()
@@ -86,7 +93,6 @@ class AgentStores:
 def agent_stores(
     workspace: Workspace | None,
     store: str | SharedStore | None = None,
-    *,
     state_store: AgentStateStore | None = None,
     session_store: SessionLogStore | None = None,
     search_index: SearchIndex | None = None,
@@ -114,4 +120,5 @@ def agent_stores(
         IndexedSessionLogStore(shared.session_log(), shared.search_index()),
         shared,
         owns_shared=isinstance(store, str),
+        gate=shared.turn_gate(),
     )

@@ -6,6 +6,7 @@ protocols as the file stores, so everything built on them behaves the same.
 """
 
 from harnessed.stores.postgres.connection import PostgresStore, is_postgres_url
+from harnessed.stores.postgres.gate import PostgresTurnGate
 from harnessed.stores.postgres.log import PostgresSessionLogStore
 from harnessed.stores.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 from harnessed.stores.postgres.search import PostgresSearchIndex
@@ -21,12 +22,3 @@ __all__ = [
     "PostgresTurnGate",
     "is_postgres_url",
 ]
-
-
-def __getattr__(name: str) -> object:
-    # the turn gate builds on harnessed.sessions: imported when asked for
-    if name == "PostgresTurnGate":
-        from harnessed.stores.postgres.gate import PostgresTurnGate
-
-        return PostgresTurnGate
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from harnessed.stores.postgres.migrations import SCHEMA_VERSION, applied_version, upgrade
 
@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from harnessed.stores.postgres.search import PostgresSearchIndex
     from harnessed.stores.postgres.state import PostgresStateStore
 
-__all__ = ["PostgresStore", "is_postgres_url"]
+__all__ = ["PostgresStore", "Purpose", "is_postgres_url"]
+
+Purpose: TypeAlias = Literal["data", "leases", "renewals"]
+"""Which pool a connection comes from (see :meth:`PostgresStore.connection`)."""
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -62,7 +65,7 @@ class PostgresStore:
     max_size: int = 10
     migrate: Literal["auto", "check"] = "auto"
     durable: bool = True
-    _pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = field(
+    _pools: dict[tuple[asyncio.AbstractEventLoop, Purpose], AsyncConnectionPool[Any]] = field(
         default_factory=dict, init=False, repr=False
     )
     _opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
@@ -121,9 +124,14 @@ class PostgresStore:
 
     # ------------------------------------------------------------ connections
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
-        """A pooled connection of the running event loop, schema checked."""
-        pool = await self._pool()
+    async def connection(self, purpose: Purpose = "data") -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection of the running event loop, schema checked.
+
+        The turn gate takes its connections from small pools of their own (``"leases"`` to
+        take and give back, ``"renewals"`` to renew), so a renewal never waits behind busy
+        sessions or sessions waiting for their turn (a late renewal loses the turn).
+        """
+        pool = await self._pool(purpose)
         async with pool.connection() as conn:
             yield conn
 
@@ -143,37 +151,38 @@ class PostgresStore:
             return await applied_version(conn)
 
     async def close(self) -> None:
-        """Close the pool of the running event loop (pools of ended loops are dropped)."""
+        """Close the pools of the running event loop (pools of ended loops are dropped)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # pragma: no cover - close() is a coroutine
             return
-        pool = self._pools.pop(loop, None)
-        if pool is not None:
-            await pool.close()
+        for purpose in get_args(Purpose):
+            pool = self._pools.pop((loop, purpose), None)
+            if pool is not None:
+                await pool.close()
 
-    async def _pool(self) -> AsyncConnectionPool[Any]:
-        loop = asyncio.get_running_loop()
-        pool = self._pools.get(loop)
+    async def _pool(self, purpose: Purpose) -> AsyncConnectionPool[Any]:
+        key = (asyncio.get_running_loop(), purpose)
+        pool = self._pools.get(key)
         if pool is not None:
             return pool
-        lock = self._opening.setdefault(loop, asyncio.Lock())
+        lock = self._opening.setdefault(key[0], asyncio.Lock())
         async with lock:  # the first task of a loop opens its pool, the others wait for it
-            pool = self._pools.get(loop)
+            pool = self._pools.get(key)
             if pool is None:
                 self._forget_ended_loops()
-                pool = await self._open_pool()
-                self._pools[loop] = pool
+                pool = await self._open_pool(purpose)
+                self._pools[key] = pool
         return pool
 
     def _forget_ended_loops(self) -> None:
         # A pool holds its loop (its worker tasks), so it must be dropped explicitly; once
         # unreferenced its connections are closed by the garbage collector.
-        for ended in [loop for loop in self._pools if loop.is_closed()]:
+        for ended in [key for key in self._pools if key[0].is_closed()]:
             del self._pools[ended]
-            self._opening.pop(ended, None)
+            self._opening.pop(ended[0], None)
 
-    async def _open_pool(self) -> AsyncConnectionPool[Any]:
+    async def _open_pool(self, purpose: Purpose) -> AsyncConnectionPool[Any]:
         try:
             from psycopg_pool import AsyncConnectionPool
         except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -185,11 +194,11 @@ class PostgresStore:
             await self._check_schema()
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self.url,
-            min_size=self.min_size,
-            max_size=self.max_size,
+            min_size=self.min_size if purpose == "data" else min(1, self.min_size),
+            max_size=self.max_size if purpose == "data" else 2,
             kwargs={"autocommit": True, "options": self._options()},
             open=False,
-            name=f"harnessed-{self.schema}",
+            name=f"harnessed-{self.schema}-{purpose}",
         )
         await pool.open(wait=True, timeout=30)
         return pool

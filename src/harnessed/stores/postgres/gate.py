@@ -76,7 +76,7 @@ class PostgresTurnGate:
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
         while True:
-            async with self.store.connection() as conn:
+            async with self.store.connection("leases") as conn:
                 cursor = await conn.execute(_TAKE, (session, holder, self.lease_seconds))
                 row = await cursor.fetchone()
             if row is not None:
@@ -86,7 +86,7 @@ class PostgresTurnGate:
             attempt += 1
 
     async def renew(self, lease: TurnLease) -> TurnLease:
-        async with self.store.connection() as conn:
+        async with self.store.connection("renewals") as conn:
             cursor = await conn.execute(_RENEW, (self.lease_seconds, lease.session, lease.holder))
             row = await cursor.fetchone()
         if row is None:
@@ -96,6 +96,6 @@ class PostgresTurnGate:
         return TurnLease(lease.session, lease.holder, float(row[0]))
 
     async def release(self, lease: TurnLease) -> None:
-        async with self.store.connection() as conn:
+        async with self.store.connection("leases") as conn:
             await conn.execute(_RELEASE, (lease.session, lease.holder))
         self._waiting.released(lease.session)
