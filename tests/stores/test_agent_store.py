@@ -142,3 +142,25 @@ def test_bad_store_settings_are_named(pg: PostgresStore) -> None:
         HarnessAgent("a", ScriptedModel(), store=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="give store= or state_store=, not both"):
         HarnessAgent("a", ScriptedModel(), store=pg, state_store=InMemoryStateStore())
+
+
+async def test_sub_agent_task_records_live_in_postgres(pg: PostgresStore) -> None:
+    """Task records are session state: with ``store=`` another server sees them."""
+    from harnessed.subagents import Subagents, SubagentSpec
+    from tests.subagents.helpers import calls, child_model, spawn
+
+    def server(model: ScriptedModel) -> HarnessAgent:
+        spec = SubagentSpec("helper", "Helps.", model=child_model("helped"))
+        return HarnessAgent("boss", model, memory=False, store=pg, capabilities=[Subagents([spec])])
+
+    first = server(ScriptedModel([calls(spawn("helper", "help me")), "ok"]))
+    await first.call("go", CTX)
+    await first.close()
+    second = server(ScriptedModel())
+    tasks = await second.capability(Subagents).tasks(CTX)  # type: ignore[union-attr]
+    assert [(t.agent_id, t.status.value, t.result) for t in tasks] == [
+        ("helper", "COMPLETED", "helped")
+    ]
+    child = [s.session_id for s in await second.sessions("alice")]
+    assert len(child) == 2 and "s1" in child  # the sub-agent's own session is shared too
+    await second.close()
