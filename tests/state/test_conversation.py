@@ -85,6 +85,24 @@ async def test_a_step_writes_what_changed_and_the_state_only_when_it_changed() -
     assert (await agent.load_state(CTX)).todos[0].content == "check"
 
 
+async def test_sessions_being_worked_on_stay_loaded_beyond_the_bound() -> None:
+    """Many concurrent calls on more sessions than the bound: a step's commit finds its
+    session loaded (no replay of the log, no save of an unchanged state)."""
+    log, states = CountingLog(), CountingStates()
+    store = ConversationStore(log, states, max_sessions=2)
+    keys = [StateKey("a", "u", f"s{i}") for i in range(5)]
+    running = [await store.load(key, settle=True) for key in keys]  # five calls at once
+    log.reads.clear()
+    for state in running:
+        message = Msg.user(f"hi {state.session_id}")
+        state.append(message)
+        await store.commit(state, [NewRecord.message(message, run_id=None, turn_id=None)])
+    assert log.reads == [] and states.saves == 0
+    del running, state  # the calls ended: the bound applies again
+    await store.load(StateKey("a", "u", "s9"))
+    assert len(store._entries) == 2
+
+
 async def test_recently_used_sessions_stay_loaded_within_a_bound() -> None:
     log = CountingLog()
     store = ConversationStore(log, InMemoryStateStore(), max_sessions=2)

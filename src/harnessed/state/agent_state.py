@@ -78,7 +78,7 @@ class PlanState:
         return cls(bool(data.get("active", False)), data.get("plan_file"))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class AgentState:
     """The working state of one (agent, user, session)."""
 

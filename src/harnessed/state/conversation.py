@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,14 @@ class _Entry:
     view: LogView = field(default_factory=LogView)
     saved: str | None = None
     """Fingerprint of the structured state as last loaded or saved."""
+    runs: list[weakref.ref[AgentState]] = field(default_factory=list)
+    """The states of calls working on the session (loaded with ``settle=True``): while one
+    is alive the entry is not dropped, so a step's commit never replays the log or saves an
+    unchanged state because many other sessions were loaded in between."""
+
+    def in_use(self) -> bool:
+        self.runs = [ref for ref in self.runs if ref() is not None]
+        return bool(self.runs)
 
 
 class ConversationStore:
@@ -66,7 +75,8 @@ class ConversationStore:
         log: The session log store (the truth for the conversation).
         states: Where the structured parts of :class:`AgentState` are kept.
         max_sessions: How many sessions' replayed histories stay loaded (least recently used
-            sessions are dropped first and replayed again when needed).
+            sessions are dropped first and replayed again when needed; sessions a call is
+            working on are never dropped, so more may be loaded while many calls run).
     """
 
     def __init__(
@@ -88,9 +98,16 @@ class ConversationStore:
         if entry is None:
             entry = self._entries[key] = _Entry()
         self._entries.move_to_end(key)
-        while len(self._entries) > self.max_sessions:
-            self._entries.popitem(last=False)
+        if len(self._entries) > self.max_sessions:
+            self._evict(keep=key)
         return entry
+
+    def _evict(self, keep: SessionKey) -> None:
+        """Drop least recently used entries beyond the bound, skipping those in use."""
+        excess = len(self._entries) - self.max_sessions
+        idle = [k for k, e in self._entries.items() if k != keep and not e.in_use()]
+        for key in idle[:excess]:
+            del self._entries[key]
 
     async def _sync(self, key: SessionKey) -> _Entry:
         """The session's entry, with every record appended since it was last read applied."""
@@ -132,6 +149,8 @@ class ConversationStore:
         state.history = list(history)
         state.log_seq = view.through
         entry.saved = _fingerprint(state)
+        if settle:
+            entry.runs.append(weakref.ref(state))
         return state
 
     async def _settle(
