@@ -256,6 +256,12 @@ def main() -> None:
     parser.add_argument(
         "--max-running-turns", type=int, default=0, help="the gateway's limit (0: none)"
     )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="record the server process with py-spy (pip install py-spy) into FILE "
+        "(collapsed stacks, idle threads left out)",
+    )
     args = parser.parse_args()
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="harnessed-gateway-bench-") as workspace:
@@ -287,6 +293,10 @@ def main() -> None:
             cwd=root / "benchmarks",
         )
         url = f"http://127.0.0.1:{port}"
+        profiler = None
+        if args.profile:  # sampling stops when the server exits
+            record = ["py-spy", "record", "-r", "250", "-f", "raw", "-o", args.profile]
+            profiler = subprocess.Popen([*record, "-p", str(server.pid)])
         try:
             for _ in range(400):
                 try:
@@ -305,6 +315,8 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(30)
+            if profiler is not None:
+                profiler.wait(60)
         clock = Path(workspace) / "server-first-event.txt"
         if clock.exists() and clock.read_text().strip():
             out["first event (server)"] = [float(x) for x in clock.read_text().split()]

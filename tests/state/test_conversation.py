@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,7 @@ class CountingLog(InMemorySessionLogStore):
 
     async def read(self, key: SessionKey, **kw: Any) -> Any:
         self.reads.append(kw.get("after_seq", 0))
+        await asyncio.sleep(0)  # like a real store: other tasks run meanwhile
         return await super().read(key, **kw)
 
 
@@ -91,7 +94,7 @@ async def test_sessions_being_worked_on_stay_loaded_beyond_the_bound() -> None:
     log, states = CountingLog(), CountingStates()
     store = ConversationStore(log, states, max_sessions=2)
     keys = [StateKey("a", "u", f"s{i}") for i in range(5)]
-    running = [await store.load(key, settle=True) for key in keys]  # five calls at once
+    running = await asyncio.gather(*(store.load(key, settle=True) for key in keys))
     log.reads.clear()
     for state in running:
         message = Msg.user(f"hi {state.session_id}")
@@ -99,6 +102,7 @@ async def test_sessions_being_worked_on_stay_loaded_beyond_the_bound() -> None:
         await store.commit(state, [NewRecord.message(message, run_id=None, turn_id=None)])
     assert log.reads == [] and states.saves == 0
     del running, state  # the calls ended: the bound applies again
+    gc.collect()
     await store.load(StateKey("a", "u", "s9"))
     assert len(store._entries) == 2
 

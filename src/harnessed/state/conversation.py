@@ -62,10 +62,11 @@ class _Entry:
     """The states of calls working on the session (loaded with ``settle=True``): while one
     is alive the entry is not dropped, so a step's commit never replays the log or saves an
     unchanged state because many other sessions were loaded in between."""
+    loading: int = 0
 
     def in_use(self) -> bool:
         self.runs = [ref for ref in self.runs if ref() is not None]
-        return bool(self.runs)
+        return bool(self.runs or self.loading)
 
 
 class ConversationStore:
@@ -127,6 +128,18 @@ class ConversationStore:
         converts a state of the previous format and answers tool calls left unanswered.
         """
         skey = SessionKey(key.agent_id, key.user_id, key.session_id)
+        if not settle:
+            return await self._load(key, skey, settle=False)
+        entry = self._entry(skey)
+        entry.loading += 1  # kept while other sessions load meanwhile
+        try:
+            state = await self._load(key, skey, settle=True)
+        finally:
+            entry.loading -= 1
+        entry.runs.append(weakref.ref(state))
+        return state
+
+    async def _load(self, key: StateKey, skey: SessionKey, *, settle: bool) -> AgentState:
         entry = await self._sync(skey)
         state = await self.states.load(key) or AgentState.new(key)
         if state.history:
@@ -149,8 +162,6 @@ class ConversationStore:
         state.history = list(history)
         state.log_seq = view.through
         entry.saved = _fingerprint(state)
-        if settle:
-            entry.runs.append(weakref.ref(state))
         return state
 
     async def _settle(
