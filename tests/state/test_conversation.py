@@ -101,10 +101,15 @@ async def test_sessions_being_worked_on_stay_loaded_beyond_the_bound() -> None:
         state.append(message)
         await store.commit(state, [NewRecord.message(message, run_id=None, turn_id=None)])
     assert log.reads == [] and states.saves == 0
-    del running, state  # the calls ended: the bound applies again
+    working = await store.load(StateKey("a", "u", "w"), settle=True)
+    for i in range(3):
+        await store.load(StateKey("a", "u", f"r{i}"))  # readers: dropped as usual
+    assert SessionKey("a", "u", "w") in store._entries
+    del working  # its call ended: the bound applies to it again
     gc.collect()
-    await store.load(StateKey("a", "u", "s9"))
-    assert len(store._entries) == 2
+    for i in range(3):
+        await store.load(StateKey("a", "u", f"q{i}"))
+    assert SessionKey("a", "u", "w") not in store._entries
 
 
 async def test_recently_used_sessions_stay_loaded_within_a_bound() -> None:
