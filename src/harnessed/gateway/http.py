@@ -38,7 +38,7 @@ from harnessed.gateway.schemas import (
     SteerIn,
     SteerOut,
 )
-from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
+from harnessed.gateway.sse import KEEPALIVE_SECONDS, EventStreamResponse, turn_stream
 from harnessed.permissions import ConfirmationError
 from harnessed.session.record import RecordType
 from harnessed.sessions import (
@@ -146,9 +146,8 @@ def create_app(
         )
 
     def stream(turn: Turn) -> StreamingResponse:
-        return StreamingResponse(
+        return EventStreamResponse(
             turn_stream(turn, keepalive),
-            media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
