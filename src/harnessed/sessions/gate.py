@@ -12,16 +12,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 __all__ = [
     "FileTurnGate",
@@ -155,6 +157,22 @@ class InMemoryTurnGate:
         self._waiting.released(lease.session)
 
 
+_T = TypeVar("_T")
+
+_LEASE_THREADS = 4
+
+
+@functools.cache
+def _lease_executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(_LEASE_THREADS, thread_name_prefix="harnessed-turn-gate")
+
+
+async def _off_loop(fn: Callable[..., _T], *args: object) -> _T:
+    """Run a short lease operation on the gate's own threads: it never waits behind the
+    stores' file work (appends and fsyncs) queued on the default executor."""
+    return await asyncio.get_running_loop().run_in_executor(_lease_executor(), fn, *args)
+
+
 class FileTurnGate:
     """Leases in files under ``root``: one small JSON file per session, changed only under an
     exclusive ``flock``, so processes on one machine (or one shared POSIX filesystem) agree.
@@ -186,7 +204,7 @@ class FileTurnGate:
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
         while True:
-            lease = await asyncio.to_thread(self._take, session, holder)
+            lease = await _off_loop(self._take, session, holder)
             if lease is not None:
                 return lease
             if not wait or not await self._waiting.until(session, deadline, attempt):
@@ -194,10 +212,10 @@ class FileTurnGate:
             attempt += 1
 
     async def renew(self, lease: TurnLease) -> TurnLease:
-        return await asyncio.to_thread(self._renew, lease)
+        return await _off_loop(self._renew, lease)
 
     async def release(self, lease: TurnLease) -> None:
-        await asyncio.to_thread(self._release, lease)
+        await _off_loop(self._release, lease)
         self._waiting.released(lease.session)
 
     # ---------------------------------------------------------------- files

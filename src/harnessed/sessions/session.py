@@ -394,7 +394,9 @@ def open_session(agent: SessionHost, ctx: RuntimeContext | None = None) -> Agent
     object while anyone uses it (a running turn keeps it alive), so every caller in this
     process steers the same turns."""
     ctx = ctx or RuntimeContext()
-    sessions = _LIVE.setdefault(agent, weakref.WeakValueDictionary())
+    sessions = _LIVE.get(agent)
+    if sessions is None:
+        sessions = _LIVE[agent] = weakref.WeakValueDictionary()
     key = (ctx.user_id, ctx.session_id or agent.name)
     live = sessions.get(key)
     if live is None:

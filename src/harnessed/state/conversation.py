@@ -26,6 +26,7 @@ why) the step is dropped from the history, as a failed step always was.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import operator
@@ -89,6 +90,7 @@ class ConversationStore:
         self.states = states
         self.max_sessions = max_sessions
         self._entries: OrderedDict[SessionKey, _Entry] = OrderedDict()
+        self._evict_above = max_sessions
 
     def __repr__(self) -> str:
         return f"ConversationStore({self.log!r}, {self.states!r})"
@@ -99,16 +101,20 @@ class ConversationStore:
         if entry is None:
             entry = self._entries[key] = _Entry()
         self._entries.move_to_end(key)
-        if len(self._entries) > self.max_sessions:
+        if len(self._entries) > self._evict_above:
             self._evict(keep=key)
         return entry
 
     def _evict(self, keep: SessionKey) -> None:
-        """Drop least recently used entries beyond the bound, skipping those in use."""
+        """Drop least recently used entries beyond the bound, skipping those in use. While
+        many are in use the next scan waits until a few more were added (a scan costs the
+        number of entries)."""
         excess = len(self._entries) - self.max_sessions
         idle = [k for k, e in self._entries.items() if k != keep and not e.in_use()]
         for key in idle[:excess]:
             del self._entries[key]
+        left = len(self._entries)
+        self._evict_above = max(self.max_sessions, left + left // 8)
 
     async def _sync(self, key: SessionKey) -> _Entry:
         """The session's entry, with every record appended since it was last read applied."""
@@ -140,8 +146,9 @@ class ConversationStore:
         return state
 
     async def _load(self, key: StateKey, skey: SessionKey, *, settle: bool) -> AgentState:
-        entry = await self._sync(skey)
-        state = await self.states.load(key) or AgentState.new(key)
+        # the log's news and the structured state are read at the same time (two files)
+        entry, stored = await asyncio.gather(self._sync(skey), self.states.load(key))
+        state = stored or AgentState.new(key)
         if state.history:
             if not settle:
                 return state  # a previous-format state: its history is the working one
