@@ -7,9 +7,12 @@ gate). The client opens ``--conversations`` sessions, then sends one message in 
 once, ``--turns`` times in a row, reading every stream to its end. Measured per turn from the
 moment the request is sent:
 
-* first event: the first SSE frame (``turn``: the turn is accepted and queued); "first event
-  (server)" is the same measured inside the server, from receiving the request to sending the
-  frame (the difference is time spent in the client and the network stack);
+* first event: the first SSE frame (``turn``: the turn is accepted and queued). Inside the
+  server the moment that frame is written is measured twice: "written, from app" counts from
+  the app being called with the request, "written, from send" from the client sending it
+  (its clock travels in a header). The client's first event minus "from send" is the time
+  the client took to read the frame; "from send" minus "from app" the time the request waited
+  for the server's event loop to read it;
 * first agent event: ``agent_start`` (the run holds its session and loaded its state);
 * first text: the first ``text_delta``;
 * turn: the whole stream until ``agent_end``.
@@ -25,7 +28,7 @@ the client set at this concurrency.
 Target: p99 of the first event ≤ 100 ms with 200 conversations, 0 errors.
 
     python benchmarks/gateway.py [--conversations 200] [--turns 3] [--model-latency 0.05]
-                                 [--max-running-turns 0]
+                                 [--max-running-turns 0] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -75,20 +78,23 @@ def make_app() -> object:
 
 
 class ServerClock:
-    """ASGI wrapper: per message request, the time from the server receiving it to sending
-    its first SSE frame (written to a file at shutdown), to tell server from client lag."""
+    """ASGI wrapper: per message request, when the server wrote its first SSE frame, measured
+    from the app being called and from the client sending the request (the client's wall
+    clock travels in ``X-Sent-At``; one machine, one clock). Written to a file at shutdown,
+    to tell where the time goes: waiting for the server's loop to read the request, the
+    app, or the client reading the answer."""
 
     def __init__(self, app: Any, out: Path) -> None:
         self.app = app
         self.out = out
-        self.times: list[float] = []
+        self.times: list[tuple[float, float]] = []
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
 
             async def lifespan_send(message: Any) -> None:
                 if message["type"] == "lifespan.shutdown.complete":
-                    self.out.write_text("\n".join(f"{t:.3f}" for t in self.times))
+                    self.out.write_text("\n".join(f"{a:.3f} {b:.3f}" for a, b in self.times))
                 await send(message)
 
             await self.app(scope, receive, lifespan_send)
@@ -97,13 +103,15 @@ class ServerClock:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        sent = float(dict(scope["headers"]).get(b"x-sent-at", b"nan"))
         first = True
 
         async def timed_send(message: Any) -> None:
             nonlocal first
             if first and message["type"] == "http.response.body" and message.get("body"):
                 first = False
-                self.times.append((time.perf_counter() - started) * 1000)
+                written = (time.perf_counter() - started, time.time() - sent)
+                self.times.append((written[0] * 1000, written[1] * 1000))
             await send(message)
 
         await self.app(scope, receive, timed_send)
@@ -131,6 +139,7 @@ class Connection:
     def send(self, method: str, path: str, body: bytes = b"") -> None:
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"X-Sent-At: {time.time():.6f}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         )
         self.writer.write(head.encode() + body)
@@ -257,6 +266,12 @@ def main() -> None:
         "--max-running-turns", type=int, default=0, help="the gateway's limit (0: none)"
     )
     parser.add_argument(
+        "--loop", default="auto", help="uvicorn's event loop: auto, asyncio, uvloop"
+    )
+    parser.add_argument(
+        "--http", default="auto", help="uvicorn's HTTP parser: auto, h11, httptools"
+    )
+    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="record the server process with py-spy (pip install py-spy) into FILE "
@@ -288,6 +303,10 @@ def main() -> None:
                 "4096",
                 "--timeout-keep-alive",
                 "60",
+                "--loop",
+                args.loop,
+                "--http",
+                args.http,
             ],
             env=env,
             cwd=root / "benchmarks",
@@ -308,6 +327,7 @@ def main() -> None:
                 f"{args.conversations} concurrent SSE conversations x {args.turns} turns, "
                 f"one server process, model latency {args.model_latency * 1000:.0f} ms, "
                 f"at most {args.max_running_turns or 'all'} turns running, "
+                f"uvicorn loop {args.loop}, http {args.http}, "
                 f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
@@ -319,7 +339,9 @@ def main() -> None:
                 profiler.wait(60)
         clock = Path(workspace) / "server-first-event.txt"
         if clock.exists() and clock.read_text().strip():
-            out["first event (server)"] = [float(x) for x in clock.read_text().split()]
+            rows = [line.split() for line in clock.read_text().splitlines()]
+            out["  written, from app"] = [float(a) for a, _ in rows]
+            out["  written, from send"] = [float(b) for _, b in rows]
     print()
     print(f"{'measure':<20}{'n':>6}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'max ms':>10}")
     print("-" * 66)
