@@ -234,3 +234,80 @@ async def test_routes_to_agents_by_name(tmp_path: Path, tools: Tools) -> None:
         assert sse(r.text)[-1][1]["status"] == "completed"
         assert (await c.get("/v1/sessions/x", headers=ALICE)).status_code == 404  # not on one
     assert len(two.model.requests) == 1 and not one.model.requests  # type: ignore[attr-defined]
+
+
+async def test_the_turn_event_is_written_before_the_turn_starts_working(
+    agent: HarnessAgent,
+) -> None:
+    """A busy server still tells the client at once that its turn was accepted: the head and
+    the ``turn`` frame leave in the request's own task, before the turn asks for its lease."""
+    gate = agent.turn_gate
+    acquired: list[str] = []
+
+    class Recording:
+        lease_seconds = gate.lease_seconds
+
+        async def acquire(self, session: str, **kw: Any) -> Any:
+            acquired.append(session)
+            return await gate.acquire(session, **kw)
+
+        async def renew(self, lease: Any) -> Any:
+            return await gate.renew(lease)
+
+        async def release(self, lease: Any) -> None:
+            await gate.release(lease)
+
+    agent.turn_gate = Recording()
+    app = make_app(agent)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    ) as c:
+        sid = await new_session(c, ALICE)
+    body = b'{"text": "hello there"}'
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": f"/v1/sessions/{sid}/messages",
+        "raw_path": f"/v1/sessions/{sid}/messages".encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"test"),
+            (b"authorization", ALICE["Authorization"].encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    received = False
+    done = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal received
+        if not received:
+            received = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    chunks: list[bytes] = []
+    acquired_at_first: list[str] | None = None
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal acquired_at_first
+        if message["type"] == "http.response.body":
+            if acquired_at_first is None:
+                acquired_at_first = list(acquired)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                done.set()
+
+    await asyncio.wait_for(app(scope, receive, send), 30)
+    assert acquired_at_first == []  # the turn had not asked for its lease yet
+    frames = sse(b"".join(chunks).decode())
+    assert frames[0][0] == "turn" and sse(chunks[0].decode())[0][0] == "turn"
+    assert frames[-1][0] == "agent_end" and len(acquired) == 1
