@@ -9,7 +9,7 @@ does not exist.
 import contextlib
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from importlib import resources
 from typing import Annotated, Any
 
@@ -18,6 +18,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.types import Receive, Scope, Send
 
 from harnessed.gateway.auth import BearerAuth
 from harnessed.gateway.gateway import Gateway, UnknownAgentError
@@ -38,7 +39,7 @@ from harnessed.gateway.schemas import (
     SteerIn,
     SteerOut,
 )
-from harnessed.gateway.sse import KEEPALIVE_SECONDS, EventStreamResponse, turn_stream
+from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
 from harnessed.permissions import ConfirmationError
 from harnessed.session.record import RecordType
 from harnessed.sessions import (
@@ -369,3 +370,34 @@ def _valid_id(session_id: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+class EventStreamResponse(StreamingResponse):
+    """``text/event-stream`` whose head and first frame are written by the request's own task,
+    before anything else runs: a client learns that its turn was accepted at once, even when
+    the server is busy with many turns (the rest streams as usual, watching for the client
+    going away)."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, content: AsyncIterator[bytes], headers: Mapping[str, str]) -> None:
+        super().__init__(content, headers=headers)
+        self._head_sent = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            iterator = aiter(self.body_iterator)
+            first = await anext(iterator, b"")  # a frame ready at once: no wait here
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+            self._head_sent = True
+            self.body_iterator = iterator
+        await super().__call__(scope, receive, send)
+
+    async def stream_response(self, send: Send) -> None:
+        if not self._head_sent:
+            await super().stream_response(send)
+            return
+        async for chunk in self.body_iterator:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -6,12 +6,9 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from starlette.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
-
 from harnessed.sessions import Turn
 
-__all__ = ["KEEPALIVE_SECONDS", "EventStreamResponse", "frame", "turn_stream"]
+__all__ = ["KEEPALIVE_SECONDS", "frame", "turn_stream"]
 
 KEEPALIVE_SECONDS = 15.0
 
@@ -52,34 +49,3 @@ async def turn_stream(turn: Turn, keepalive: float = KEEPALIVE_SECONDS) -> Async
             },
             count + 1,
         )
-
-
-class EventStreamResponse(StreamingResponse):
-    """``text/event-stream`` whose head and first frame are written by the request's own task,
-    before anything else runs: a client learns that its turn was accepted at once, even when
-    the server is busy with many turns (the rest streams as usual, watching for the client
-    going away)."""
-
-    media_type = "text/event-stream"
-
-    def __init__(self, content: AsyncIterator[bytes], headers: Mapping[str, str]) -> None:
-        super().__init__(content, headers=headers)
-        self._head_sent = False
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            iterator = aiter(self.body_iterator)
-            first = await anext(iterator, b"")  # a frame ready at once: no wait here
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            await send({"type": "http.response.body", "body": first, "more_body": True})
-            self._head_sent = True
-            self.body_iterator = iterator
-        await super().__call__(scope, receive, send)
-
-    async def stream_response(self, send: Send) -> None:
-        if not self._head_sent:
-            await super().stream_response(send)
-            return
-        async for chunk in self.body_iterator:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
