@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import socket
 import threading
 import time
@@ -168,7 +169,7 @@ async def test_no_network_with_network_none_and_a_control_with_host(tmp_path: Pa
 async def test_a_fork_bomb_is_contained_and_the_agent_carries_on(tmp_path: Path) -> None:
     limit = 64
     sandbox = require_bwrap(BubblewrapSandbox(limits=SandboxLimits(max_processes=limit)))
-    marker = "BOMB_4242"
+    marker = f"BOMB_{secrets.token_hex(4)}"  # unique: other test runs may share the machine
     peak = 0
     done = asyncio.Event()
 
@@ -220,7 +221,7 @@ async def test_memory_cpu_and_file_size_limits_hold(tmp_path: Path) -> None:
 async def test_background_processes_do_not_outlive_their_command(
     bwrap: BubblewrapSandbox, tmp_path: Path
 ) -> None:
-    marker = "4321"
+    marker = str(4000 + secrets.randbelow(5000))  # unique: other runs may share the machine
     results = await run(
         tmp_path / "ws",
         bwrap,
@@ -270,3 +271,20 @@ async def test_another_users_scope_is_out_of_reach(
     assert not (root / "skills" / "evil").exists() and not (root / "subagents" / "e.md").exists()
     assert "mine" in results[-1]  # the caller's own scope is writable (control)
     assert (root / "agents/bot/users/bob/memory/n.md").read_text() == "mine\n"
+
+
+async def test_read_only_paths_under_tmp_stay_visible(tmp_path: Path) -> None:
+    # a toolchain in /tmp (a virtual environment made there, say) must not be hidden by the
+    # sandbox's own empty /tmp
+    tool = tmp_path / "toolchain"
+    tool.mkdir()
+    (tool / "version.txt").write_text("toolchain 1.2\n")
+    sandbox = require_bwrap(BubblewrapSandbox(read_only_paths=[str(tool)]))
+    results = await run(
+        tmp_path / "ws",
+        sandbox,
+        BOB,
+        [execute(f"cat {tool}/version.txt"), execute(f"touch {tool}/new || echo refused")],
+    )
+    assert "toolchain 1.2" in results[0]
+    assert "refused" in results[1] and not (tool / "new").exists()

@@ -217,9 +217,9 @@ class BubblewrapSandbox:
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
         args += ["--ro-bind", str(self._etc()), "/etc"]
-        for path in self.read_only_paths:
-            args += ["--ro-bind-try", path, path]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+        for path in self.read_only_paths:  # after the tmpfs mounts, which would hide them
+            args += ["--ro-bind-try", path, path]
         return args
 
 
