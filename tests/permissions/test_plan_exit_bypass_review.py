@@ -33,8 +33,9 @@ async def _run(tmp_path, **kw):
         **kw,
     )
     await agent.enter_plan_mode(CTX)
-    (tmp_path / "plans").mkdir(exist_ok=True)
-    (tmp_path / "plans" / "PLAN.md").write_text("1. deploy\n")
+    plan = tmp_path / "agents/ops/users/u/plans/PLAN.md"  # the caller's own plan
+    plan.parent.mkdir(parents=True, exist_ok=True)
+    plan.write_text("1. deploy\n")
     asked = []
     async for event in agent.stream_events("go", CTX):
         if isinstance(event, ConfirmationRequestEvent):

@@ -16,6 +16,7 @@ from harnessed.state import PlanState
 from harnessed.workspace import MemoryFilesystem, Workspace
 
 CTX = RuntimeContext("u", "s")
+PLAN = "agents/planner/users/u/plans/PLAN.md"  # the plan is in the caller's own scope
 
 
 def call(name: str, id: str | None = None, **args: Any) -> ScriptedToolCall:
@@ -68,12 +69,12 @@ async def test_plan_mode_blocks_changes_but_allows_reading_and_planning(tmp_path
     assert not result(after, "plan").is_error and not result(after, "todo").is_error
     assert (tmp_path / "app.py").read_text() == "print('hi')\n"
     assert not (tmp_path / "made.txt").exists()
-    assert (tmp_path / "plans" / "PLAN.md").read_text() == "# Plan\n1. change app.py\n"
+    assert (tmp_path / PLAN).read_text() == "# Plan\n1. change app.py\n"
     runtime = runtime_state(after)
-    assert "mode: PLAN" in runtime and "plan file: plans/PLAN.md" in runtime
+    assert "mode: PLAN" in runtime and f"plan file: {PLAN}" in runtime
     assert "mode: PLAN" in runtime_state(model.requests[1])  # shown at every request
     state = await agent.load_state(CTX)
-    assert state.plan == PlanState(active=True, plan_file="plans/PLAN.md")
+    assert state.plan == PlanState(active=True, plan_file=PLAN)
     records = await agent.session_log(CTX, types=[RecordType.PLAN_CHANGED])
     assert [r.payload["action"] for r in records] == ["enter", "write"]
 
@@ -110,7 +111,7 @@ async def test_plan_exit_waits_for_approval_then_building_may_start(tmp_path: Pa
     asks = [e for e in events if isinstance(e, ConfirmationRequestEvent)]
     assert len(asks) == 1 and asks[0].call.name == "plan_exit"
     assert asks[0].details["plan"] == "# Plan\nedit a.txt"
-    assert asks[0].details["plan_file"] == "plans/PLAN.md"
+    assert asks[0].details["plan_file"] == PLAN
     assert "approve the plan" in asks[0].reason
     assert "approved the plan" in result(model.requests[2], "exit").content
     assert "mode: BUILD" in runtime_state(model.requests[2])
@@ -180,10 +181,10 @@ async def test_application_can_enter_and_leave_plan_mode(tmp_path: Path) -> None
     )
     agent = planner(tmp_path, model)
     plan = await agent.enter_plan_mode(CTX)
-    assert plan == PlanState(True, "plans/PLAN.md")
+    assert plan == PlanState(True, PLAN)
     await agent.call("write x", CTX)
     assert result(model.requests[1], "w").content.startswith("Blocked in plan mode")
-    assert (await agent.exit_plan_mode(CTX)) == PlanState(False, "plans/PLAN.md")
+    assert (await agent.exit_plan_mode(CTX)) == PlanState(False, PLAN)
     records = await agent.session_log(CTX, types=[RecordType.PLAN_CHANGED])
     assert [(r.payload["action"], r.payload["by"]) for r in records] == [
         ("enter", "application"),
@@ -198,7 +199,7 @@ async def test_plan_write_goes_through_the_workspace_filesystem() -> None:
     )
     agent = HarnessAgent("remote", model, workspace=Workspace(fs), enable_plan_mode=True)
     await agent.call("plan", CTX)
-    assert await fs.read_text("plans/PLAN.md") == "# remote plan"
+    assert await fs.read_text("agents/remote/users/u/plans/PLAN.md") == "# remote plan"
 
 
 def test_plan_mode_needs_a_workspace() -> None:
@@ -212,8 +213,8 @@ async def test_enter_plan_mode_needs_it_enabled() -> None:
 
 
 async def test_entering_and_leaving_in_one_step_still_needs_approval(tmp_path: Path) -> None:
-    (tmp_path / "plans").mkdir()
-    (tmp_path / "plans" / "PLAN.md").write_text("# an old plan")
+    (tmp_path / PLAN).parent.mkdir(parents=True)
+    (tmp_path / PLAN).write_text("# an old plan")
     model = ScriptedModel(
         [ScriptedResponse(tool_calls=[call("plan_enter"), call("plan_exit", "exit")]), "ok"]
     )

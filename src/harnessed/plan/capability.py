@@ -27,7 +27,8 @@ __all__ = ["PlanMode", "PlanStatus"]
 
 class PlanMode(Capability):
     """``plan_enter``, ``plan_write`` and ``plan_exit`` (``enable_plan_mode=True``); needs a
-    workspace, where the plan is written (``plans/PLAN.md``)."""
+    workspace, where the plan is written (``PLAN.md`` in the caller's own scope, see
+    :meth:`~harnessed.workspace.Workspace.plan_file`)."""
 
     name = "plan_mode"
 
@@ -39,7 +40,7 @@ class PlanMode(Capability):
         if host.workspace is None:
             raise ValueError(
                 "PlanMode: enable_plan_mode needs a workspace (the plan is written to "
-                "plans/PLAN.md): pass workspace=... to HarnessAgent"
+                "the caller's scope): pass workspace=... to HarnessAgent"
             )
         self.workspace = host.workspace
         self._tools = plan_tools(host.workspace)

@@ -15,6 +15,7 @@ from harnessed.runtime import RuntimeContext
 from harnessed.session.record import RecordType
 from harnessed.state.agent_state import AgentState, PlanState
 from harnessed.state.editor import StateEditor
+from harnessed.tools.plan import plan_path
 
 __all__ = ["PlanControls"]
 
@@ -26,6 +27,7 @@ class PlanControls:
     """Plan mode controls (a mixin of the agent)."""
 
     _editor: StateEditor
+    name: str
 
     def capability(self, kind: type[C]) -> C | None:
         raise NotImplementedError
@@ -38,7 +40,8 @@ class PlanControls:
             raise RuntimeError(
                 "plan mode is not enabled: create the agent with enable_plan_mode=True"
             )
-        plan_file = plan_mode.workspace.PLAN_FILE
+        resolved = (ctx or RuntimeContext()).resolved(self.name)
+        plan_file = plan_path(plan_mode.workspace, self.name, resolved.user_id, resolved.session)
         return await self._set_plan(ctx, "enter", PlanState(active=True, plan_file=plan_file))
 
     async def exit_plan_mode(self, ctx: RuntimeContext | None = None) -> PlanState:

@@ -1,7 +1,10 @@
 """Plan mode tools: ``plan_enter``, ``plan_write`` and ``plan_exit``.
 
-In plan mode the agent explores with read-only tools, writes its plan to ``plans/PLAN.md``
-(through the workspace filesystem, so any backend works) and keeps its task list; every other
+In plan mode the agent explores with read-only tools, writes its plan to ``PLAN.md`` in the
+caller's own scope (:meth:`Workspace.plan_file`: ``agents/<agent>/users/<user>/plans/PLAN.md``
+with the default user scope, ``plans/PLAN.md`` only for the global scope; through the workspace
+filesystem, so any backend works; the caller's file tools and sandbox see it at that path,
+other users never do) and keeps its task list; every other
 tool is blocked until the user approves the plan. ``plan_exit`` is that approval: its own
 permission check always asks the application (see :func:`plan_exit_check`), and the mode only
 changes when the user says yes. A plan is never approved by the model alone.
@@ -20,7 +23,7 @@ from harnessed.tools.decorator import tool
 from harnessed.workspace import Workspace
 from harnessed.workspace.errors import WorkspaceError
 
-__all__ = ["PLAN_PREVIEW_CHARS", "plan_exit_check", "plan_tools"]
+__all__ = ["PLAN_PREVIEW_CHARS", "plan_exit_check", "plan_path", "plan_tools"]
 
 PLAN_PREVIEW_CHARS = 20_000
 """How much of the plan a confirmation request carries for the application's UI."""
@@ -33,9 +36,25 @@ def _changed(ctx: ToolContext, action: str, **extra: object) -> None:
     )
 
 
+def plan_path(workspace: Workspace, agent_name: str, user_id: str, session_id: str) -> str:
+    """Where plan mode keeps the plan of this caller (its own isolation scope)."""
+    return workspace.plan_file(agent_id=agent_name, user_id=user_id, session_id=session_id)
+
+
+def current_plan(workspace: Workspace, ctx: ToolContext) -> str:
+    """The session's plan file: the one its state records (a session that entered plan mode
+    before plans were scoped keeps its ``plans/PLAN.md``), else the caller's own."""
+    return ctx.state.plan.plan_file or plan_path(
+        workspace, ctx.agent_name, ctx.user_id, ctx.runtime.session_id or ctx.agent_name
+    )
+
+
 def plan_tools(workspace: Workspace) -> list[Tool]:
-    """The three plan tools, writing the plan into ``workspace``."""
-    plan_file = workspace.PLAN_FILE
+    """The three plan tools, writing the plan into the caller's scope of ``workspace``."""
+
+    def own_plan(ctx: ToolContext) -> str:
+        session = ctx.runtime.session_id or ctx.agent_name
+        return plan_path(workspace, ctx.agent_name, ctx.user_id, session)
 
     @tool
     async def plan_enter(ctx: ToolContext) -> str:
@@ -46,7 +65,8 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
         """
         state = ctx.state
         if state.plan.active:
-            return f"Already in plan mode. The plan file is {state.plan.plan_file or plan_file}."
+            return f"Already in plan mode. The plan file is {current_plan(workspace, ctx)}."
+        plan_file = own_plan(ctx)
         state.set_plan(PlanState(active=True, plan_file=plan_file))
         _changed(ctx, "enter")
         return (
@@ -66,6 +86,7 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
         """
         if not content.strip():
             raise ToolError("the plan is blank; write the whole plan as markdown")
+        plan_file = own_plan(ctx)
         try:
             await workspace.fs.write_text(plan_file, content)
         except (WorkspaceError, OSError, ValueError) as exc:
@@ -89,6 +110,7 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
         state = ctx.state
         if not state.plan.active:
             raise ToolError("not in plan mode; there is nothing to approve")
+        plan_file = current_plan(workspace, ctx)
         if not await workspace.fs.exists(plan_file):
             raise ToolError(f"there is no plan yet: write it to {plan_file} with plan_write first")
         state.set_plan(PlanState(active=False, plan_file=plan_file))
@@ -111,8 +133,8 @@ class _PlanExitCheck:
         self.workspace = workspace
 
     async def __call__(self, call: ToolUseBlock, state: AgentState) -> PermissionDecision | None:
-        plan_file = self.workspace.PLAN_FILE
-        if not state.plan.active:
+        plan_file = state.plan.plan_file  # set by plan_enter / enter_plan_mode
+        if not state.plan.active or not plan_file:
             return None  # the tool reports "not in plan mode"
         try:
             plan = await self.workspace.fs.read_text(plan_file)

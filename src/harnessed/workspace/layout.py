@@ -7,7 +7,8 @@ Layout (BEHAVIOUR.md §7), all paths relative to the workspace root::
     knowledge/                     reference material
     skills/<name>/SKILL.md         skills
     subagents/<id>.md              sub-agent definitions
-    plans/PLAN.md                  the plan written in plan mode
+    plans/                         the project's plans (shared; plan mode writes the plan
+                                   in the caller's own scope, see below)
     large_tool_results/<agent>/…   evicted tool results
     agents/<agent>/sessions/<user>/<session>.log.jsonl   session logs
 
@@ -16,7 +17,8 @@ Runtime data (memory, session logs, large tool results) is placed by the workspa
 another user's data is in; ``"session"`` also separates each session; ``"agent"`` shares data
 between the users of one agent; ``"global"`` shares everything:
 
-* memory home (holds ``MEMORY.md`` and the ``memory/`` ledgers): global ``""`` (the root),
+* memory home (holds ``MEMORY.md``, the ``memory/`` ledgers and the ``plans/PLAN.md`` that
+  plan mode writes): global ``""`` (the root, so ``plans/PLAN.md`` as before),
   agent ``agents/A``, user ``agents/A/users/U``, session ``agents/A/users/U/sessions/S``
 * sessions: global ``sessions``, agent ``agents/A/sessions``, user ``agents/A/sessions/U``,
   session ``agents/A/sessions/U/S``
@@ -48,7 +50,7 @@ __all__ = ["IsolationScope", "RuntimeKind", "Workspace"]
 IsolationScope = Literal["user", "session", "agent", "global"]
 """How runtime data is separated: per user (default), per session, per agent, or not at all."""
 
-RuntimeKind = Literal["memory", "sessions", "large_tool_results"]
+RuntimeKind = Literal["memory", "plans", "sessions", "large_tool_results"]
 """The kinds of runtime data whose location depends on the isolation scope."""
 
 _SCOPES: tuple[str, ...] = get_args(IsolationScope)
@@ -72,6 +74,7 @@ class Workspace:
     SUBAGENTS_DIR = "subagents"
     PLANS_DIR = "plans"
     PLAN_FILE = "plans/PLAN.md"
+    """The plan of the global scope; other scopes: :meth:`plan_file`."""
     LARGE_TOOL_RESULTS_DIR = "large_tool_results"
     AGENTS_DIR = "agents"
 
@@ -145,13 +148,16 @@ class Workspace:
 
         The ids the scope needs are required (``agent_id`` for every scope but global,
         ``user_id`` for user and session, ``session_id`` for session); others are ignored.
-        For ``"memory"`` this is the ledger directory (``<memory home>/memory``).
+        For ``"memory"`` this is the ledger directory (``<memory home>/memory``), for
+        ``"plans"`` the caller's plan directory (``<memory home>/plans``).
         """
         if kind not in _KINDS:
             raise ValueError(f"runtime kind must be one of {', '.join(_KINDS)}; got {kind!r}")
         scoped = self._scoped_ids(agent_id, user_id, session_id)
         if kind == "memory":
             return join(self._memory_home(scoped), self.MEMORY_DIR)
+        if kind == "plans":
+            return join(self._memory_home(scoped), self.PLANS_DIR)
         if kind == "large_tool_results":
             return join(self.LARGE_TOOL_RESULTS_DIR, *scoped)
         if not scoped:
@@ -168,6 +174,18 @@ class Workspace:
         """The curated ``MEMORY.md`` for the scope (``MEMORY.md`` at the root when global)."""
         scoped = self._scoped_ids(agent_id, user_id, session_id)
         return join(self._memory_home(scoped), self.MEMORY_MD)
+
+    def plan_file(
+        self,
+        *,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+    ) -> str:
+        """The plan plan mode writes for the caller: ``<memory home>/plans/PLAN.md``, in the
+        caller's own scope (``plans/PLAN.md`` at the root only for the global scope)."""
+        ids = {"agent_id": agent_id, "user_id": user_id, "session_id": session_id}
+        return join(self.runtime_dir("plans", **ids), "PLAN.md")
 
     def large_tool_results_dir(
         self, agent_id: str, user_id: str | None = None, session_id: str | None = None

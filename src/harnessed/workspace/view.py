@@ -6,7 +6,8 @@ evicted tool results. The model sees only part of it:
 
 * **shared files**: ``AGENTS.md``, the root ``MEMORY.md`` and ``memory/``, ``knowledge/``,
   ``skills/``, ``subagents/``, ``plans/`` and every project file;
-* **the caller's own scope**: its memory home (``MEMORY.md`` and ``memory/``) and its
+* **the caller's own scope**: its memory home (``MEMORY.md``, ``memory/`` and the ``plans/``
+  plan mode writes to) and its
   ``large_tool_results`` directory, placed by the workspace's isolation scope.
 
 Everything else under the runtime areas (``.harnessed/``, ``agents/``, ``large_tool_results/``
@@ -94,9 +95,10 @@ class ViewPolicy:
         ids = {"agent_id": agent_id, "user_id": user_id, "session_id": session_id}
         memory_file = workspace.memory_file(**ids)
         memory_dir = workspace.runtime_dir("memory", **ids)
+        plans_dir = workspace.runtime_dir("plans", **ids)
         results = workspace.runtime_dir("large_tool_results", **ids)
         hidden = [".harnessed", workspace.AGENTS_DIR]
-        own = [p for p in (memory_file, memory_dir) if "/" in p]  # root ones are shared
+        own = [p for p in (memory_file, memory_dir, plans_dir) if "/" in p]  # root: shared
         if workspace.scope == "global":
             hidden.append("sessions")
         else:
