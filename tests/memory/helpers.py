@@ -45,6 +45,7 @@ def memory_agent(
     *,
     main: ScriptedModel | None = None,
     clock: Clock | None = None,
+    store: Any = None,
     **config: Any,
 ) -> HarnessAgent:
     """An agent whose memory requests go to ``memory_model`` (dates in UTC, fixed clock)."""
@@ -59,6 +60,7 @@ def memory_agent(
         main or ScriptedModel(responder=lambda request: "Sure."),
         workspace=root,
         memory=MemoryConfig(**settings),
+        store=store,
     )
     assert agent.memory is not None
     agent.memory.clock = clock or Clock()

@@ -51,7 +51,9 @@ _REMEMBERED = 4_096
 _EVENT_RECORDS = {
     "context_build": RecordType.CONTEXT_BUILD,
     "memory_flush": RecordType.MEMORY_FLUSH,
+    "memory_flushed": RecordType.MEMORY_FLUSHED,
 }
+_DONE = ("written", "nothing", "empty")
 
 
 @dataclass(slots=True)
@@ -184,6 +186,8 @@ class MemoryManager:
             )
             result = FlushResult("failed", error=type(exc).__name__)
         send("memory_flush", result.payload(reason, runtime.session))
+        if reason == "call_end" and result.status in _DONE and messages:
+            send("memory_flushed", {"through": messages[-1].id, "at": self.clock().timestamp()})
         return result
 
     def after_call(self, ctx: RuntimeContext, history: Sequence[Msg]) -> None:
@@ -247,10 +251,22 @@ class MemoryManager:
     ) -> None:
         try:
             while messages is not None:
+                messages = await self._after_mark(key, messages)
+                if messages is None:  # throttled or nothing new: the queued call may differ
+                    messages, lane.queued = lane.queued, None
+                    continue
                 recorder = _Recorder()
                 flushing = self.flush_messages(messages, runtime, reason="call_end", emit=recorder)
                 await self._guarded(runtime, "flush", flushing, recorder)
-                messages, lane.queued = lane.queued, None
+                queued, lane.queued = lane.queued, None
+                if not any(name == "memory_flushed" for name, _ in recorder.events):
+                    # Failed: forget the in-process position; the next flush reads these again.
+                    self._last_flush.pop(key, None)
+                    self._flushed_upto.pop(key, None)
+                    if queued is not None:
+                        seen = {m.id for m in queued}
+                        queued = [*(m for m in messages if m.id not in seen), *queued]
+                messages = queued
                 runtime = lane.queued_ctx or runtime
             if lane.maintain:
                 recorder = _Recorder()
@@ -260,6 +276,32 @@ class MemoryManager:
         finally:
             if self._lanes.get(key) is lane:
                 del self._lanes[key]
+
+    async def _after_mark(self, key: SessionKey, messages: list[Msg]) -> list[Msg] | None:
+        """``messages`` without what any server already flushed (the session log's last
+        ``memory/flushed`` record), or ``None`` when that flush is within the throttle."""
+        if self.session_store is None:
+            return messages
+        try:
+            marks = await self.session_store.tail(key, 1, types=[RecordType.MEMORY_FLUSHED])
+        except Exception:
+            logger.warning("could not read the memory flush position; not flushing", exc_info=True)
+            self._last_flush.pop(key, None)
+            self._flushed_upto.pop(key, None)
+            return None
+        if not marks:
+            return messages
+        through = str(marks[-1].payload.get("through", ""))
+        at = float(marks[-1].payload.get("at", float("-inf")))
+        interval = self.config.flush_interval_seconds or 0.0
+        if self.clock().timestamp() - at < interval:
+            # Another server (or an earlier process) flushed recently: wait for the interval.
+            _remember(self._last_flush, key, at)
+            _remember(self._flushed_upto, key, through)
+            return None
+        ids = [m.id for m in messages]
+        fresh = messages[ids.index(through) + 1 :] if through in ids else messages
+        return fresh or None
 
     async def _guarded(
         self, runtime: RuntimeContext, what: str, work: Awaitable[Any], recorder: _Recorder

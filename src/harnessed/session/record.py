@@ -27,6 +27,9 @@ class RecordType:
     PLAN_CHANGED = "plan/changed"
     PERMISSION_CHANGED = "permission/changed"
     MEMORY_FLUSH = "memory/flush"
+    MEMORY_FLUSHED = "memory/flushed"
+    """An end-of-call flush succeeded: ``through`` (the id of the last message it read) and
+    ``at`` (epoch seconds); every server reads it to continue after it and to throttle."""
     ERROR = "error"
     CHECKPOINT = "history/checkpoint"
     """The working history was replaced (summary, pruned or offloaded views): see
