@@ -29,9 +29,12 @@ __all__ = [
     "FileTurnGate",
     "InMemoryTurnGate",
     "LeaseLostError",
+    "LeaseWaiter",
     "SessionBusyError",
     "TurnGate",
     "TurnLease",
+    "busy_error",
+    "holder_id",
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
@@ -77,18 +80,20 @@ class TurnGate(Protocol):
         ...
 
 
-def _holder_id() -> str:
+def holder_id() -> str:
+    """A lease holder's id: host, process and a random part (unique per acquire)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
-def _busy(session: str, detail: str = "") -> SessionBusyError:
+def busy_error(session: str, detail: str = "") -> SessionBusyError:
+    """The error of a turn that asked not to wait for a busy session."""
     return SessionBusyError(
         f"session {session!r} is busy: another turn is running{detail}; wait for it, "
         "or submit with wait=True to queue this turn"
     )
 
 
-class _Waiting:
+class LeaseWaiter:
     """Polling with back-off, woken early when a lease is released in this process."""
 
     def __init__(self, poll_interval: float) -> None:
@@ -124,7 +129,7 @@ class InMemoryTurnGate:
             raise ValueError("InMemoryTurnGate.lease_seconds must be positive")
         self.lease_seconds = lease_seconds
         self._leases: dict[str, TurnLease] = {}
-        self._waiting = _Waiting(poll_interval)
+        self._waiting = LeaseWaiter(poll_interval)
 
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
@@ -135,11 +140,11 @@ class InMemoryTurnGate:
             now = time.time()
             current = self._leases.get(session)
             if current is None or current.expires_at <= now:
-                lease = TurnLease(session, _holder_id(), now + self.lease_seconds)
+                lease = TurnLease(session, holder_id(), now + self.lease_seconds)
                 self._leases[session] = lease
                 return lease
             if not wait or not await self._waiting.until(session, deadline, attempt):
-                raise _busy(session)
+                raise busy_error(session)
             attempt += 1
 
     async def renew(self, lease: TurnLease) -> TurnLease:
@@ -191,7 +196,7 @@ class FileTurnGate:
             raise ValueError("FileTurnGate.poll_interval must be positive")
         self.root = Path(root)
         self.lease_seconds = lease_seconds
-        self._waiting = _Waiting(poll_interval)
+        self._waiting = LeaseWaiter(poll_interval)
 
     def path_for(self, session: str) -> Path:
         digest = hashlib.sha256(session.encode()).hexdigest()[:32]
@@ -200,7 +205,7 @@ class FileTurnGate:
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        holder = _holder_id()
+        holder = holder_id()
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
         while True:
@@ -208,7 +213,7 @@ class FileTurnGate:
             if lease is not None:
                 return lease
             if not wait or not await self._waiting.until(session, deadline, attempt):
-                raise _busy(session)
+                raise busy_error(session)
             attempt += 1
 
     async def renew(self, lease: TurnLease) -> TurnLease:

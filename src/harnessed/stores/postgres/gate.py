@@ -13,10 +13,10 @@ import time
 from harnessed.sessions.gate import (
     DEFAULT_LEASE_SECONDS,
     LeaseLostError,
+    LeaseWaiter,
     TurnLease,
-    _busy,
-    _holder_id,
-    _Waiting,
+    busy_error,
+    holder_id,
 )
 from harnessed.stores.postgres.connection import PostgresStore
 
@@ -64,7 +64,7 @@ class PostgresTurnGate:
             )
         self.store = store
         self.lease_seconds = float(lease_seconds)
-        self._waiting = _Waiting(poll_interval)
+        self._waiting = LeaseWaiter(poll_interval)
 
     def __repr__(self) -> str:
         return f"PostgresTurnGate(schema={self.store.schema!r}, lease_seconds={self.lease_seconds})"
@@ -72,7 +72,7 @@ class PostgresTurnGate:
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        holder = _holder_id()
+        holder = holder_id()
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
         while True:
@@ -82,7 +82,7 @@ class PostgresTurnGate:
             if row is not None:
                 return TurnLease(session, holder, float(row[0]))
             if not wait or not await self._waiting.until(session, deadline, attempt):
-                raise _busy(session)
+                raise busy_error(session)
             attempt += 1
 
     async def renew(self, lease: TurnLease) -> TurnLease:
