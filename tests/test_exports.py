@@ -89,3 +89,56 @@ def test_import_harnessed_leaves_heavy_modules_for_first_use():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.splitlines() == ["", "after a call:"]
+
+
+def _loaded_after(code: str) -> list[str]:
+    import subprocess
+    import sys
+
+    script = (
+        f"import sys\n{code}\nprint(*sorted(m for m in sys.modules if m.startswith('harnessed')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    return out.stdout.split()
+
+
+def test_import_harnessed_imports_no_subsystem_until_a_name_is_used():
+    assert _loaded_after("import harnessed") == ["harnessed", "harnessed.lazy"]
+
+
+def test_the_agent_alone_leaves_optional_subsystems_for_first_use():
+    """Sub-agents, the gateway, sandbox back ends and steerable sessions load when an agent
+    uses them, not with the agent class."""
+    loaded = set(_loaded_after("from harnessed import HarnessAgent"))
+    assert "harnessed.agent" in loaded
+    for optional in (
+        "harnessed.subagents",
+        "harnessed.gateway",
+        "harnessed.skills",
+        "harnessed.mcp",
+        "harnessed.sandbox.bubblewrap",
+        "harnessed.sandbox.manager",
+        "harnessed.sessions.session",
+        "harnessed.sessions.gate",
+    ):
+        assert optional not in loaded, optional
+
+
+def test_lazy_names_resolve_once_and_unknown_names_are_attribute_errors():
+    import pytest
+
+    import harnessed.sandbox
+    import harnessed.sessions
+
+    assert harnessed.sandbox.BubblewrapSandbox.__name__ == "BubblewrapSandbox"
+    assert "BubblewrapSandbox" in vars(harnessed.sandbox)  # bound after the first lookup
+    assert "AgentSession" in dir(harnessed.sessions)
+    from harnessed.sessions import AgentSession
+
+    assert AgentSession is harnessed.sessions.AgentSession
+    with pytest.raises(AttributeError, match=r"'harnessed\.sessions' has no attribute 'Nope'"):
+        _ = harnessed.sessions.Nope
+    with pytest.raises(ImportError):
+        exec("from harnessed import NoSuchName")

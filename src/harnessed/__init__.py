@@ -6,70 +6,52 @@ described; an append-only log keeps everything that happened.
 
 from typing import TYPE_CHECKING
 
-from harnessed.agent import AgentInput, HarnessAgent
-from harnessed.capabilities import CallContext, CallEnd, Capability, ModelCall, StateBlock
-from harnessed.compaction import (
-    CompactionConfig,
-    PruneConfig,
-    ToolResultEvictionConfig,
-    TruncateArgsConfig,
-)
-from harnessed.context import (
-    ContextBlock,
-    ContextBudgetExceededError,
-    ContextManifest,
-    ContextPolicy,
-    ContextRequest,
-    ContextSource,
-    ContextSourceError,
-    SourceFailurePolicy,
-)
-from harnessed.events import (
-    AgentEndEvent,
-    AgentStartEvent,
-    ConfirmationRequestEvent,
-    CustomEvent,
-    ErrorEvent,
-    Event,
-    MaxItersEvent,
-    ModelCallEndEvent,
-    ModelCallStartEvent,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-)
-from harnessed.memory import MemoryConfig
-from harnessed.messages import (
-    ImageBlock,
-    Msg,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
-from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
-from harnessed.permissions import (
-    ConfirmationError,
-    PendingConfirmation,
-    PermissionDecision,
-    PermissionMode,
-    PermissionRule,
-)
-from harnessed.runtime import RuntimeContext
-from harnessed.state import (
-    AgentState,
-    StateConflictError,
-    TaskContextState,
-    TaskContractConfig,
-    TaskRevisionConflictError,
-    TodoItem,
-)
-from harnessed.subagents import Subagents, SubagentSpec
-from harnessed.tools import Tool, ToolContext, ToolError, tool
+from harnessed.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harnessed.context import ToolPairingError
+    from harnessed.agent import AgentInput, HarnessAgent
+    from harnessed.capabilities import CallContext, CallEnd, Capability, ModelCall, StateBlock
+    from harnessed.compaction import (
+        CompactionConfig,
+        PruneConfig,
+        ToolResultEvictionConfig,
+        TruncateArgsConfig,
+    )
+    from harnessed.context import (
+        ContextBlock,
+        ContextBudgetExceededError,
+        ContextManifest,
+        ContextPolicy,
+        ContextRequest,
+        ContextSource,
+        ContextSourceError,
+        SourceFailurePolicy,
+        ToolPairingError,
+    )
+    from harnessed.events import (
+        AgentEndEvent,
+        AgentStartEvent,
+        ConfirmationRequestEvent,
+        CustomEvent,
+        ErrorEvent,
+        Event,
+        MaxItersEvent,
+        ModelCallEndEvent,
+        ModelCallStartEvent,
+        TextDeltaEvent,
+        ThinkingDeltaEvent,
+        ToolCallEvent,
+        ToolResultEvent,
+    )
+    from harnessed.memory import MemoryConfig
+    from harnessed.messages import (
+        ImageBlock,
+        Msg,
+        TextBlock,
+        ThinkingBlock,
+        ToolResultBlock,
+        ToolUseBlock,
+    )
     from harnessed.models import (
         AnthropicModel,
         OpenAIChatModel,
@@ -79,6 +61,15 @@ if TYPE_CHECKING:
         ScriptedToolCall,
         resolve_model,
     )
+    from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
+    from harnessed.permissions import (
+        ConfirmationError,
+        PendingConfirmation,
+        PermissionDecision,
+        PermissionMode,
+        PermissionRule,
+    )
+    from harnessed.runtime import RuntimeContext
     from harnessed.session import (
         FilesystemSessionLogStore,
         JsonlSessionLogStore,
@@ -88,46 +79,114 @@ if TYPE_CHECKING:
         TantivySearchIndex,
     )
     from harnessed.state import (
+        AgentState,
         AgentStateStore,
         FilesystemStateStore,
         InMemoryStateStore,
         JsonFileStateStore,
+        StateConflictError,
+        TaskContextState,
+        TaskContractConfig,
+        TaskRevisionConflictError,
+        TodoItem,
     )
     from harnessed.stores.postgres import PostgresStore
+    from harnessed.subagents import Subagents, SubagentSpec
     from harnessed.tokens import TiktokenEstimator
-    from harnessed.tools import ShellConfig
+    from harnessed.tools import ShellConfig, Tool, ToolContext, ToolError, tool
     from harnessed.workspace import FsspecFilesystem, LocalFilesystem, MemoryFilesystem, Workspace
 
 __version__ = "0.1.0"
 
-# Imported on first use: provider SDKs, search back ends and stores that an application may
-# never need. ``from harnessed import ScriptedModel`` works like every other name here.
+# Every public name is imported on first use (PEP 562): ``import harnessed`` costs almost
+# nothing, and ``from harnessed import HarnessAgent`` loads only what the agent needs, not the
+# provider SDKs, search back ends, stores or sub-systems an application may never use.
 _LAZY = {
+    "AgentEndEvent": "harnessed.events",
+    "AgentInput": "harnessed.agent",
+    "AgentStartEvent": "harnessed.events",
+    "AgentState": "harnessed.state",
     "AgentStateStore": "harnessed.state",
     "AnthropicModel": "harnessed.models",
+    "CallContext": "harnessed.capabilities",
+    "CallEnd": "harnessed.capabilities",
+    "Capability": "harnessed.capabilities",
+    "CompactionConfig": "harnessed.compaction",
+    "ConfirmationError": "harnessed.permissions",
+    "ConfirmationRequestEvent": "harnessed.events",
+    "ContextBlock": "harnessed.context",
+    "ContextBudgetExceededError": "harnessed.context",
+    "ContextManifest": "harnessed.context",
+    "ContextOverflowError": "harnessed.models.errors",
+    "ContextPolicy": "harnessed.context",
+    "ContextRequest": "harnessed.context",
+    "ContextSource": "harnessed.context",
+    "ContextSourceError": "harnessed.context",
+    "CustomEvent": "harnessed.events",
+    "ErrorEvent": "harnessed.events",
+    "Event": "harnessed.events",
     "FilesystemSessionLogStore": "harnessed.session",
     "FilesystemStateStore": "harnessed.state",
     "FsspecFilesystem": "harnessed.workspace",
+    "HarnessAgent": "harnessed.agent",
+    "ImageBlock": "harnessed.messages",
     "InMemoryStateStore": "harnessed.state",
     "JsonFileStateStore": "harnessed.state",
     "JsonlSessionLogStore": "harnessed.session",
     "LocalFilesystem": "harnessed.workspace",
+    "MaxItersEvent": "harnessed.events",
+    "MemoryConfig": "harnessed.memory",
     "MemoryFilesystem": "harnessed.workspace",
+    "ModelCall": "harnessed.capabilities",
+    "ModelCallEndEvent": "harnessed.events",
+    "ModelCallStartEvent": "harnessed.events",
+    "ModelError": "harnessed.models.errors",
+    "Msg": "harnessed.messages",
     "OpenAIChatModel": "harnessed.models",
+    "PendingConfirmation": "harnessed.permissions",
+    "PermissionDecision": "harnessed.permissions",
+    "PermissionMode": "harnessed.permissions",
+    "PermissionRule": "harnessed.permissions",
     "PostgresStore": "harnessed.stores.postgres",
+    "PruneConfig": "harnessed.compaction",
+    "RateLimitError": "harnessed.models.errors",
     "RetryPolicy": "harnessed.models",
+    "RuntimeContext": "harnessed.runtime",
     "ScriptedModel": "harnessed.models",
     "ScriptedResponse": "harnessed.models",
     "ScriptedToolCall": "harnessed.models",
     "SearchIndex": "harnessed.session",
     "SessionLogStore": "harnessed.session",
     "ShellConfig": "harnessed.tools",
+    "SourceFailurePolicy": "harnessed.context",
     "SqliteSearchIndex": "harnessed.session",
+    "StateBlock": "harnessed.capabilities",
+    "StateConflictError": "harnessed.state",
+    "SubagentSpec": "harnessed.subagents",
+    "Subagents": "harnessed.subagents",
     "TantivySearchIndex": "harnessed.session",
+    "TaskContextState": "harnessed.state",
+    "TaskContractConfig": "harnessed.state",
+    "TaskRevisionConflictError": "harnessed.state",
+    "TextBlock": "harnessed.messages",
+    "TextDeltaEvent": "harnessed.events",
+    "ThinkingBlock": "harnessed.messages",
+    "ThinkingDeltaEvent": "harnessed.events",
     "TiktokenEstimator": "harnessed.tokens",
+    "TodoItem": "harnessed.state",
+    "Tool": "harnessed.tools",
+    "ToolCallEvent": "harnessed.events",
+    "ToolContext": "harnessed.tools",
+    "ToolError": "harnessed.tools",
     "ToolPairingError": "harnessed.context",
+    "ToolResultBlock": "harnessed.messages",
+    "ToolResultEvent": "harnessed.events",
+    "ToolResultEvictionConfig": "harnessed.compaction",
+    "ToolUseBlock": "harnessed.messages",
+    "TruncateArgsConfig": "harnessed.compaction",
     "Workspace": "harnessed.workspace",
     "resolve_model": "harnessed.models",
+    "tool": "harnessed.tools",
 }
 
 __all__ = [
@@ -220,10 +279,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harnessed' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

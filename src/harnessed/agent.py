@@ -43,7 +43,8 @@ from harnessed.plan.controls import PlanControls
 from harnessed.runtime import RuntimeContext, SessionLocks
 from harnessed.session import SessionLogStore
 from harnessed.session.search import SearchIndex
-from harnessed.sessions import SessionAccess, TurnControl
+from harnessed.sessions.access import SessionAccess
+from harnessed.sessions.control import TurnControl
 from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from harnessed.gateway.auth import BearerAuth, TokenResolver
 from harnessed.gateway.gateway import SESSION_CREATED, Gateway, UnknownAgentError
 from harnessed.gateway.identity import ChannelIdentity, check_session_id
+from harnessed.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessed.gateway.http import create_app
@@ -25,9 +26,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    if name == "create_app":  # FastAPI is an optional extra: import it only when asked
-        from harnessed.gateway.http import create_app
-
-        return create_app
-    raise AttributeError(f"module 'harnessed.gateway' has no attribute {name!r}")
+# FastAPI is an optional extra: the HTTP app is imported only when asked for
+__getattr__, __dir__ = lazy_exports(__name__, {"create_app": "harnessed.gateway.http"})

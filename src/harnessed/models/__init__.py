@@ -6,8 +6,9 @@ SDK that is not used (the ``anthropic`` SDK in particular is large and optional)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from harnessed.lazy import lazy_exports
 from harnessed.models.base import (
     Model,
     ModelEvent,
@@ -64,10 +65,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harnessed.models' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -12,6 +12,9 @@ The lifecycle is visible as ``sandbox_acquire`` / ``sandbox_snapshot`` events
 (:mod:`harnessed.sandbox.events`).
 """
 
+from typing import TYPE_CHECKING
+
+from harnessed.lazy import lazy_exports
 from harnessed.sandbox.base import (
     ExecResult,
     Sandbox,
@@ -21,18 +24,29 @@ from harnessed.sandbox.base import (
     SandboxSpec,
     SandboxUnavailableError,
 )
-from harnessed.sandbox.bubblewrap import BubblewrapSandbox, Network
-from harnessed.sandbox.events import (
-    SANDBOX_ACQUIRE,
-    SANDBOX_SNAPSHOT,
-    SandboxAcquire,
-    SandboxSnapshot,
-)
-from harnessed.sandbox.host import HostSandbox
-from harnessed.sandbox.limits import SandboxLimits
-from harnessed.sandbox.manager import SandboxLease, SandboxManager
-from harnessed.sandbox.remote import RemoteSandbox
-from harnessed.sandbox.tool import execute_tool, resolve_sandbox
+
+if TYPE_CHECKING:
+    from harnessed.sandbox.base import (
+        ExecResult,
+        Sandbox,
+        SandboxEntry,
+        SandboxError,
+        SandboxSession,
+        SandboxSpec,
+        SandboxUnavailableError,
+    )
+    from harnessed.sandbox.bubblewrap import BubblewrapSandbox, Network
+    from harnessed.sandbox.events import (
+        SANDBOX_ACQUIRE,
+        SANDBOX_SNAPSHOT,
+        SandboxAcquire,
+        SandboxSnapshot,
+    )
+    from harnessed.sandbox.host import HostSandbox
+    from harnessed.sandbox.limits import SandboxLimits
+    from harnessed.sandbox.manager import SandboxLease, SandboxManager
+    from harnessed.sandbox.remote import RemoteSandbox
+    from harnessed.sandbox.tool import execute_tool, resolve_sandbox
 
 __all__ = [
     "SANDBOX_ACQUIRE",
@@ -56,3 +70,20 @@ __all__ = [
     "execute_tool",
     "resolve_sandbox",
 ]
+
+_LAZY = {
+    "BubblewrapSandbox": "harnessed.sandbox.bubblewrap",
+    "HostSandbox": "harnessed.sandbox.host",
+    "Network": "harnessed.sandbox.bubblewrap",
+    "RemoteSandbox": "harnessed.sandbox.remote",
+    "SANDBOX_ACQUIRE": "harnessed.sandbox.events",
+    "SANDBOX_SNAPSHOT": "harnessed.sandbox.events",
+    "SandboxAcquire": "harnessed.sandbox.events",
+    "SandboxLease": "harnessed.sandbox.manager",
+    "SandboxLimits": "harnessed.sandbox.limits",
+    "SandboxManager": "harnessed.sandbox.manager",
+    "SandboxSnapshot": "harnessed.sandbox.events",
+    "execute_tool": "harnessed.sandbox.tool",
+    "resolve_sandbox": "harnessed.sandbox.tool",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -3,6 +3,7 @@ search index."""
 
 from typing import TYPE_CHECKING
 
+from harnessed.lazy import lazy_exports
 from harnessed.session.fs_store import FilesystemSessionLogStore
 from harnessed.session.indexed import IndexedSessionLogStore
 from harnessed.session.jsonl import JsonlSessionLogStore
@@ -38,15 +39,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # the SQLite and tantivy indexes are imported when first asked for (``import sqlite3``
-    # alone is a noticeable part of ``import harnessed``)
-    if name == "SqliteSearchIndex":
-        from harnessed.session.sqlite_index import SqliteSearchIndex
-
-        return SqliteSearchIndex
-    if name == "TantivySearchIndex":
-        from harnessed.session.tantivy_index import TantivySearchIndex
-
-        return TantivySearchIndex
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the SQLite and tantivy indexes are imported when first asked for (``import sqlite3`` alone is
+# a noticeable part of an import)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "SqliteSearchIndex": "harnessed.session.sqlite_index",
+        "TantivySearchIndex": "harnessed.session.tantivy_index",
+    },
+)

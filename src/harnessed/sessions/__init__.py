@@ -1,26 +1,31 @@
 """Sessions you can steer: :class:`AgentSession` (submit, steer, interrupt, resume, events,
 respond) and the turn gate that keeps one turn per session running at a time."""
 
-from harnessed.sessions.access import SessionAccess
-from harnessed.sessions.control import TurnControl
-from harnessed.sessions.gate import (
-    FileTurnGate,
-    InMemoryTurnGate,
-    LeaseLostError,
-    SessionBusyError,
-    TurnGate,
-    TurnLease,
-    default_turn_gate,
-)
-from harnessed.sessions.session import (
-    AgentSession,
-    IdempotencyConflictError,
-    NothingToResumeError,
-    SessionIdleError,
-    TurnSlots,
-    open_session,
-)
-from harnessed.sessions.turn import Turn, TurnStatus
+from typing import TYPE_CHECKING
+
+from harnessed.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harnessed.sessions.access import SessionAccess
+    from harnessed.sessions.control import TurnControl
+    from harnessed.sessions.gate import (
+        FileTurnGate,
+        InMemoryTurnGate,
+        LeaseLostError,
+        SessionBusyError,
+        TurnGate,
+        TurnLease,
+        default_turn_gate,
+    )
+    from harnessed.sessions.session import (
+        AgentSession,
+        IdempotencyConflictError,
+        NothingToResumeError,
+        SessionIdleError,
+        TurnSlots,
+        open_session,
+    )
+    from harnessed.sessions.turn import Turn, TurnStatus
 
 __all__ = [
     "AgentSession",
@@ -41,3 +46,24 @@ __all__ = [
     "default_turn_gate",
     "open_session",
 ]
+
+_LAZY = {
+    "AgentSession": "harnessed.sessions.session",
+    "FileTurnGate": "harnessed.sessions.gate",
+    "IdempotencyConflictError": "harnessed.sessions.session",
+    "InMemoryTurnGate": "harnessed.sessions.gate",
+    "LeaseLostError": "harnessed.sessions.gate",
+    "NothingToResumeError": "harnessed.sessions.session",
+    "SessionAccess": "harnessed.sessions.access",
+    "SessionBusyError": "harnessed.sessions.gate",
+    "SessionIdleError": "harnessed.sessions.session",
+    "Turn": "harnessed.sessions.turn",
+    "TurnControl": "harnessed.sessions.control",
+    "TurnGate": "harnessed.sessions.gate",
+    "TurnLease": "harnessed.sessions.gate",
+    "TurnSlots": "harnessed.sessions.session",
+    "TurnStatus": "harnessed.sessions.turn",
+    "default_turn_gate": "harnessed.sessions.gate",
+    "open_session": "harnessed.sessions.session",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, cast
 
 from harnessed.runtime import RuntimeContext
 from harnessed.session.queries import SessionQueries
-from harnessed.sessions.gate import TurnGate, default_turn_gate
-from harnessed.sessions.session import AgentSession, open_session
 
 if TYPE_CHECKING:
+    from harnessed.sessions.gate import TurnGate
     from harnessed.sessions.host import SessionHost
+    from harnessed.sessions.session import AgentSession
     from harnessed.workspace import Workspace
 
 __all__ = ["SessionAccess"]
@@ -30,6 +30,8 @@ class SessionAccess(SessionQueries):
         using it agrees), else leases in this process. Assign another before the first turn
         (a shared deployment's gate, or ``FileTurnGate(path, lease_seconds=...)``)."""
         if self._turn_gate is None:
+            from harnessed.sessions.gate import default_turn_gate  # imported on first use
+
             root = self.workspace.local_root if self.workspace is not None else None
             self._turn_gate = default_turn_gate(root)
         return self._turn_gate
@@ -41,4 +43,6 @@ class SessionAccess(SessionQueries):
     def session(self, ctx: RuntimeContext | None = None) -> AgentSession:
         """The steerable session of ``ctx`` (the same object for every caller while it is in
         use): submit turns, steer or interrupt the running one, resume, follow events."""
+        from harnessed.sessions.session import open_session  # imported on first use
+
         return open_session(cast("SessionHost", self), ctx)

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from harnessed.capabilities.base import CallContext, CallEnd, Capability, CapabilityHost
 from harnessed.files import model_editable_instructions
 from harnessed.runtime import RuntimeContext
-from harnessed.sandbox import Sandbox, SandboxManager, execute_tool, resolve_sandbox
+from harnessed.sandbox.base import Sandbox
 from harnessed.sandbox.events import SANDBOX_SNAPSHOT, SandboxSnapshot
-from harnessed.sandbox.manager import MountSource
 from harnessed.tools.base import Tool
 from harnessed.tools.shell import ShellConfig
+
+if TYPE_CHECKING:
+    from harnessed.sandbox.manager import MountSource, SandboxManager
 
 __all__ = ["Shell", "ShellConfig"]
 
@@ -62,6 +65,10 @@ class Shell(Capability):
                 "shell=True needs a workspace on local disk, or an explicit sandbox= (e.g. "
                 f"BubblewrapSandbox()) to keep the files of {workspace!r} in step with"
             )
+        # the back ends and the lifecycle are imported by the agents that offer ``execute``
+        from harnessed.sandbox.manager import SandboxManager
+        from harnessed.sandbox.tool import execute_tool, resolve_sandbox
+
         chosen = resolve_sandbox(self.sandbox, required=self.required)
         if chosen is None:
             return

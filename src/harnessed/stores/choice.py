@@ -15,16 +15,18 @@ A store given one by one (``state_store=`` ...) wins over the default of its kin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from harnessed.session.defaults import indexed_session_store
 from harnessed.session.indexed import IndexedSessionLogStore
 from harnessed.session.search import SearchIndex
 from harnessed.session.store import SessionLogStore
-from harnessed.sessions.gate import TurnGate
 from harnessed.state.defaults import default_state_store
 from harnessed.state.store import AgentStateStore
 from harnessed.workspace.layout import Workspace
+
+if TYPE_CHECKING:
+    from harnessed.sessions.gate import TurnGate
 
 __all__ = ["AgentStores", "SharedStore", "agent_stores", "open_store"]
 
