@@ -47,6 +47,7 @@ from harnessed.session.view import (
     unanswered_step,
 )
 from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.state.gcpause import gc_paused
 from harnessed.state.store import AgentStateStore
 
 __all__ = ["ConversationStore"]
@@ -117,9 +118,15 @@ class ConversationStore:
         self._evict_above = max(self.max_sessions, left + left // 8)
 
     async def _sync(self, key: SessionKey) -> _Entry:
-        """The session's entry, with every record appended since it was last read applied."""
+        """The session's entry, with every record appended since it was last read applied.
+        The first read of a session replays its whole log: a bulk load, made without the
+        cyclic garbage collector rescanning the heap it is building."""
         entry = self._entry(key)
-        entry.view.apply(await self.log.read(key, after_seq=entry.view.through))
+        if entry.view.through:
+            entry.view.apply(await self.log.read(key, after_seq=entry.view.through))
+            return entry
+        with gc_paused():
+            entry.view.apply(await self.log.read(key, after_seq=0))
         return entry
 
     async def history(self, key: SessionKey) -> list[Msg]:
