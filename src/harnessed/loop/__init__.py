@@ -1,0 +1,13 @@
+"""The run loop: :class:`AgentRun` executes one call of one session (see :mod:`.run`).
+
+* :mod:`.host` — :class:`LoopHost`, what the loop needs of its agent;
+* :mod:`.base` — events, session log records, the state, work that yields events;
+* :mod:`.model_step` — preparing a request and streaming the model's answer;
+* :mod:`.tool_step` — approving and running tool calls, committing the step;
+* :mod:`.run` — the call from start to end: safe points, steering, interrupts, failures.
+"""
+
+from harnessed.loop.host import LoopHost
+from harnessed.loop.run import AgentRun
+
+__all__ = ["AgentRun", "LoopHost"]

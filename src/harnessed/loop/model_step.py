@@ -1,0 +1,222 @@
+"""A model step: prepare the request, stream the answer, recover from a context overflow."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from harnessed.capabilities.base import ModelCall
+from harnessed.compaction.recovery import overflow_not_recovered
+from harnessed.context.seam import PrepareInfo
+from harnessed.events import (
+    CustomEvent,
+    Event,
+    ModelCallEndEvent,
+    ModelCallStartEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolCallEvent,
+)
+from harnessed.loop.base import RunBase
+from harnessed.loop.host import Interrupted, close_stream, quietly
+from harnessed.messages import ContentBlock, Msg, TextBlock, ToolUseBlock, new_id
+from harnessed.models.base import (
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    RetryNotice,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallReady,
+)
+from harnessed.models.errors import ContextOverflowError, ModelError
+
+__all__ = ["ModelSteps"]
+
+logger = logging.getLogger(__name__)
+
+
+class ModelSteps(RunBase):
+    """Preparing a request and streaming the model's answer (overflow recovery, retries
+    shown, an interrupt keeps what was streamed)."""
+
+    async def _model_step(
+        self, iteration: int, overflow: ContextOverflowError | None = None
+    ) -> AsyncIterator[Event | ModelResponse]:
+        agent = self.agent
+        model_call_id = new_id("mc_")
+        info = PrepareInfo(
+            agent_name=agent.name,
+            runtime=self.ctx,
+            model=agent.model,
+            model_call_id=model_call_id,
+            iteration=iteration,
+            emit=self.emit,
+            run_cache=self.run_cache,
+            retry=overflow is not None,
+            force_compaction=overflow is not None,
+        )
+        revision = self.state.history_revision
+        self.summary_error = None
+        prepared: list[ModelRequest] = []
+        async for event in self._prepare(info, prepared):
+            yield event
+        request = prepared[0]
+        if overflow is not None and self.state.history_revision == revision:
+            raise overflow_not_recovered(
+                overflow, shrunk=False, summary_error=self.summary_error
+            ) from overflow
+        # the preparation's records go out with the step's message (one write per step part)
+        yield ModelCallStartEvent(
+            model_call_id=model_call_id, iteration=iteration, model=agent.model.name, **self.base
+        )
+        response: ModelResponse | None = None
+        produced = False
+        texts: list[str] = []
+        ready: list[ToolUseBlock] = []
+        stream = agent.model.stream(request)
+        stop = (
+            asyncio.ensure_future(self.control.wait_interrupted())
+            if self.control is not None
+            else None
+        )
+        try:
+            while True:
+                try:
+                    chunk = await self._next_chunk(stream, stop)
+                except Interrupted:
+                    await close_stream(stream)
+                    self._save_partial(model_call_id, "".join(texts), ready)
+                    raise
+                if chunk is None:
+                    break
+                if isinstance(chunk, RetryNotice):  # shown and logged; nothing produced yet
+                    yield self._retry_event(model_call_id, chunk)
+                    continue
+                produced = True
+                if isinstance(chunk, TextDelta):
+                    texts.append(chunk.text)
+                    yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
+                elif isinstance(chunk, ThinkingDelta):
+                    yield ThinkingDeltaEvent(
+                        model_call_id=model_call_id, thinking=chunk.thinking, **self.base
+                    )
+                elif isinstance(chunk, ToolCallReady):
+                    ready.append(chunk.call)
+                    yield ToolCallEvent(model_call_id=model_call_id, call=chunk.call, **self.base)
+                elif isinstance(chunk, ModelResponse):
+                    response = chunk
+            if response is None:
+                raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
+            observe = getattr(agent.prepare, "after_response", None)
+            if observe is not None:
+                observe(info, response)
+            role = response.message.role
+            if role != "assistant":
+                raise ModelError(f"model returned a {role!r} message, expected 'assistant'")
+        except ContextOverflowError as exc:
+            await self._model_done(ModelCall(model_call_id, iteration, request, error=exc))
+            # Overflow recovery: prepare this step again with a forced compaction and send it
+            # once more (tools are not re-run, the input is not re-added).
+            if produced or agent.compaction is None:
+                raise
+            if overflow is not None:
+                raise overflow_not_recovered(exc, shrunk=True) from exc
+            self.emit("overflow_recovery", {"model_call_id": model_call_id, "error": str(exc)})
+            async for retried in self._model_step(iteration, exc):
+                yield retried
+            return
+        except (Exception, asyncio.CancelledError) as exc:
+            await self._model_done(ModelCall(model_call_id, iteration, request, error=exc))
+            raise
+        finally:
+            if stop is not None:
+                stop.cancel()
+        message = response.message
+        message = message.replace(
+            metadata={**message.metadata, "model_call_id": model_call_id, "model": agent.model.name}
+        )
+        response = ModelResponse(
+            message=message,
+            usage=response.usage,
+            stop_reason=response.stop_reason,
+            model=response.model,
+        )
+        await self._model_done(ModelCall(model_call_id, iteration, request, response))
+        yield ModelCallEndEvent(
+            model_call_id=model_call_id,
+            message=message,
+            usage=response.usage,
+            stop_reason=response.stop_reason,
+            **self.base,
+        )
+        yield response
+
+    async def _model_done(self, model_call: ModelCall) -> None:
+        """The capabilities hear how a model request went (a failing hook does not hide the
+        request's own error)."""
+        if not self.caps.after_model_request:
+            return
+        if model_call.error is None:
+            await self.caps.run_after_model_request(self.call, model_call)
+            return
+        try:
+            await self.caps.run_after_model_request(self.call, model_call)
+        except Exception:
+            logger.exception("after_model_request failed while reporting a failed request")
+
+    def _retry_event(self, model_call_id: str, notice: RetryNotice) -> CustomEvent:
+        data = {
+            "model_call_id": model_call_id,
+            "model": self.agent.model.name,
+            "attempt": notice.attempt,
+            "max_attempts": notice.max_attempts,
+            "wait_seconds": round(notice.wait, 3),
+            "status_code": notice.status_code,
+            "error": notice.error,
+        }
+        self.record("custom", {"name": "model_retry", "data": data})
+        return CustomEvent(name="model_retry", data=data, **self.base)
+
+    async def _next_chunk(
+        self, stream: AsyncIterator[ModelEvent], stop: asyncio.Future[Any] | None
+    ) -> ModelEvent | None:
+        """The stream's next chunk (``None`` at its end); an interrupt (``stop``) wins."""
+        if stop is None:
+            return await anext(stream, None)
+        if stop.done():
+            raise Interrupted
+        chunk = asyncio.ensure_future(anext(stream, None))
+        await asyncio.wait({chunk, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if chunk.done():
+            return chunk.result()
+        chunk.cancel()
+        await quietly(chunk)
+        raise Interrupted
+
+    def _save_partial(self, model_call_id: str, text: str, calls: list[ToolUseBlock]) -> None:
+        """Keep what the model streamed before the interrupt: its text so far, and its
+        complete tool calls, each with an interrupted result (they never ran)."""
+        blocks: list[ContentBlock] = [TextBlock(text)] if text.strip() else []
+        blocks.extend(calls)
+        if not blocks:
+            return
+        message = Msg.assistant(
+            blocks,
+            metadata={
+                "model_call_id": model_call_id,
+                "model": self.agent.model.name,
+                "interrupted": True,
+            },
+        )
+        self.partial = message
+        self._append_interrupted(message, calls)
+
+    async def _prepare(self, info: PrepareInfo, out: list[ModelRequest]) -> AsyncIterator[Event]:
+        """Prepare the request, yielding the events it emits while it runs (a summary made
+        for compaction can take a while; a UI should see ``compaction_start`` meanwhile)."""
+        draft = self.agent.draft_request(self.state, info.model_call_id)
+        async for event in self._pump(self.agent.prepare(self.state, draft, info), out):
+            yield event
