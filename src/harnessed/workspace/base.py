@@ -46,6 +46,10 @@ class BaseFilesystem(abc.ABC):
 
     count_lines_max_bytes: int = 256 << 20
     """Pages of files up to this size report the file's total line count."""
+    metadata_inline: bool = False
+    """Look up a path's metadata (``exists``, ``stat``) on the calling thread: for back ends
+    where that is a few system calls on local disk, far cheaper than a hand-off to a worker
+    thread (~90 µs). Everything else runs in a worker thread."""
 
     def __init__(self) -> None:
         self._locks = SessionLocks()
@@ -137,13 +141,17 @@ class BaseFilesystem(abc.ABC):
     async def read_text(self, path: str, *, encoding: str = "utf-8") -> str:
         return (await self.read(path)).decode(encoding, errors="replace")
 
+    async def _lookup(self, rel: str) -> FileInfo | None:
+        if self.metadata_inline:
+            return self._info(rel)
+        return await self._run(self._info, rel)
+
     async def exists(self, path: str) -> bool:
-        rel = self.normalize(path)
-        return await self._run(self._info, rel) is not None
+        return await self._lookup(self.normalize(path)) is not None
 
     async def stat(self, path: str) -> FileInfo:
         rel = self.normalize(path)
-        info = await self._run(self._info, rel)
+        info = await self._lookup(rel)
         if info is None:
             raise FileNotFoundInWorkspaceError(rel)
         return info

@@ -170,6 +170,7 @@ class ViewFilesystem(BaseFilesystem):
             else inner
         )
         self.count_lines_max_bytes = inner.count_lines_max_bytes
+        self.metadata_inline = inner.metadata_inline
 
     def __repr__(self) -> str:
         return f"ViewFilesystem({self.inner!r}, own={list(self.policy.own)})"
