@@ -407,3 +407,24 @@ async def test_too_long_ids_are_refused_clearly(tmp_path: Path) -> None:
     store = JsonFileStateStore(tmp_path)
     with pytest.raises(ValueError, match="too long"):
         await store.save(AgentState.new(StateKey("agent", "user", "ü" * 120)))
+
+
+@pytest.mark.parametrize("todos", [3, 2_000], ids=["small file", "large file"])
+async def test_json_store_loads_small_and_large_files_alike(tmp_path: Path, todos: int) -> None:
+    """Small state files are read where they are asked for, large ones in a worker thread:
+    the result is the same, and a directory where the file should be is a clear error."""
+    store = JsonFileStateStore(tmp_path)
+    state = AgentState.new(KEY)
+    state.set_todos([TodoItem(f"step {i}: " + "x" * 40, "pending") for i in range(todos)])
+    await store.save(state)
+    large = store.path_for(KEY).stat().st_size > 64 << 10
+    assert large is (todos > 100)
+    loaded = await store.load(KEY)
+    assert loaded is not None and loaded.todos == state.todos and loaded.version == 1
+
+
+async def test_json_store_load_of_a_directory_is_an_error_not_none(tmp_path: Path) -> None:
+    store = JsonFileStateStore(tmp_path)
+    store.path_for(KEY).mkdir(parents=True)
+    with pytest.raises(OSError):
+        await store.load(KEY)

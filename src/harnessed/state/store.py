@@ -148,6 +148,9 @@ class InMemoryStateStore:
 
 
 _MAX_NAME_BYTES = 200  # leaves room for '.json', '.lock' and temp suffixes under NAME_MAX
+_INLINE_READ_BYTES = 64 << 10
+"""State files up to this size are read on the calling thread (a few microseconds; a hand-off
+to a worker thread costs ~90 µs); larger ones in a worker thread."""
 
 
 class JsonFileStateStore:
@@ -157,7 +160,8 @@ class JsonFileStateStore:
     file in the same directory, fsync it and rename it over the old one, so readers see either
     the old or the new state, never a torn one. The version check and the rename happen under
     an exclusive ``flock`` on ``<session>.json.lock``, which serializes writers in all threads
-    and processes. Blocking file work runs in a worker thread, off the event loop.
+    and processes. Writes and reads of large files run in a worker thread, off the event loop;
+    a missing or small state file is read where it is asked for.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -171,6 +175,15 @@ class JsonFileStateStore:
         return self.root.joinpath(*names[:2], names[2] + ".json")
 
     async def load(self, key: StateKey) -> AgentState | None:
+        path = self.path_for(key)
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            return None  # the common case: nothing structured was ever saved
+        except OSError:
+            size = _INLINE_READ_BYTES + 1  # let the read say what is wrong
+        if size <= _INLINE_READ_BYTES:
+            return self._load(key)  # a small file: cheaper here than a worker hand-off
         return await asyncio.to_thread(self._load, key)
 
     async def save(self, state: AgentState) -> None:
