@@ -6,6 +6,7 @@ Sessions belong to their user: another user's session id answers 404, exactly li
 does not exist.
 """
 
+import asyncio
 import contextlib
 import json
 import secrets
@@ -21,6 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import Receive, Scope, Send
 
 from harnessed.gateway.auth import BearerAuth
+from harnessed.gateway.fastpath import MessageFastPath
 from harnessed.gateway.gateway import Gateway, UnknownAgentError
 from harnessed.gateway.identity import SESSION_ID_PATTERN, check_session_id
 from harnessed.gateway.limits import BodySizeLimit
@@ -152,6 +154,15 @@ def create_app(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
+    async def start_turn(session: AgentSession, body: MessageIn) -> StreamingResponse:
+        try:
+            turn = await session.submit(body.text, body.idempotency_key, wait=body.wait)
+        except (SessionBusyError, IdempotencyConflictError) as exc:
+            raise HTTPException(409, str(exc)) from None
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return stream(turn)
+
     # ------------------------------------------------------------------ routes
     @app.get("/v1/agents", response_model=AgentList, tags=["agents"])
     async def list_agents(_: User) -> AgentList:
@@ -225,13 +236,7 @@ def create_app(
     )
     async def post_message(session: Owned, body: MessageIn) -> StreamingResponse:
         """Send a message and stream the turn it starts (queued behind a running turn)."""
-        try:
-            turn = await session.submit(body.text, body.idempotency_key, wait=body.wait)
-        except (SessionBusyError, IdempotencyConflictError) as exc:
-            raise HTTPException(409, str(exc)) from None
-        except ValueError as exc:
-            raise HTTPException(422, str(exc)) from None
-        return stream(turn)
+        return await start_turn(session, body)
 
     @app.post(
         "/v1/sessions/{session_id}/resume",
@@ -356,6 +361,8 @@ def create_app(
     async def unknown_agent(_: Request, exc: UnknownAgentError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=404)
 
+    # the common case of the hot route skips routing and dependency resolution (same answers)
+    app.add_middleware(MessageFastPath, gateway=gateway, auth=auth, start=start_turn)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
     return app
 
@@ -375,29 +382,52 @@ def _valid_id(session_id: str) -> bool:
 class EventStreamResponse(StreamingResponse):
     """``text/event-stream`` whose head and first frame are written by the request's own task,
     before anything else runs: a client learns that its turn was accepted at once, even when
-    the server is busy with many turns (the rest streams as usual, watching for the client
-    going away)."""
+    the server is busy with many turns. The rest streams from the same task; a small watcher
+    task ends the stream when the client goes away (one task per stream, where a task group
+    per response would cost more than the whole route on a busy server)."""
 
     media_type = "text/event-stream"
 
     def __init__(self, content: AsyncIterator[bytes], headers: Mapping[str, str]) -> None:
         super().__init__(content, headers=headers)
-        self._head_sent = False
+        self._content = content
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            iterator = aiter(self.body_iterator)
+        iterator = aiter(self._content)
+        try:
             first = await anext(iterator, b"")  # a frame ready at once: no wait here
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             await send({"type": "http.response.body", "body": first, "more_body": True})
-            self._head_sent = True
-            self.body_iterator = iterator
-        await super().__call__(scope, receive, send)
+            if scope["type"] != "http":
+                await self._rest(iterator, send)
+                return
+            streaming = asyncio.current_task()
+            gone = False
 
-    async def stream_response(self, send: Send) -> None:
-        if not self._head_sent:
-            await super().stream_response(send)
-            return
-        async for chunk in self.body_iterator:
+            async def watch() -> None:
+                nonlocal gone
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone = True
+                if streaming is not None:
+                    streaming.cancel()
+
+            watcher = asyncio.create_task(watch())
+            try:
+                await self._rest(iterator, send)
+            except asyncio.CancelledError:
+                if not gone or streaming is None:
+                    raise
+                streaming.uncancel()  # the client left: the stream ends, the turn runs on
+            finally:
+                watcher.cancel()
+        finally:
+            closer = getattr(iterator, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    @staticmethod
+    async def _rest(iterator: AsyncIterator[bytes], send: Send) -> None:
+        async for chunk in iterator:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

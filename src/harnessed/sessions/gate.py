@@ -18,8 +18,7 @@ import json
 import os
 import socket
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,9 +79,14 @@ class TurnGate(Protocol):
         ...
 
 
+@functools.cache
+def _this_process(pid: int) -> str:
+    return f"{socket.gethostname()}:{pid}"
+
+
 def holder_id() -> str:
     """A lease holder's id: host, process and a random part (unique per acquire)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    return f"{_this_process(os.getpid())}:{os.urandom(6).hex()}"
 
 
 def busy_error(session: str, detail: str = "") -> SessionBusyError:
@@ -173,14 +177,20 @@ def _lease_executor() -> ThreadPoolExecutor:
 
 
 async def _off_loop(fn: Callable[..., _T], *args: object) -> _T:
-    """Run a short lease operation on the gate's own threads: it never waits behind the
-    stores' file work (appends and fsyncs) queued on the default executor."""
+    """Run a lease operation that has to wait for a file lock on the gate's own threads: it
+    never waits behind the stores' file work (appends and fsyncs) queued on the default
+    executor."""
     return await asyncio.get_running_loop().run_in_executor(_lease_executor(), fn, *args)
 
 
 class FileTurnGate:
     """Leases in files under ``root``: one small JSON file per session, changed only under an
     exclusive ``flock``, so processes on one machine (or one shared POSIX filesystem) agree.
+
+    An operation whose lock is free (the usual case: a lock is held for a few system calls)
+    runs at once on the event loop, a handful of system calls on a small local file, cheaper
+    than a hop to a thread; one that finds the lock taken by another process waits for it on
+    the gate's own threads, never on the loop.
     """
 
     def __init__(
@@ -209,7 +219,7 @@ class FileTurnGate:
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
         while True:
-            lease = await _off_loop(self._take, session, holder)
+            lease = await self._locked_op(self._take, session, session, holder)
             if lease is not None:
                 return lease
             if not wait or not await self._waiting.until(session, deadline, attempt):
@@ -217,23 +227,45 @@ class FileTurnGate:
             attempt += 1
 
     async def renew(self, lease: TurnLease) -> TurnLease:
-        return await _off_loop(self._renew, lease)
+        return await self._locked_op(self._renew, lease.session, lease)
 
     async def release(self, lease: TurnLease) -> None:
-        await _off_loop(self._release, lease)
+        await self._locked_op(self._release, lease.session, lease)
         self._waiting.released(lease.session)
 
     # ---------------------------------------------------------------- files
-    @contextlib.contextmanager
-    def _locked(self, session: str) -> Iterator[int]:
-        path = self.path_for(session)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    async def _locked_op(self, fn: Callable[..., _T], session: str, *args: object) -> _T:
+        """``fn(fd, *args)`` with the session's lease file locked: here when the lock is free,
+        on the gate's threads when another holder has it locked."""
+        fd = self._open(session)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield fd
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return await _off_loop(self._blocking_op, fn, session, *args)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            return fn(fd, *args)
         finally:
             os.close(fd)  # closing drops the flock
+
+    def _blocking_op(self, fn: Callable[..., _T], session: str, *args: object) -> _T:
+        fd = self._open(session)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return fn(fd, *args)
+        finally:
+            os.close(fd)
+
+    def _open(self, session: str) -> int:
+        path = self.path_for(session)
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:  # the first lease here (or the folder was removed)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 
     @staticmethod
     def _read(fd: int) -> dict[str, object] | None:
@@ -254,39 +286,32 @@ class FileTurnGate:
             os.lseek(fd, 0, os.SEEK_SET)
             os.write(fd, json.dumps(data).encode())
 
-    def _take(self, session: str, holder: str) -> TurnLease | None:
-        with self._locked(session) as fd:
-            current = self._read(fd)
-            now = time.time()
-            if current is not None and float(str(current.get("expires_at", 0))) > now:
-                return None
-            lease = TurnLease(session, holder, now + self.lease_seconds)
-            self._write(fd, {"session": session, "holder": holder, "expires_at": lease.expires_at})
-            return lease
+    def _take(self, fd: int, session: str, holder: str) -> TurnLease | None:
+        current = self._read(fd)
+        now = time.time()
+        if current is not None and float(str(current.get("expires_at", 0))) > now:
+            return None
+        lease = TurnLease(session, holder, now + self.lease_seconds)
+        self._write(fd, {"session": session, "holder": holder, "expires_at": lease.expires_at})
+        return lease
 
-    def _renew(self, lease: TurnLease) -> TurnLease:
-        with self._locked(lease.session) as fd:
-            current = self._read(fd)
-            if current is None or current.get("holder") != lease.holder:
-                raise LeaseLostError(
-                    f"the lease on session {lease.session!r} expired and was taken over"
-                )
-            renewed = TurnLease(lease.session, lease.holder, time.time() + self.lease_seconds)
-            self._write(
-                fd,
-                {
-                    "session": lease.session,
-                    "holder": lease.holder,
-                    "expires_at": renewed.expires_at,
-                },
+    def _renew(self, fd: int, lease: TurnLease) -> TurnLease:
+        current = self._read(fd)
+        if current is None or current.get("holder") != lease.holder:
+            raise LeaseLostError(
+                f"the lease on session {lease.session!r} expired and was taken over"
             )
-            return renewed
+        renewed = TurnLease(lease.session, lease.holder, time.time() + self.lease_seconds)
+        self._write(
+            fd,
+            {"session": lease.session, "holder": lease.holder, "expires_at": renewed.expires_at},
+        )
+        return renewed
 
-    def _release(self, lease: TurnLease) -> None:
-        with self._locked(lease.session) as fd:
-            current = self._read(fd)
-            if current is not None and current.get("holder") == lease.holder:
-                self._write(fd, None)
+    def _release(self, fd: int, lease: TurnLease) -> None:
+        current = self._read(fd)
+        if current is not None and current.get("holder") == lease.holder:
+            self._write(fd, None)
 
 
 def default_turn_gate(local_root: Path | None) -> TurnGate:
