@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from harnessed import HarnessAgent
+from harnessed.runtime import RuntimeContext
 from tests.gateway.helpers import ALICE, BOB, Tools, make_agent, make_app, sse
 
 
@@ -311,3 +312,58 @@ async def test_the_turn_event_is_written_before_the_turn_starts_working(
     frames = sse(b"".join(chunks).decode())
     assert frames[0][0] == "turn" and sse(chunks[0].decode())[0][0] == "turn"
     assert frames[-1][0] == "agent_end" and len(acquired) == 1
+
+
+async def test_a_client_that_leaves_ends_its_stream_and_the_turn_runs_on(
+    client: httpx.AsyncClient, agent: HarnessAgent, tools: Tools
+) -> None:
+    """The stream of a client that went away stops at once (nothing more is written), while
+    its turn goes on to its end."""
+    sid = await new_session(client, ALICE)
+    app = client._transport.app  # type: ignore[attr-defined]
+    path = f"/v1/sessions/{sid}/messages"
+    body = b'{"text": "wait for it"}'
+    gone = asyncio.Event()
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop(0)
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"authorization", ALICE["Authorization"].encode()),
+            (b"content-type", b"application/json"),
+        ],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    call = asyncio.create_task(app(scope, receive, send))
+    await asyncio.wait_for(asyncio.to_thread(tools.started.wait, 10), 15)
+    assert not call.done() and sse(sent[1]["body"].decode())[0][0] == "turn"
+    gone.set()
+    await asyncio.wait({call}, timeout=5)
+    assert call.done() and call.exception() is None  # the stream ended; the turn waits on
+    written = len(sent)
+    tools.release.set()
+    session = agent.session(RuntimeContext("alice", sid))
+    await asyncio.wait_for(session.wait_idle(), 10)
+    assert session.tasks[-1].status == "completed" and len(sent) == written
+    history = (await client.get(f"/v1/sessions/{sid}/messages", headers=ALICE)).json()
+    assert history["messages"][-1]["content"][0]["text"].startswith("Finished: waited")

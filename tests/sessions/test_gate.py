@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -90,3 +93,37 @@ def test_a_torn_lease_file_counts_as_free(tmp_path: Path) -> None:
     path.write_text('{"holder": "x", "expi')
     lease = asyncio.run(gate.acquire("s", wait=False))
     assert lease.session == "s"
+
+
+async def test_a_lease_file_locked_by_another_process_is_waited_for_off_the_loop(
+    tmp_path: Path,
+) -> None:
+    """While another process holds a lease file's lock (here another open file, which flock
+    treats alike), acquire, renew and release wait for it without stopping the event loop,
+    and finish once the lock is let go."""
+    gate = FileTurnGate(tmp_path / "turns", lease_seconds=5)
+    lease = await gate.acquire("s")
+    fd = os.open(gate.path_for("s"), os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        renewing = asyncio.create_task(gate.renew(lease))
+        ticks = 0
+        for _ in range(20):  # the loop keeps running while the renewal waits for the lock
+            await asyncio.sleep(0.005)
+            ticks += 1
+        assert ticks == 20 and not renewing.done()
+    finally:
+        os.close(fd)  # lets the lock go
+    renewed = await asyncio.wait_for(renewing, 5)
+    assert renewed.holder == lease.holder and renewed.expires_at >= lease.expires_at
+    await gate.release(renewed)
+    again = await gate.acquire("s", wait=False)
+    assert again.holder != lease.holder
+
+
+async def test_lease_files_come_back_when_their_folder_is_removed(tmp_path: Path) -> None:
+    gate = FileTurnGate(tmp_path / "turns")
+    await gate.release(await gate.acquire("s"))
+    shutil.rmtree(tmp_path / "turns")
+    lease = await gate.acquire("s", wait=False)
+    assert gate.path_for("s").exists() and lease.session == "s"

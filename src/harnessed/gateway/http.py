@@ -416,9 +416,10 @@ class EventStreamResponse(StreamingResponse):
             try:
                 await self._rest(iterator, send)
             except asyncio.CancelledError:
-                if not gone or streaming is None:
+                # the client left (the watcher's cancel, and no one else's): the stream ends
+                # here, the turn runs on
+                if not gone or streaming is None or streaming.uncancel() > 0:
                     raise
-                streaming.uncancel()  # the client left: the stream ends, the turn runs on
             finally:
                 watcher.cancel()
         finally:
