@@ -268,50 +268,49 @@ class FileTurnGate:
             return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 
     @staticmethod
-    def _read(fd: int) -> dict[str, object] | None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        raw = os.read(fd, 4096)
+    def _read(fd: int) -> tuple[dict[str, object] | None, int]:
+        """The lease in the file (``None``: free) and the file's length."""
+        raw = os.pread(fd, 4096, 0)
         if not raw.strip():
-            return None
+            return None, len(raw)
         try:
             data = json.loads(raw)
         except ValueError:
-            return None  # a torn write by a crashed holder: the lease is free
-        return data if isinstance(data, dict) else None
+            return None, len(raw)  # a torn write by a crashed holder: the lease is free
+        return (data if isinstance(data, dict) else None), len(raw)
 
     @staticmethod
-    def _write(fd: int, data: dict[str, object] | None) -> None:
-        os.ftruncate(fd, 0)
-        if data is not None:
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.write(fd, json.dumps(data).encode())
+    def _write(fd: int, data: dict[str, object] | None, length: int) -> None:
+        """Overwrite the file in place, padded with spaces to its old length: truncating a
+        file costs the filesystem far more than this whole operation otherwise does."""
+        payload = json.dumps(data).encode() if data is not None else b""
+        os.pwrite(fd, payload.ljust(length), 0)
 
     def _take(self, fd: int, session: str, holder: str) -> TurnLease | None:
-        current = self._read(fd)
+        current, length = self._read(fd)
         now = time.time()
         if current is not None and float(str(current.get("expires_at", 0))) > now:
             return None
         lease = TurnLease(session, holder, now + self.lease_seconds)
-        self._write(fd, {"session": session, "holder": holder, "expires_at": lease.expires_at})
+        data = {"session": session, "holder": holder, "expires_at": lease.expires_at}
+        self._write(fd, data, length)
         return lease
 
     def _renew(self, fd: int, lease: TurnLease) -> TurnLease:
-        current = self._read(fd)
+        current, length = self._read(fd)
         if current is None or current.get("holder") != lease.holder:
             raise LeaseLostError(
                 f"the lease on session {lease.session!r} expired and was taken over"
             )
         renewed = TurnLease(lease.session, lease.holder, time.time() + self.lease_seconds)
-        self._write(
-            fd,
-            {"session": lease.session, "holder": lease.holder, "expires_at": renewed.expires_at},
-        )
+        data = {"session": lease.session, "holder": lease.holder, "expires_at": renewed.expires_at}
+        self._write(fd, data, length)
         return renewed
 
     def _release(self, fd: int, lease: TurnLease) -> None:
-        current = self._read(fd)
+        current, length = self._read(fd)
         if current is not None and current.get("holder") == lease.holder:
-            self._write(fd, None)
+            self._write(fd, None, length)
 
 
 def default_turn_gate(local_root: Path | None) -> TurnGate:
