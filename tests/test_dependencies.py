@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OPTIONAL = {
     "harnessed.mcp": "mcp",
     "harnessed.gateway.http": "serve",
+    "harnessed.gateway.fastpath": "serve",
     "harnessed.sandbox.server": "serve",
 }
 """Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""

@@ -135,3 +135,27 @@ def require_external(what: str, available: bool, reason: str) -> None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"{what} is required in CI: {reason}")
     pytest.skip(f"{what} not available: {reason}")
+
+
+def http_scope(
+    path: str,
+    headers: list[tuple[bytes, bytes]],
+    *,
+    method: str = "POST",
+    query: bytes = b"",
+) -> dict[str, Any]:
+    """The ASGI scope of an HTTP request (for tests that drive the app by hand)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }

@@ -18,7 +18,16 @@ from harnessed.gateway import BearerAuth, Gateway
 from harnessed.gateway.fastpath import MessageFastPath
 from harnessed.gateway.schemas import MessageIn
 from harnessed.sessions import AgentSession
-from tests.gateway.helpers import ALICE, BOB, TOKENS, Tools, make_agent, make_app, sse
+from tests.gateway.helpers import (
+    ALICE,
+    BOB,
+    TOKENS,
+    Tools,
+    http_scope,
+    make_agent,
+    make_app,
+    sse,
+)
 
 
 class Framework:
@@ -47,20 +56,7 @@ async def call(
     query: bytes = b"",
     pieces: int = 1,
 ) -> tuple[int, bytes]:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query,
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 2),
-    }
+    scope = http_scope(path, headers, query=query)
     size = max(1, -(-len(body) // pieces))
     messages = [
         {"type": "http.request", "body": body[i : i + size], "more_body": i + size < len(body)}

@@ -13,7 +13,7 @@ import pytest
 
 from harnessed import HarnessAgent
 from harnessed.runtime import RuntimeContext
-from tests.gateway.helpers import ALICE, BOB, Tools, make_agent, make_app, sse
+from tests.gateway.helpers import ALICE, BOB, Tools, http_scope, make_agent, make_app, sse
 
 
 @pytest.fixture
@@ -265,25 +265,15 @@ async def test_the_turn_event_is_written_before_the_turn_starts_working(
     ) as c:
         sid = await new_session(c, ALICE)
     body = b'{"text": "hello there"}'
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": f"/v1/sessions/{sid}/messages",
-        "raw_path": f"/v1/sessions/{sid}/messages".encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
+    scope = http_scope(
+        f"/v1/sessions/{sid}/messages",
+        [
             (b"host", b"test"),
             (b"authorization", ALICE["Authorization"].encode()),
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
         ],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 2),
-    }
+    )
     received = False
     done = asyncio.Event()
 
@@ -337,23 +327,11 @@ async def test_a_client_that_leaves_ends_its_stream_and_the_turn_runs_on(
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"authorization", ALICE["Authorization"].encode()),
-            (b"content-type", b"application/json"),
-        ],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 2),
-    }
+    headers = [
+        (b"authorization", ALICE["Authorization"].encode()),
+        (b"content-type", b"application/json"),
+    ]
+    scope = http_scope(path, headers)
     call = asyncio.create_task(app(scope, receive, send))
     await asyncio.wait_for(asyncio.to_thread(tools.started.wait, 10), 15)
     assert not call.done() and sse(sent[1]["body"].decode())[0][0] == "turn"
