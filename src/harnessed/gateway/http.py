@@ -406,8 +406,11 @@ class EventStreamResponse(StreamingResponse):
 
             async def watch() -> None:
                 nonlocal gone
-                while (await receive())["type"] != "http.disconnect":
-                    pass
+                try:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                except Exception:  # a server that cannot say: the stream runs to its end
+                    return
                 gone = True
                 if streaming is not None:
                     streaming.cancel()

@@ -270,7 +270,7 @@ class FileTurnGate:
     @staticmethod
     def _read(fd: int) -> tuple[dict[str, object] | None, int]:
         """The lease in the file (``None``: free) and the file's length."""
-        raw = os.pread(fd, 4096, 0)
+        raw = os.pread(fd, 1 << 16, 0)
         if not raw.strip():
             return None, len(raw)
         try:
