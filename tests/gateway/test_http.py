@@ -4,6 +4,7 @@ idempotency, busy sessions, steering, interrupts, confirmations, limits, OpenAPI
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -345,3 +346,32 @@ async def test_a_client_that_leaves_ends_its_stream_and_the_turn_runs_on(
     assert session.tasks[-1].status == "completed" and len(sent) == written
     history = (await client.get(f"/v1/sessions/{sid}/messages", headers=ALICE)).json()
     assert history["messages"][-1]["content"][0]["text"].startswith("Finished: waited")
+
+
+async def lifespan_startup_freezes(app: Any) -> bool:
+    """Start and stop ``app`` through the ASGI lifespan; whether starting froze objects."""
+    gc.unfreeze()
+    messages = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    frozen: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            frozen.append(gc.get_freeze_count())
+        assert not message["type"].endswith(".failed"), message
+
+    try:
+        await asyncio.wait_for(
+            app({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send), 10
+        )
+    finally:
+        gc.unfreeze()
+    return frozen[0] > 0
+
+
+async def test_starting_the_server_freezes_what_exists_then(agent: HarnessAgent) -> None:
+    """A full garbage collection on a busy server scans only what came after the start."""
+    assert await lifespan_startup_freezes(make_app(agent))
+    assert not await lifespan_startup_freezes(make_app(agent, freeze_startup_objects=False))

@@ -8,6 +8,7 @@ does not exist.
 
 import asyncio
 import contextlib
+import gc
 import json
 import secrets
 from collections.abc import AsyncIterator, Mapping
@@ -78,6 +79,7 @@ def create_app(
     keepalive: float = KEEPALIVE_SECONDS,
     chat_page: bool = True,
     title: str = "harnessed",
+    freeze_startup_objects: bool = True,
 ) -> FastAPI:
     """The ASGI app of the HTTP channel (serve it with uvicorn, or ``harnessed serve``).
 
@@ -87,6 +89,11 @@ def create_app(
         max_body_bytes: Requests with a larger body get 413.
         keepalive: Seconds between SSE keep-alive comments while a turn is quiet.
         chat_page: Serve the web chat page at ``/``.
+        freeze_startup_objects: When the server starts the app, move every object that
+            exists then (modules, the app, the agents) out of the cyclic garbage collector's
+            sight (:func:`gc.freeze`): a full collection then scans only what requests made
+            since, a few milliseconds instead of the ~50 ms it took to scan everything, time in
+            which the server answers no one.
     """
     if not isinstance(gateway, Gateway):
         raise TypeError("create_app needs a Gateway (Gateway(agent) serves one agent)")
@@ -95,6 +102,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if freeze_startup_objects:
+            gc.collect()
+            gc.freeze()
         yield
         await gateway.close()
 
