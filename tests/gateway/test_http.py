@@ -305,17 +305,16 @@ async def test_the_turn_event_is_written_before_the_turn_starts_working(
     assert frames[-1][0] == "agent_end" and len(acquired) == 1
 
 
-async def test_a_client_that_leaves_ends_its_stream_and_the_turn_runs_on(
-    client: httpx.AsyncClient, agent: HarnessAgent, tools: Tools
-) -> None:
-    """The stream of a client that went away stops at once (nothing more is written), while
-    its turn goes on to its end."""
+async def stream_a_waiting_turn(
+    client: httpx.AsyncClient, tools: Tools
+) -> tuple[str, asyncio.Task[None], asyncio.Event, list[dict[str, Any]]]:
+    """Drive the app by hand with a message whose turn waits in a tool; returns the session
+    id, the request's task (once the turn waits), the event that makes the client leave and
+    what was sent."""
     sid = await new_session(client, ALICE)
     app = client._transport.app  # type: ignore[attr-defined]
-    path = f"/v1/sessions/{sid}/messages"
-    body = b'{"text": "wait for it"}'
     gone = asyncio.Event()
-    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    messages = [{"type": "http.request", "body": b'{"text": "wait for it"}', "more_body": False}]
 
     async def receive() -> dict[str, Any]:
         if messages:
@@ -332,10 +331,19 @@ async def test_a_client_that_leaves_ends_its_stream_and_the_turn_runs_on(
         (b"authorization", ALICE["Authorization"].encode()),
         (b"content-type", b"application/json"),
     ]
-    scope = http_scope(path, headers)
+    scope = http_scope(f"/v1/sessions/{sid}/messages", headers)
     call = asyncio.create_task(app(scope, receive, send))
     await asyncio.wait_for(asyncio.to_thread(tools.started.wait, 10), 15)
     assert not call.done() and sse(sent[1]["body"].decode())[0][0] == "turn"
+    return sid, call, gone, sent
+
+
+async def test_a_client_that_leaves_ends_its_stream_and_the_turn_runs_on(
+    client: httpx.AsyncClient, agent: HarnessAgent, tools: Tools
+) -> None:
+    """The stream of a client that went away stops at once (nothing more is written), while
+    its turn goes on to its end."""
+    sid, call, gone, sent = await stream_a_waiting_turn(client, tools)
     gone.set()
     await asyncio.wait({call}, timeout=5)
     assert call.done() and call.exception() is None  # the stream ended; the turn waits on
@@ -346,6 +354,19 @@ async def test_a_client_that_leaves_ends_its_stream_and_the_turn_runs_on(
     assert session.tasks[-1].status == "completed" and len(sent) == written
     history = (await client.get(f"/v1/sessions/{sid}/messages", headers=ALICE)).json()
     assert history["messages"][-1]["content"][0]["text"].startswith("Finished: waited")
+
+
+async def test_a_server_cancel_as_the_client_leaves_is_not_taken_for_the_leaving(
+    client: httpx.AsyncClient, tools: Tools
+) -> None:
+    """The stream swallows only its own watcher's cancel: the server's cancel of the request
+    (say, at shutdown) arriving with the client's leaving still cancels it."""
+    _, call, gone, _ = await stream_a_waiting_turn(client, tools)
+    gone.set()
+    call.cancel()
+    await asyncio.wait({call}, timeout=5)
+    tools.release.set()
+    assert call.cancelled()
 
 
 async def lifespan_startup_freezes(app: Any) -> bool:
