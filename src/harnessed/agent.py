@@ -258,7 +258,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         await discover_windows(self.models())  # self-hosted servers tell their window once
-        async with self._locks.hold(self.name, ctx.user_id, ctx.session):
+        lease = self._call_lease(ctx, control)  # first: across processes, then this one
+        async with lease, self._locks.hold(self.name, ctx.user_id, ctx.session):
             run = AgentRun(self, ctx, confirmations, control)
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harnessed import RuntimeContext
 from harnessed.session import RecordType
 from tests.sessions.worker import main as run_worker
@@ -45,9 +47,19 @@ def kill_while_working(workspace: Path, label: str) -> float:
             proc.kill()
 
 
-async def test_two_processes_never_overlap_and_lose_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "modes", [("turns", "turns"), ("turns", "call"), ("call", "call")], ids="-".join
+)
+async def test_two_processes_never_overlap_and_lose_nothing(
+    tmp_path: Path, modes: tuple[str, str]
+) -> None:
+    """Session turns and plain ``agent.call`` calls hold the same turn lease: in any mix, one
+    process's run never starts inside another's."""
     turns = 6
-    procs = [spawn(str(tmp_path), label, str(turns)) for label in ("a", "b")]
+    procs = [
+        spawn(str(tmp_path), label, str(turns), "30", *(["call"] if mode == "call" else []))
+        for label, mode in zip("ab", modes, strict=True)
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err

@@ -1,8 +1,9 @@
 """A separate process submitting turns to one session (used by test_processes.py).
 
-usage: python -m tests.sessions.worker WORKSPACE LABEL TURNS [LEASE_SECONDS] [hang|interrupt]
+usage: python -m tests.sessions.worker WORKSPACE LABEL TURNS [LEASE_SECONDS] [hang|interrupt|call]
 Prints "started" once its first tool runs, "done" at the end. With "interrupt" the first turn's
-tool hangs and the process interrupts the turn, then exits.
+tool hangs and the process interrupts the turn, then exits. With "call" the turns are plain
+``agent.call`` calls, one after the other, instead of a session's submitted turns.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ def reply(request: ModelRequest) -> ScriptedResponse:
 
 
 async def main(
-    workspace: str, label: str, turns: int, lease: float, hang: bool, interrupt: bool = False
+    workspace: str,
+    label: str,
+    turns: int,
+    lease: float,
+    hang: bool,
+    interrupt: bool = False,
+    plain: bool = False,
 ) -> None:
     @tool
     async def slow(text: str) -> str:
@@ -43,6 +50,11 @@ async def main(
         memory=False,
     )
     agent.turn_gate = FileTurnGate(Path(workspace) / ".harnessed" / "turns", lease_seconds=lease)
+    if plain:
+        for i in range(turns):
+            await agent.call(f"{label}-{i}", RuntimeContext("u", "one"))
+        print("done", flush=True)
+        return
     session = agent.session(RuntimeContext("u", "one"))
     submitted = [await session.submit(f"{label}-{i}") for i in range(turns)]
     if interrupt:
@@ -67,5 +79,6 @@ if __name__ == "__main__":
             float(args[3]) if len(args) > 3 else 30.0,
             len(args) > 4 and args[4] == "hang",
             len(args) > 4 and args[4] == "interrupt",
+            len(args) > 4 and args[4] == "call",
         )
     )

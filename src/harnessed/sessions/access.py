@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, cast
 
 from harnessed.runtime import RuntimeContext
 from harnessed.session.queries import SessionQueries
 
 if TYPE_CHECKING:
+    from harnessed.sessions.control import TurnControl
     from harnessed.sessions.gate import TurnGate
     from harnessed.sessions.host import SessionHost
     from harnessed.sessions.session import AgentSession
@@ -16,10 +20,13 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionAccess"]
 
+logger = logging.getLogger(__name__)
+
 
 class SessionAccess(SessionQueries):
     """Steerable sessions of an agent, besides reading their logs."""
 
+    name: str
     workspace: Workspace | None
     _turn_gate: TurnGate | None = None
 
@@ -46,3 +53,28 @@ class SessionAccess(SessionQueries):
         from harnessed.sessions.session import open_session  # imported on first use
 
         return open_session(cast("SessionHost", self), ctx)
+
+    @contextlib.asynccontextmanager
+    async def _call_lease(
+        self, ctx: RuntimeContext, control: TurnControl | None
+    ) -> AsyncIterator[None]:
+        """A plain ``call`` / ``stream_events`` holds the session's turn lease too, so it never
+        overlaps a turn of another process (or of an :class:`AgentSession`); a session's turn
+        (``control`` given) already holds it."""
+        if control is not None:
+            yield
+            return
+        from harnessed.sessions.lease import gate_key, turn_lease  # imported on first use
+
+        def lost() -> None:
+            logger.error(
+                "agent %r lost the turn lease of session %r of user %r while a call ran "
+                "(renewals failed for %.0f s): another process may start a turn of it",
+                self.name,
+                ctx.session,
+                ctx.user_id,
+                self.turn_gate.lease_seconds,
+            )
+
+        async with turn_lease(self.turn_gate, gate_key(self.name, ctx.user_id, ctx.session), lost):
+            yield

@@ -22,7 +22,8 @@ from harnessed.events import AgentEndEvent, Event
 from harnessed.messages import Msg, new_id
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import RecordType, SessionKey
-from harnessed.sessions.gate import LeaseLostError, SessionBusyError, TurnGate, TurnLease
+from harnessed.sessions.gate import SessionBusyError, TurnGate, TurnLease
+from harnessed.sessions.lease import gate_key, keep_renewed
 from harnessed.sessions.turn import Turn
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class AgentSession:
         self.session_id = ctx.session_id or agent.name
         self.extras = ctx.extras
         self.gate = gate
-        self.gate_key = json.dumps([agent.name, self.user_id, self.session_id])
+        self.gate_key = gate_key(agent.name, self.user_id, self.session_id)
         self._queue: deque[Turn] = deque()
         self._recent: deque[Turn] = deque(maxlen=_RECENT_TURNS)
         self._by_key: OrderedDict[str, Turn] = OrderedDict()
@@ -291,7 +292,11 @@ class AgentSession:
                 self._recent.append(follow)
 
     async def _run(self, turn: Turn, lease: TurnLease) -> None:
-        heartbeat = asyncio.create_task(self._keep(lease, turn))
+        def lost() -> None:
+            logger.error("%r lost its turn lease; interrupting turn %s", self, turn.id)
+            turn.control.interrupt("the turn lease was lost")
+
+        heartbeat = asyncio.create_task(keep_renewed(self.gate, lease, lost))
         ctx = RuntimeContext(self.user_id, self.session_id, run_id=turn.id, extras=self.extras)
         error: BaseException | None = None
         slots = self.slots.get() if self.slots is not None else None
@@ -318,19 +323,6 @@ class AgentSession:
                 slots.release()
             heartbeat.cancel()
             turn.finish(error)
-
-    async def _keep(self, lease: TurnLease, turn: Turn) -> None:
-        """Renew the lease while the turn runs; stop the turn if it was lost."""
-        while True:
-            await asyncio.sleep(self.gate.lease_seconds / 3)
-            try:
-                lease = await self.gate.renew(lease)
-            except LeaseLostError:
-                logger.error("%r lost its turn lease; interrupting turn %s", self, turn.id)
-                turn.control.interrupt("the turn lease was lost")
-                return
-            except Exception:
-                logger.warning("could not renew the turn lease of %r", self, exc_info=True)
 
     def _remember(self, key: str, turn: Turn) -> None:
         self._by_key[key] = turn

@@ -1,0 +1,55 @@
+"""Holding a session's turn lease while work runs, renewed in the background.
+
+The key names the session the same way wherever a turn starts (:class:`AgentSession`'s turns
+and plain ``agent.call`` / ``stream_events``), so they exclude each other across processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+
+from harnessed.sessions.gate import LeaseLostError, TurnGate, TurnLease
+
+__all__ = ["gate_key", "keep_renewed", "turn_lease"]
+
+logger = logging.getLogger(__name__)
+
+
+def gate_key(agent_name: str, user_id: str, session_id: str) -> str:
+    """The turn gate's name for one session of one agent."""
+    return json.dumps([agent_name, user_id, session_id])
+
+
+async def keep_renewed(gate: TurnGate, lease: TurnLease, on_lost: Callable[[], None]) -> None:
+    """Renew ``lease`` every third of its length until cancelled; ``on_lost`` runs (once) if
+    another holder took it over meanwhile. A renewal that fails otherwise is retried."""
+    while True:
+        await asyncio.sleep(gate.lease_seconds / 3)
+        try:
+            lease = await gate.renew(lease)
+        except LeaseLostError:
+            on_lost()
+            return
+        except Exception:
+            logger.warning("could not renew the turn lease of %s", lease.session, exc_info=True)
+
+
+@contextlib.asynccontextmanager
+async def turn_lease(
+    gate: TurnGate, key: str, on_lost: Callable[[], None]
+) -> AsyncIterator[TurnLease]:
+    """Wait for the session's lease, keep it renewed inside, give it back at the end."""
+    lease = await gate.acquire(key)
+    keeper = asyncio.create_task(keep_renewed(gate, lease, on_lost))
+    try:
+        yield lease
+    finally:
+        keeper.cancel()
+        try:  # given back even when the work was cancelled; if that fails, it expires
+            await asyncio.shield(gate.release(lease))
+        except Exception:
+            logger.warning("could not release the turn lease of %s", key, exc_info=True)
