@@ -6,6 +6,7 @@ import asyncio
 import fcntl
 import os
 import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -127,3 +128,77 @@ async def test_lease_files_come_back_when_their_folder_is_removed(tmp_path: Path
     shutil.rmtree(tmp_path / "turns")
     lease = await gate.acquire("s", wait=False)
     assert gate.path_for("s").exists() and lease.session == "s"
+
+
+_HOLD_AND_EXIT = """
+import asyncio, os, sys
+from harnessed.sessions import FileTurnGate
+
+async def main():
+    gate = FileTurnGate(sys.argv[1], lease_seconds=600)
+    await gate.acquire("s")
+    print("held", flush=True)
+    if sys.argv[2] == "exit":
+        os._exit(0)  # gone without giving the lease back, as a killed process would be
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def _holder(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_AND_EXIT, str(tmp_path), mode],
+        env={**os.environ, "PYTHONPATH": str(root / "src")},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+async def test_the_lease_of_a_process_that_is_gone_is_taken_at_once(tmp_path: Path) -> None:
+    """A holder killed mid-turn does not block its session until the lease expires (600 s
+    here): a holder process of this host that no longer exists gives up its lease."""
+    _holder(tmp_path, "exit").wait(10)
+    gate = FileTurnGate(tmp_path, lease_seconds=600)
+    lease = await gate.acquire("s", wait=False)
+    await gate.release(lease)
+
+
+async def test_a_live_holder_in_another_process_keeps_its_lease(tmp_path: Path) -> None:
+    proc = _holder(tmp_path, "stay")
+    try:
+        gate = FileTurnGate(tmp_path, lease_seconds=600)
+        with pytest.raises(SessionBusyError):
+            await gate.acquire("s", wait=False)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    lease = await FileTurnGate(tmp_path).acquire("s", wait=False)  # and once it is gone
+    assert lease.session == "s"
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [
+        "another-host:4026531836:1234:abcdef",  # another machine sharing the folder
+        "{host}:999:{dead}:abcdef",  # another pid namespace: its pids mean other processes
+        "{host}:{ns}:{me}:abcdef",  # this process: a live holder
+        "old-format:1234:abcdef",
+        42,
+    ],
+)
+def test_holders_that_cannot_be_known_to_be_gone_count_as_alive(holder: object) -> None:
+    from harnessed.sessions.gate import holder_id, holder_is_gone
+
+    host, ns, _, _ = holder_id().split(":")
+    dead = subprocess.Popen(["true"])
+    dead.wait(10)
+    if isinstance(holder, str):
+        holder = holder.format(host=host, ns=ns, me=os.getpid(), dead=dead.pid)
+    assert not holder_is_gone(holder)
+    assert holder_is_gone(f"{host}:{ns}:{dead.pid}:abcdef")

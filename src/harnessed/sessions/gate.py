@@ -34,6 +34,7 @@ __all__ = [
     "TurnLease",
     "busy_error",
     "holder_id",
+    "holder_is_gone",
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
@@ -80,13 +81,49 @@ class TurnGate(Protocol):
 
 
 @functools.cache
+def _host() -> str:
+    """This host and pid namespace (a pid names the same process only inside one)."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid").strip("pid:[]")
+    except OSError:
+        namespace = "0"
+    return f"{socket.gethostname()}:{namespace}"
+
+
+@functools.cache
 def _this_process(pid: int) -> str:
-    return f"{socket.gethostname()}:{pid}"
+    return f"{_host()}:{pid}"
 
 
 def holder_id() -> str:
-    """A lease holder's id: host, process and a random part (unique per acquire)."""
+    """A lease holder's id: host, pid namespace, process and a random part (unique per
+    acquire)."""
     return f"{_this_process(os.getpid())}:{os.urandom(6).hex()}"
+
+
+def holder_is_gone(holder: object) -> bool:
+    """Whether ``holder`` (a :func:`holder_id`) names a process of this host and pid namespace
+    that no longer exists: its lease can be taken at once instead of after it expires (a
+    process killed mid-turn does not block its sessions). Anything else — another host or
+    namespace, a live or unknown process, an id of another form — counts as alive."""
+    if not isinstance(holder, str):
+        return False
+    parts = holder.split(":")
+    if len(parts) != 4 or f"{parts[0]}:{parts[1]}" != _host():
+        return False
+    try:
+        pid = int(parts[2])
+    except ValueError:
+        return False
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists (another user's process) or cannot be asked
+    return False
 
 
 def busy_error(session: str, detail: str = "") -> SessionBusyError:
@@ -289,7 +326,11 @@ class FileTurnGate:
     def _take(self, fd: int, session: str, holder: str) -> TurnLease | None:
         current, length = self._read(fd)
         now = time.time()
-        if current is not None and float(str(current.get("expires_at", 0))) > now:
+        if (
+            current is not None
+            and float(str(current.get("expires_at", 0))) > now
+            and not holder_is_gone(current.get("holder"))
+        ):
             return None
         lease = TurnLease(session, holder, now + self.lease_seconds)
         data = {"session": session, "holder": holder, "expires_at": lease.expires_at}
