@@ -38,6 +38,9 @@ def agent_for(root: Path, *script: ScriptedResponse | str) -> HarnessAgent:
         memory=MemoryConfig(),
         enable_task_list=True,
         max_iters=500,
+        # the scripted probes are the model's whole script: a summary request must not take
+        # them (a long probe run would reach the default compaction trigger)
+        compaction=None,
     )
 
 
@@ -84,6 +87,7 @@ async def test_bob_cannot_reach_alices_data_through_any_file_tool(alices_workspa
     kinds = {t.split("/")[0] for t in targets}
     assert {"agents", ".harnessed", "large_tool_results"} <= kinds  # log, state, results
     assert any(t.endswith(".log.jsonl") for t in targets)
+    assert any(t.endswith(".lease") for t in targets)  # the turn gate's lease files too
     assert any("/memory/" in t for t in targets)
     before = {t: (root / t).read_bytes() for t in targets if (root / t).is_file()}
     probes: list[ScriptedResponse] = []
