@@ -1,10 +1,12 @@
 """The last request of a session as the model received it, kept by ``harnessed run`` for
 ``harnessed inspect --show``.
 
-:class:`RecordingModel` wraps the run's model: before each reasoning request goes out it writes
-the request — every message in full and the tool schemas — to
+:class:`RecordingModel` wraps the run's model: before each reasoning request of the run goes out
+it writes the request — every message in full and the tool schemas — to
 ``agents/<agent>/sessions/<user>/<session>.last-request.json`` in the workspace, replacing the
-previous one (one file per session, the size of one request).
+previous one (one file per session, the size of one request). Sub-agents that use the same
+model object do not write there: only the requests the run announced (:meth:`expect`, from the
+run's own ``model_call_start`` events, which come before their request is sent) are kept.
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ class RecordingModel:
         self.wrapped = model
         self._workspace = workspace
         self._path = path
+        self._expected: set[str] = set()
+
+    def expect(self, model_call_id: str) -> None:
+        """The run's next request has this id: record it (others, a sub-agent's, are not)."""
+        self._expected.add(model_call_id)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -62,7 +69,8 @@ class RecordingModel:
         return self.wrapped.max_output_tokens
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        if request.purpose == "reasoning":
+        if request.purpose == "reasoning" and request.call_id in self._expected:
+            self._expected.discard(request.call_id)
             text = json.dumps(request_to_dict(self.name, request), ensure_ascii=False, indent=1)
             await self._workspace.fs.write_text(self._path, text)
         async for event in self.wrapped.stream(request):

@@ -25,7 +25,7 @@ from harnessed.agent import HarnessAgent
 from harnessed.cli.approvals import TerminalApprover
 from harnessed.cli.recording import RecordingModel, last_request_path
 from harnessed.cli.render import EventPrinter
-from harnessed.events import AgentEndEvent, ConfirmationRequestEvent
+from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallStartEvent
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.rules import PermissionRule
 from harnessed.runtime import RuntimeContext
@@ -196,7 +196,10 @@ async def stream_run(
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event in events:
                 printer.handle(event)
-                if isinstance(event, AgentEndEvent) and event.source is None:
+                if isinstance(event, ModelCallStartEvent) and event.source is None:
+                    if isinstance(agent.model, RecordingModel):  # the run's, not a child's
+                        agent.model.expect(event.model_call_id)
+                elif isinstance(event, AgentEndEvent) and event.source is None:
                     status = event.status
                 elif isinstance(event, ConfirmationRequestEvent) and event.source is None:
                     printer.close()  # no spinner while the user reads and answers
