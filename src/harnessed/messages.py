@@ -155,20 +155,25 @@ _BLOCK_TYPES: dict[str, type[Any]] = {
 
 
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
+_FIELD_ORDER: dict[type, tuple[str, ...]] = {}
 
 
 def block_to_dict(block: ContentBlock) -> dict[str, Any]:
     """Serialize one content block to plain JSON-compatible data."""
+    cls = type(block)
+    names = _FIELD_ORDER.get(cls)
+    if names is None:
+        names = _FIELD_ORDER[cls] = tuple(f.name for f in dataclasses.fields(block))
     data: dict[str, Any] = {}
-    for f in dataclasses.fields(block):
-        value = getattr(block, f.name)
-        if f.name == "input":
+    for name in names:
+        value = getattr(block, name)
+        if name == "input":
             value = dict(value)
-        elif f.name == "images":
+        elif name == "images":
             if not value:
                 continue  # results without images keep their old serialized form
             value = [block_to_dict(image) for image in value]
-        data[f.name] = value
+        data[name] = value
     return data
 
 

@@ -1,22 +1,34 @@
-"""Group commit: concurrent appends to one file (or database) share a write and an fsync.
+"""Group commit: concurrent appends share a write and an fsync.
 
-An fsync costs milliseconds whatever it flushes, so instead of one fsync per append, appends
-that arrive while a write is in progress wait for the next one and go out together: one
-``write`` and one ``fsync`` for the whole group. A single appender pays one fsync per append;
-many concurrent appenders pay one per group, so throughput grows with concurrency.
+An fsync costs the same whatever it flushes, and so does every hand-off to a worker thread and
+every database transaction. So instead of paying them per append, appends that arrive while a
+batch is in progress wait for the next batch and go out together. A single appender pays one
+round per append; many concurrent appenders pay one per batch, so throughput grows with
+concurrency.
+
+A batch may fail as a whole (its ``write`` raises: every item fails with that error) or item by
+item (``write`` returns :class:`Failed` for some of them): an fsync that fails for one file
+fails the appends to that file, not those of the files written beside it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-__all__ = ["GroupCommit"]
+__all__ = ["Failed", "GroupCommit"]
 
 In = TypeVar("In")
 Out = TypeVar("Out")
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The result of an item of a batch that failed (the rest of the batch may have not)."""
+
+    error: BaseException
 
 
 @dataclass(slots=True)
@@ -28,10 +40,13 @@ class _Queue(Generic[In, Out]):
 
 
 class GroupCommit(Generic[In, Out]):
-    """Runs ``await write(key, items) -> results`` for groups of items submitted concurrently
-    under the same key, one group at a time per key; each submitter gets its own result."""
+    """Runs ``await write(key, items) -> results`` for batches of items submitted concurrently
+    under the same key, one batch at a time per key; each submitter gets its own result (or
+    its own :class:`Failed` error). Use one key for everything to batch across all of it."""
 
-    def __init__(self, write: Callable[[object, list[In]], Awaitable[list[Out]]]) -> None:
+    def __init__(
+        self, write: Callable[[object, list[In]], Awaitable[Sequence[Out | Failed]]]
+    ) -> None:
         self._write = write
         self._queues: dict[object, _Queue[In, Out]] = {}
 
@@ -50,18 +65,22 @@ class GroupCommit(Generic[In, Out]):
     async def _drain(self, key: object, queue: _Queue[In, Out]) -> None:
         try:
             while queue.waiting:
-                group, queue.waiting = queue.waiting, []
+                batch, queue.waiting = queue.waiting, []
                 try:
-                    results = await self._write(key, [i for i, _ in group])
+                    results = await self._write(key, [i for i, _ in batch])
                 except BaseException as exc:
-                    for _, future in group:
+                    for _, future in batch:
                         if not future.done():
                             future.set_exception(exc)
                     if isinstance(exc, asyncio.CancelledError):
                         raise
                     continue
-                for (_, future), result in zip(group, results, strict=True):
-                    if not future.done():
+                for (_, future), result in zip(batch, results, strict=True):
+                    if future.done():
+                        continue
+                    if isinstance(result, Failed):
+                        future.set_exception(result.error)
+                    else:
                         future.set_result(result)
         finally:
             queue.running = False

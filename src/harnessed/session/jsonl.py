@@ -3,26 +3,26 @@
 ``<root>/<agent>/sessions/<user>/<session>.log.jsonl`` (``root`` is the workspace's ``agents``
 directory). Appends hold an exclusive ``flock`` on the file while they read the last sequence
 number and write, so concurrent writers — threads, tasks or processes — never interleave lines
-or reuse a number. A torn last line left by a crash is ignored on read and fenced off with a
-newline by the next append, which continues the sequence after the last complete record. An
-unreadable line is reported once per store (with its line number), not on every read.
+or reuse a number. Appends made at the same time, to any sessions, are written in batches by
+one worker thread (see :mod:`harnessed.session.jsonl_files`). A torn last line left by a crash
+is ignored on read and fenced off with a newline by the next append, which continues the
+sequence after the last complete record. An unreadable line is reported once per store (with
+its line number), not on every read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import json
 import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO
 from urllib.parse import unquote
 
-from harnessed.durability import fsync_directory
 from harnessed.session.group_commit import GroupCommit
 from harnessed.session.index_files import user_session_file
+from harnessed.session.jsonl_files import Append, TailCache, parse_line, write_batch
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 from harnessed.session.store import SessionInfo
 from harnessed.workspace.paths import encode_part
@@ -39,18 +39,19 @@ class JsonlSessionLogStore:
     """Session logs as JSONL files under ``root``."""
 
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = False) -> None:
-        """Every append is one ``write`` under the file's lock: once it returns, the records
-        survive the process being killed. ``durable=True`` also waits for ``fsync`` (they
-        survive power loss too); concurrent appends to one session share a write and an fsync
-        (group commit)."""
+        """Once an append returns, its records were written to the file: they survive the
+        process being killed. ``durable=True`` also waits for ``fsync`` of the file (and of its
+        directory when the file is new): they survive a power loss too. Concurrent appends, to
+        one session or many, go out in batches: one thread hand-off per batch, one ``write``
+        per file, and the files' fsyncs at once (group commit)."""
         self.root = Path(root)
         self.durable = durable
         self._paths: dict[SessionKey, Path] = {}  # ids encoded once, not on every append
-        self._tails: dict[Path, tuple[int, int]] = {}  # path -> (file size, last seq)
+        self._tails: TailCache = {}
         self._reported: set[tuple[Path, int]] = set()  # unreadable lines already warned about
-        self._groups: GroupCommit[Sequence[NewRecord], list[SessionRecord]] = GroupCommit(
-            lambda path, groups: asyncio.to_thread(
-                self._append, cast(Path, path), groups, sync=True
+        self._batches: GroupCommit[Append, list[SessionRecord]] = GroupCommit(
+            lambda _, appends: asyncio.to_thread(
+                write_batch, self._tails, appends, sync=self.durable
             )
         )
 
@@ -69,63 +70,7 @@ class JsonlSessionLogStore:
         """Append records atomically as a group; returns them with their sequence numbers."""
         if not records:
             return []
-        path = self.path_for(key)
-        if self.durable:
-            return await self._groups.submit(path, records)
-        return (await asyncio.to_thread(self._append, path, [records], sync=False))[0]
-
-    def _append(
-        self, path: Path, groups: Sequence[Sequence[NewRecord]], *, sync: bool
-    ) -> list[list[SessionRecord]]:
-        """Write groups of records with one ``write`` (and one ``fsync`` when ``sync``)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            size = os.fstat(fd).st_size
-            last_seq, torn = self._tail(path, fd, size)
-            out: list[list[SessionRecord]] = []
-            for records in groups:
-                out.append(
-                    [SessionRecord.assign(last_seq + i + 1, r) for i, r in enumerate(records)]
-                )
-                last_seq += len(records)
-            lines = "".join(r.to_json() + "\n" for stored in out for r in stored)
-            payload = (("\n" if torn else "") + lines).encode("utf-8")
-            written = 0
-            while written < len(payload):
-                written += os.write(fd, payload[written:])
-            if sync:
-                os.fsync(fd)
-                if size == 0:
-                    fsync_directory(path.parent)  # a new file: make its name durable too
-            self._tails[path] = (size + len(payload), last_seq)
-            return out
-        finally:
-            os.close(fd)  # closing releases the lock
-
-    def _tail(self, path: Path, fd: int, size: int) -> tuple[int, bool]:
-        """The last complete record's seq, and whether the file ends in a torn line."""
-        cached = self._tails.get(path)
-        if cached is not None and cached[0] == size:
-            return cached[1], False
-        if size == 0:
-            return 0, False
-        chunk = _TAIL_CHUNK
-        while True:
-            start = max(0, size - chunk)
-            data = os.pread(fd, size - start, start)
-            torn = not data.endswith(b"\n")
-            lines = data.split(b"\n")
-            if start > 0:
-                lines = lines[1:]  # the first line of a chunk may be partial
-            for line in reversed(lines):
-                record = _parse(line)
-                if record is not None:
-                    return record.seq, torn
-            if start == 0:
-                return 0, torn
-            chunk *= 4
+        return await self._batches.submit(None, (self.path_for(key), records))
 
     # ----------------------------------------------------------------- read
     async def read(
@@ -177,7 +122,7 @@ class JsonlSessionLogStore:
         lines = data.split(b"\n")
         for number, line in enumerate(lines):
             at, offset = offset, offset + len(line) + 1
-            record = _parse(line)
+            record = parse_line(line)
             if record is None:
                 if line.strip() and (path, at) not in self._reported:
                     self._reported.add((path, at))  # warned about once per process
@@ -248,20 +193,10 @@ def _line_before(handle: BinaryIO, size: int, after_seq: int) -> int:
         cut = data.find(b"\n")  # the first line of a chunk may be partial
         if cut >= 0:
             for line in data[cut + 1 :].split(b"\n"):
-                record = _parse(line)
+                record = parse_line(line)
                 if record is not None:
                     if record.seq <= after_seq + 1:
                         return start + cut + 1
                     break
         chunk *= 4
     return 0
-
-
-def _parse(line: bytes) -> SessionRecord | None:
-    line = line.strip()
-    if not line:
-        return None
-    try:
-        return SessionRecord.from_dict(json.loads(line))
-    except (ValueError, KeyError, TypeError):
-        return None

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from harnessed.messages import Msg, clean_text, new_id
 
-__all__ = ["NewRecord", "RecordType", "SessionKey", "SessionRecord"]
+__all__ = ["NewRecord", "RecordType", "SessionKey", "SessionRecord", "jsonl_bytes"]
+
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""One encoder for every record (``json.dumps`` with options builds a new one per call)."""
 
 
 class RecordType:
@@ -98,6 +101,15 @@ class SessionRecord:
         return Msg.from_dict(self.payload["message"])
 
     def to_dict(self) -> dict[str, Any]:
+        data = self._fields()
+        data["payload"] = dict(self.payload)  # the caller's own copy
+        return data
+
+    def to_json(self) -> str:
+        return clean_text(_JSON.encode(self._fields()))
+
+    def _fields(self) -> dict[str, Any]:
+        payload = self.payload
         return {
             "seq": self.seq,
             "event_id": self.event_id,
@@ -105,11 +117,8 @@ class SessionRecord:
             "timestamp": self.timestamp,
             "run_id": self.run_id,
             "turn_id": self.turn_id,
-            "payload": dict(self.payload),
+            "payload": payload if type(payload) is dict else dict(payload),
         }
-
-    def to_json(self) -> str:
-        return clean_text(json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionRecord:
@@ -122,3 +131,14 @@ class SessionRecord:
             turn_id=data.get("turn_id"),
             payload=dict(data.get("payload") or {}),
         )
+
+
+def jsonl_bytes(records: Iterable[SessionRecord], prefix: str = "") -> bytes:
+    """``prefix`` and the records as UTF-8 JSON lines, each ending in a newline (what
+    :meth:`SessionRecord.to_json` gives, for all records at once: broken UTF-16 surrogates
+    are repaired only when the text has some)."""
+    text = prefix + "".join([_JSON.encode(r._fields()) + "\n" for r in records])
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # lone or split surrogates: repaired as clean_text does
+        return clean_text(text).encode("utf-8")

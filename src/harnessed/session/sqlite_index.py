@@ -279,6 +279,7 @@ def _add_many(
     ``indexed_seq``."""
     conn.execute("BEGIN IMMEDIATE")
     try:
+        rows: list[_Row] = []
         added, out = 0, []
         for session_id, records in batches:
             last = start = _indexed_seq(conn, session_id)
@@ -290,7 +291,8 @@ def _add_many(
                 item = indexable(record)
                 if item is not None:
                     role, text, name = item
-                    _insert(conn, session_id, record, role, text, name)
+                    rowid = timestamp_micros(record.timestamp)
+                    rows.append((rowid, text, session_id, record.seq, role, name, record.timestamp))
                 last = record.seq
             if last != start:
                 conn.execute(
@@ -300,6 +302,7 @@ def _add_many(
                 )
             added += last - start
             out.append(last)
+        _insert(conn, rows)
         bulk = added >= _BULK and 2 * added >= _indexed_total(conn)
         conn.execute("COMMIT")
     except BaseException:
@@ -317,25 +320,29 @@ def _indexed_total(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT total(indexed_seq) FROM sessions").fetchone()[0])
 
 
-def _insert(
-    conn: sqlite3.Connection,
-    session_id: str,
-    record: SessionRecord,
-    role: str,
-    text: str,
-    name: str | None,
-) -> None:
-    rowid = timestamp_micros(record.timestamp)
-    while True:  # row ids are unique: messages logged in the same microsecond move up by one
-        try:
-            conn.execute(
-                "INSERT INTO messages(rowid, text, session_id, seq, role, name, timestamp) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rowid, text, session_id, record.seq, role, name, record.timestamp),
-            )
-            return
-        except sqlite3.IntegrityError:
-            rowid += 1
+_Row = tuple[int, str, str, int, str, str | None, str]
+"""rowid (the timestamp in microseconds), text, session_id, seq, role, name, timestamp."""
+
+
+def _insert(conn: sqlite3.Connection, rows: list[_Row]) -> None:
+    """Insert messages in row id order: FTS5 writes its pending terms out as a new segment
+    whenever a row id is lower than the one before, so sessions interleaved in time would
+    otherwise cost a segment each."""
+    rows.sort()
+    floor = -(2**63)
+    for row in rows:
+        rowid = max(row[0], floor + 1)
+        while True:  # row ids are unique: messages logged in the same microsecond move up by one
+            try:
+                conn.execute(
+                    "INSERT INTO messages(rowid, text, session_id, seq, role, name, timestamp) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (rowid, *row[1:]),
+                )
+                break
+            except sqlite3.IntegrityError:
+                rowid += 1
+        floor = rowid
 
 
 def _clear(conn: sqlite3.Connection) -> None:
