@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,9 @@ from harnessed.session import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
     NewRecord,
+    SessionInfo,
     SessionKey,
+    SessionRecord,
     SqliteSearchIndex,
 )
 
@@ -78,20 +81,60 @@ async def test_concurrent_appends_reach_the_index_without_gaps(tmp_path: Path) -
     await indexed.close()
 
 
-async def test_concurrent_appends_to_many_sessions_of_a_user_are_indexed_together(
-    tmp_path: Path,
-) -> None:
-    store = JsonlSessionLogStore(tmp_path, durable=True)
-    index = SqliteSearchIndex(tmp_path)
+class OneByOne:
+    """A store that appends one call at a time (no ``append_batch``): the index path of any
+    store other than the JSONL one."""
+
+    def __init__(self, store: JsonlSessionLogStore) -> None:
+        self.store = store
+
+    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+        return await self.store.append(key, records)
+
+    async def read(self, key: SessionKey, **kw: Any) -> list[SessionRecord]:
+        return await self.store.read(key, **kw)
+
+    async def tail(self, key: SessionKey, count: int, **kw: Any) -> list[SessionRecord]:
+        return await self.store.tail(key, count, **kw)
+
+    async def sessions(self, agent_id: str, user_id: str) -> list[SessionInfo]:
+        return await self.store.sessions(agent_id, user_id)
+
+
+def spy_grouped_writes(index: SqliteSearchIndex, batched: bool, fail: bool) -> list[int]:
+    """Record the number of sessions of every grouped index write (or fail them all)."""
     groups: list[int] = []
-    original = index.add_many
+    if batched:  # written in the thread that logged the batch
+        original = index.add_many_blocking
 
-    async def spy(agent_id: str, user_id: str, batches: Any) -> list[int]:
-        groups.append(len(batches))
-        return await original(agent_id, user_id, batches)
+        def blocking(agent_id: str, user_id: str, batches: Any) -> list[int]:
+            groups.append(len(batches))
+            if fail:
+                raise OSError("disk full")
+            return original(agent_id, user_id, batches)
 
-    index.add_many = spy  # type: ignore[method-assign]
-    indexed = IndexedSessionLogStore(store, index)
+        index.add_many_blocking = blocking  # type: ignore[method-assign]
+    else:
+        original_async = index.add_many
+
+        async def spy(agent_id: str, user_id: str, batches: Any) -> list[int]:
+            groups.append(len(batches))
+            if fail:
+                raise OSError("disk full")
+            return await original_async(agent_id, user_id, batches)
+
+        index.add_many = spy  # type: ignore[method-assign]
+    return groups
+
+
+@pytest.mark.parametrize("batched", [True, False], ids=["batch store", "one by one"])
+async def test_concurrent_appends_to_many_sessions_of_a_user_are_indexed_together(
+    tmp_path: Path, batched: bool
+) -> None:
+    jsonl = JsonlSessionLogStore(tmp_path, durable=True)
+    index = SqliteSearchIndex(tmp_path)
+    groups = spy_grouped_writes(index, batched, fail=False)
+    indexed = IndexedSessionLogStore(jsonl if batched else OneByOne(jsonl), index)
     keys = [SessionKey("a", "u", f"s{i}") for i in range(8)]
     await asyncio.gather(*(indexed.append(keys[i % 8], [record(i)]) for i in range(200)))
     for key in keys:
@@ -102,17 +145,17 @@ async def test_concurrent_appends_to_many_sessions_of_a_user_are_indexed_togethe
     await indexed.close()
 
 
-async def test_a_failed_group_write_indexes_each_session_on_its_own(tmp_path: Path) -> None:
-    store = JsonlSessionLogStore(tmp_path, durable=True)
+@pytest.mark.parametrize("batched", [True, False], ids=["batch store", "one by one"])
+async def test_a_failed_group_write_indexes_each_session_on_its_own(
+    tmp_path: Path, batched: bool
+) -> None:
+    jsonl = JsonlSessionLogStore(tmp_path, durable=True)
     index = SqliteSearchIndex(tmp_path)
-
-    async def broken(agent_id: str, user_id: str, batches: Any) -> list[int]:
-        raise OSError("disk full")
-
-    index.add_many = broken  # type: ignore[method-assign]
-    indexed = IndexedSessionLogStore(store, index)
+    groups = spy_grouped_writes(index, batched, fail=True)
+    indexed = IndexedSessionLogStore(jsonl if batched else OneByOne(jsonl), index)
     keys = [SessionKey("a", "u", f"s{i}") for i in range(4)]
     await asyncio.gather(*(indexed.append(keys[i % 4], [record(i)]) for i in range(40)))
+    assert max(groups) > 1  # a shared transaction was tried and failed
     for key in keys:
         assert await index.indexed_through(key) == 10
     await indexed.close()

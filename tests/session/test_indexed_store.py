@@ -33,11 +33,20 @@ class FlakyIndex(SqliteSearchIndex):
 
     failures = 0
 
-    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+    def _fail(self) -> None:
         if self.failures:
             self.failures -= 1
             raise OSError("disk full")
+
+    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+        self._fail()
         return await super().add(key, records)
+
+    def add_many_blocking(
+        self, agent_id: str, user_id: str, batches: Sequence[tuple[str, Sequence[SessionRecord]]]
+    ) -> list[int]:
+        self._fail()  # the write of a batch, in the thread that logged it
+        return super().add_many_blocking(agent_id, user_id, batches)
 
 
 async def test_a_failed_index_write_never_fails_the_append(tmp_path: Path) -> None:

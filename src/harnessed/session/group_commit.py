@@ -64,7 +64,13 @@ class GroupCommit(Generic[In, Out]):
 
     async def _drain(self, key: object, queue: _Queue[In, Out]) -> None:
         try:
-            while queue.waiting:
+            while True:
+                if not queue.waiting:
+                    # let the submitters just answered run first: one that appends again at
+                    # once (a loop step's next record) joins this drain instead of a new one
+                    await asyncio.sleep(0)
+                    if not queue.waiting:
+                        break
                 batch, queue.waiting = queue.waiting, []
                 try:
                     results = await self._write(key, [i for i, _ in batch])

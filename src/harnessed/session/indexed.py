@@ -1,6 +1,9 @@
 """``IndexedSessionLogStore``: any session log store, with a search index kept up to date.
 
-Every append goes to the store first — the log is the truth — and then to the index. An index
+Every append goes to the store first — the log is the truth — and then to the index. Appends
+made at the same time are batched: with a store that takes batches (the JSONL store) and an
+index that can be written from any thread (SQLite), a batch is written to the log and then to
+the index in one worker thread hand-off, one index transaction per user. An index
 that fails or falls behind never fails an append: the session is remembered as behind and
 caught up from the log before the next search of its user (or by the next append, which
 notices the gap). A user whose index was never built (a workspace from before search existed,
@@ -14,16 +17,23 @@ import logging
 from collections.abc import Sequence
 
 from harnessed.runtime import SessionLocks
-from harnessed.session.group_commit import GroupCommit
+from harnessed.session.group_commit import Failed, GroupCommit
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 from harnessed.session.search import (
+    BlockingSearchIndex,
     GroupedSearchIndex,
     MatchMode,
     SearchHit,
     SearchIndex,
     SearchOrder,
 )
-from harnessed.session.store import SessionCatalog, SessionInfo, SessionLogStore
+from harnessed.session.store import (
+    BatchAppendStore,
+    SessionCatalog,
+    SessionInfo,
+    SessionLogStore,
+    Stored,
+)
 
 __all__ = ["IndexedSessionLogStore"]
 
@@ -45,12 +55,19 @@ class IndexedSessionLogStore:
         self._groups: GroupCommit[tuple[SessionKey, Sequence[SessionRecord]], None] = GroupCommit(
             self._index_group
         )
+        self._batches: GroupCommit[tuple[SessionKey, Sequence[NewRecord]], list[SessionRecord]]
+        self._batches = GroupCommit(self._append_batch)
+        self._fused: tuple[BatchAppendStore, BlockingSearchIndex] | None = None
+        if isinstance(store, BatchAppendStore) and isinstance(index, BlockingSearchIndex):
+            self._fused = (store, index)
 
     def __repr__(self) -> str:
         return f"IndexedSessionLogStore({self.store!r}, {self.index!r})"
 
     # ------------------------------------------------------------ the store
     async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+        if self._fused is not None:
+            return await self._batches.submit(None, (key, records)) if records else []
         stored = await self.store.append(key, records)
         if stored:
             # concurrent appends (a durable store commits them in groups) reach the index as
@@ -91,6 +108,44 @@ class IndexedSessionLogStore:
             await self._index(key, stored)
         return [None] * len(items)
 
+    async def _append_batch(
+        self, _: object, appends: list[tuple[SessionKey, Sequence[NewRecord]]]
+    ) -> Sequence[list[SessionRecord] | Failed]:
+        """Log a batch and index it in the same worker thread; then, back here, note what
+        the index could not take and fill the gaps other writers left."""
+        assert self._fused is not None
+        store, index = self._fused
+        outcome: dict[SessionKey, tuple[list[SessionRecord], int | Exception]] = {}
+
+        def index_batch(done: Stored) -> None:
+            users: dict[tuple[str, str], dict[SessionKey, list[SessionRecord]]] = {}
+            for key, stored in done:
+                users.setdefault((key.agent_id, key.user_id), {}).setdefault(key, []).extend(stored)
+            for (agent_id, user_id), sessions in users.items():
+                batches = [(k.session_id, r) for k, r in sessions.items()]
+                through: Sequence[int | Exception]
+                try:  # one transaction for all of the user's sessions
+                    through = index.add_many_blocking(agent_id, user_id, batches)
+                except Exception as exc:  # several sessions: each on its own, below
+                    through = [0 if len(sessions) > 1 else exc] * len(sessions)
+                for (key, stored), done_through in zip(sessions.items(), through, strict=True):
+                    outcome[key] = (stored, done_through)
+
+        try:
+            results = await store.append_batch(appends, then=index_batch)
+        except asyncio.CancelledError:
+            self._behind.update(key for key, _ in appends)  # indexed or not: check later
+            raise
+        for key, (stored, through) in outcome.items():
+            if isinstance(through, Exception):
+                self._behind.add(key)
+                _warn_behind(key, through)
+            elif through >= stored[-1].seq:
+                self._behind.discard(key)
+            else:  # a gap other writers left, or a failed shared transaction: on its own
+                await self._index(key, stored)
+        return results
+
     async def read(
         self,
         key: SessionKey,
@@ -129,15 +184,9 @@ class IndexedSessionLogStore:
         except asyncio.CancelledError:
             self._behind.add(key)
             raise
-        except Exception:
+        except Exception as exc:
             self._behind.add(key)
-            logger.warning(
-                "could not index session %s of user %s (the log is complete; the index "
-                "catches up before the next search)",
-                key.session_id,
-                key.user_id,
-                exc_info=True,
-            )
+            _warn_behind(key, exc)
         else:
             self._behind.discard(key)
 
@@ -211,3 +260,13 @@ class IndexedSessionLogStore:
 
     async def close(self) -> None:
         await self.index.close()
+
+
+def _warn_behind(key: SessionKey, error: Exception) -> None:
+    logger.warning(
+        "could not index session %s of user %s (the log is complete; the index catches up "
+        "before the next search)",
+        key.session_id,
+        key.user_id,
+        exc_info=error,
+    )

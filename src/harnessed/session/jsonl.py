@@ -15,16 +15,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote
 
-from harnessed.session.group_commit import GroupCommit
+from harnessed.session.group_commit import Failed, GroupCommit
 from harnessed.session.index_files import user_session_file
-from harnessed.session.jsonl_files import Append, TailCache, parse_line, write_batch
+from harnessed.session.jsonl_files import TailCache, parse_line, write_batch
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
-from harnessed.session.store import SessionInfo
+from harnessed.session.store import SessionInfo, Stored
 from harnessed.workspace.paths import encode_part
 
 __all__ = ["JsonlSessionLogStore"]
@@ -49,11 +49,8 @@ class JsonlSessionLogStore:
         self._paths: dict[SessionKey, Path] = {}  # ids encoded once, not on every append
         self._tails: TailCache = {}
         self._reported: set[tuple[Path, int]] = set()  # unreadable lines already warned about
-        self._batches: GroupCommit[Append, list[SessionRecord]] = GroupCommit(
-            lambda _, appends: asyncio.to_thread(
-                write_batch, self._tails, appends, sync=self.durable
-            )
-        )
+        self._batches: GroupCommit[tuple[SessionKey, Sequence[NewRecord]], list[SessionRecord]]
+        self._batches = GroupCommit(lambda _, appends: self.append_batch(appends))
 
     def path_for(self, key: SessionKey) -> Path:
         path = self._paths.get(key)
@@ -70,7 +67,47 @@ class JsonlSessionLogStore:
         """Append records atomically as a group; returns them with their sequence numbers."""
         if not records:
             return []
-        return await self._batches.submit(None, (self.path_for(key), records))
+        return await self._batches.submit(None, (key, records))
+
+    async def append_batch(
+        self,
+        appends: Sequence[tuple[SessionKey, Sequence[NewRecord]]],
+        *,
+        then: Callable[[Stored], None] | None = None,
+    ) -> list[list[SessionRecord] | Failed]:
+        """Several appends (to any sessions) in one batch: one worker thread hand-off, one
+        ``write`` per file, the files' fsyncs at once (see :class:`BatchAppendStore`)."""
+        return await asyncio.to_thread(self._write, appends, then)
+
+    def _write(
+        self,
+        appends: Sequence[tuple[SessionKey, Sequence[NewRecord]]],
+        then: Callable[[Stored], None] | None,
+    ) -> list[list[SessionRecord] | Failed]:
+        results: list[list[SessionRecord] | Failed] = []
+        files, written = [], []
+        for i, (key, records) in enumerate(appends):
+            try:
+                files.append((self.path_for(key), records))
+            except Exception as exc:  # an id that cannot name a file fails its own append
+                results.append(Failed(exc))
+            else:
+                results.append([])
+                written.append(i)
+        stored = write_batch(self._tails, files, sync=self.durable)
+        for i, result in zip(written, stored, strict=True):
+            results[i] = result
+        if then is not None:
+            done = [
+                (key, stored)
+                for (key, _), stored in zip(appends, results, strict=True)
+                if not isinstance(stored, Failed) and stored
+            ]
+            try:
+                then(done)
+            except Exception:
+                logger.exception("the work after a session log batch failed (the batch did not)")
+        return results
 
     # ----------------------------------------------------------------- read
     async def read(

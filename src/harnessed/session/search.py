@@ -24,6 +24,7 @@ from harnessed.session.record import RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
 
 __all__ = [
+    "BlockingSearchIndex",
     "GroupedSearchIndex",
     "MatchMode",
     "SearchHit",
@@ -68,7 +69,6 @@ class SearchHit:
 
 
 @runtime_checkable
-@runtime_checkable
 class GroupedSearchIndex(Protocol):
     """A search index that can take several sessions of one user in one write (concurrent
     appends of a user are indexed as one group)."""
@@ -78,6 +78,20 @@ class GroupedSearchIndex(Protocol):
     ) -> list[int]:
         """Like ``add`` for each ``(session_id, records)``; returns each session's indexed
         seq."""
+        ...
+
+
+@runtime_checkable
+class BlockingSearchIndex(Protocol):
+    """A search index whose grouped write can also be called blocking, from any thread: an
+    :class:`~harnessed.session.IndexedSessionLogStore` over a
+    :class:`~harnessed.session.store.BatchAppendStore` then indexes each batch in the worker
+    thread that wrote it to the log (one hand-off per batch for both)."""
+
+    def add_many_blocking(
+        self, agent_id: str, user_id: str, batches: Sequence[tuple[str, Sequence[SessionRecord]]]
+    ) -> list[int]:
+        """:meth:`GroupedSearchIndex.add_many`, blocking (records of a session in order)."""
         ...
 
 

@@ -193,6 +193,13 @@ class SqliteSearchIndex:
         ordered = [(sid, sorted(records, key=lambda r: r.seq)) for sid, records in batches]
         return await self._run(agent_id, user_id, lambda conn: _add_many(conn, ordered))
 
+    def add_many_blocking(
+        self, agent_id: str, user_id: str, batches: Sequence[tuple[str, Sequence[SessionRecord]]]
+    ) -> list[int]:
+        """:meth:`add_many` in the calling thread (records of each session in ``seq`` order)."""
+        path = self.path_for(agent_id, user_id)
+        return self._pool.use(path, lambda db: _add_many(db.conn, batches))
+
     async def indexed_through(self, key: SessionKey) -> int:
         if not self.path_for(key.agent_id, key.user_id).exists():
             return 0

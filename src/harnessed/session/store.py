@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from harnessed.session.group_commit import Failed
 from harnessed.session.record import NewRecord, SessionKey, SessionRecord
 
-__all__ = ["SessionCatalog", "SessionInfo", "SessionLogStore"]
+__all__ = ["BatchAppendStore", "Stored", "SessionCatalog", "SessionInfo", "SessionLogStore"]
+
+Stored = Sequence[tuple[SessionKey, list[SessionRecord]]]
+"""The appends of a batch that succeeded: each session with the records it stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,4 +65,25 @@ class SessionCatalog(Protocol):
 
     async def users(self, agent_id: str) -> list[str]:
         """The ids of the users who have at least one session with ``agent_id``, sorted."""
+        ...
+
+
+@runtime_checkable
+class BatchAppendStore(Protocol):
+    """Optional: a store that appends to many sessions in one batch.
+
+    :class:`~harnessed.session.IndexedSessionLogStore` uses it to write the log and the search
+    index of a batch in one worker thread hand-off instead of one each per append.
+    """
+
+    async def append_batch(
+        self,
+        appends: Sequence[tuple[SessionKey, Sequence[NewRecord]]],
+        *,
+        then: Callable[[Stored], None] | None = None,
+    ) -> list[list[SessionRecord] | Failed]:
+        """:meth:`SessionLogStore.append` for each ``(key, records)``: each one's stored
+        records, or its own failure. ``then`` is called (blocking, in the worker thread that
+        wrote the batch) with the appends that succeeded once they are as durable as the
+        store makes them; an error it raises is logged and fails no append."""
         ...
