@@ -41,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from session_log import (
     AGENT,
+    SEARCH_HEADER,
+    SEARCH_TITLE,
     USER,
     generate,
     message_text,
@@ -396,17 +398,8 @@ def main() -> None:
         print("search latency ...", flush=True)
         tables.append(
             (
-                "session_search latency (top 10; newest first unless noted)",
-                (
-                    "messages",
-                    "backend",
-                    "query",
-                    "hits",
-                    "p50 ms",
-                    "p95 ms",
-                    "index build",
-                    "index size",
-                ),
+                SEARCH_TITLE,
+                SEARCH_HEADER,
                 search_table(args.messages, args.runs, not args.postgres_only),
             )
         )

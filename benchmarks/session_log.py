@@ -1,13 +1,17 @@
 """Session log throughput and ``session_search`` latency, JSONL scan versus the indexes.
 
-Prints two tables:
+Prints three tables:
 
 1. append throughput of the JSONL store, alone and with the SQLite FTS5 index kept up to date
    (one record per append, as a loop step writes them, and ten per append); an append returns
-   after its one ``write()``: the records survive the process being killed;
-2. durable appends (``durable=True``): an append returns after ``fsync()`` as well, so the
-   records survive a power loss; concurrent appends share a write and an fsync (group
-   commit), so throughput grows with the number of writers;
+   after its one ``write()``: the records survive the process being killed (not a power loss);
+2. durable appends (``durable=True``): an append returns only after its records were written
+   and ``fsync()``\ ed (the file's directory too when the file is new), so they survive a
+   power loss. Appends made at the same time, to any sessions, are written in batches (group
+   commit): one worker thread hand-off, one write per file and the files' fsyncs at once, then
+   one SQLite transaction per user for the index — so throughput grows with the number of
+   writers. The index is derived data (WAL, ``synchronous=NORMAL``): a power loss may cost
+   its last transactions, which are caught up from the log before the next search;
 3. search latency through ``IndexedSessionLogStore.search`` (what ``session_search`` calls) over
    10^4, 10^5 and 10^6 logged messages of one user — the worst case: every message is that
    user's — for scanning the JSONL files, the default SQLite FTS5 index, and tantivy when it
@@ -181,7 +185,7 @@ async def measure(root: Path, backend: str, count: int, runs: int) -> list[tuple
     )
     size = f"{disk_size(where) / 1e6:,.0f} MB" if where is not None else "-"
     build_text = f"{build:,.1f} s" if where is not None else "-"
-    rows = []
+    rows: list[tuple[str, ...]] = []
     slow = backend == "scan"
     n = (3 if count < SCAN_LIMIT else 1) if slow else runs
     for label, query, match, order in queries():
@@ -216,7 +220,7 @@ async def measure(root: Path, backend: str, count: int, runs: int) -> list[tuple
 
 
 def append_table(records: int) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for label, indexed in (("JSONL", False), ("JSONL + SQLite FTS5", True)):
         for per_append in (1, 10):
             root = Path(tempfile.mkdtemp(prefix="harnessed-append-"))
@@ -267,7 +271,7 @@ def durable_table(records: int, repeats: int) -> list[tuple[str, ...]]:
     writers at once share writes and fsyncs (group commit). Each configuration runs
     ``repeats`` times (fresh sessions, same store): the median and best rate, and the median
     CPU time per append (all threads) — on a shared machine CPU time varies least."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     text = message_text(random.Random(2), False)
     for label, indexed in (("JSONL durable", False), ("JSONL durable + SQLite FTS5", True)):
         for writers, sessions in ((1, 1), (16, 1), (256, 1), (256, 16)):
@@ -345,8 +349,25 @@ def print_table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]
 
 
 DURABLE_TITLE = (
-    "Durable appends (one record each; an append returns after write() and fsync() of the log "
-    "file, and of its directory when the file is new: the record survives a power loss)"
+    "Durable appends (one record each). Durable: an append returns only after write() and "
+    "fsync() of the session's log file (and of its directory when the file is new), so the "
+    "record survives a power loss; the SQLite index beside it is derived data (WAL, "
+    "synchronous=NORMAL), caught up from the log if a power loss costs it its last writes"
+)
+APPEND_TITLE = (
+    "Append throughput ({:,} message records, one session; an append returns after its "
+    "write(): the records survive kill -9, not a power loss)"
+)
+SEARCH_TITLE = "session_search latency (top 10; newest first unless noted)"
+SEARCH_HEADER = (
+    "messages",
+    "backend",
+    "query",
+    "hits",
+    "p50 ms",
+    "p95 ms",
+    "index build",
+    "index size",
 )
 DURABLE_HEADER = (
     "store",
@@ -373,28 +394,19 @@ def main() -> None:
     appends = append_table(args.appends)
     print("durable appends ...", flush=True)
     durable = durable_table(args.durable, args.repeats)
-    if not sizes:
-        print_table(
-            f"Append throughput ({args.appends:,} message records, one session)",
-            ("store", "records/append", "appends/s", "records/s", "µs/append"),
-            appends,
-        )
-        print_table(DURABLE_TITLE, DURABLE_HEADER, durable)
-        return
-    print("search latency ...", flush=True)
-    searches = search_table(sizes, args.runs)
+    searches: list[tuple[str, ...]] = []
+    if sizes:
+        print("search latency ...", flush=True)
+        searches = search_table(sizes, args.runs)
 
     print_table(
-        f"Append throughput ({args.appends:,} message records, one session)",
+        APPEND_TITLE.format(args.appends),
         ("store", "records/append", "appends/s", "records/s", "µs/append"),
         appends,
     )
     print_table(DURABLE_TITLE, DURABLE_HEADER, durable)
-    print_table(
-        "session_search latency (top 10; newest first unless noted)",
-        ("messages", "backend", "query", "hits", "p50 ms", "p95 ms", "index build", "index size"),
-        searches,
-    )
+    if searches:
+        print_table(SEARCH_TITLE, SEARCH_HEADER, searches)
 
 
 if __name__ == "__main__":

@@ -101,8 +101,13 @@ class OneByOne:
         return await self.store.sessions(agent_id, user_id)
 
 
-def spy_grouped_writes(index: SqliteSearchIndex, batched: bool, fail: bool) -> list[int]:
-    """Record the number of sessions of every grouped index write (or fail them all)."""
+def indexed_store(
+    root: Path, batched: bool, fail: bool
+) -> tuple[IndexedSessionLogStore, SqliteSearchIndex, list[int]]:
+    """A durable indexed store whose grouped index writes are recorded (the number of sessions
+    of each), or all fail; ``batched``: over the JSONL store itself, else one by one."""
+    jsonl = JsonlSessionLogStore(root, durable=True)
+    index = SqliteSearchIndex(root)
     groups: list[int] = []
     if batched:  # written in the thread that logged the batch
         original = index.add_many_blocking
@@ -124,17 +129,14 @@ def spy_grouped_writes(index: SqliteSearchIndex, batched: bool, fail: bool) -> l
             return await original_async(agent_id, user_id, batches)
 
         index.add_many = spy  # type: ignore[method-assign]
-    return groups
+    return IndexedSessionLogStore(jsonl if batched else OneByOne(jsonl), index), index, groups
 
 
 @pytest.mark.parametrize("batched", [True, False], ids=["batch store", "one by one"])
 async def test_concurrent_appends_to_many_sessions_of_a_user_are_indexed_together(
     tmp_path: Path, batched: bool
 ) -> None:
-    jsonl = JsonlSessionLogStore(tmp_path, durable=True)
-    index = SqliteSearchIndex(tmp_path)
-    groups = spy_grouped_writes(index, batched, fail=False)
-    indexed = IndexedSessionLogStore(jsonl if batched else OneByOne(jsonl), index)
+    indexed, index, groups = indexed_store(tmp_path, batched, fail=False)
     keys = [SessionKey("a", "u", f"s{i}") for i in range(8)]
     await asyncio.gather(*(indexed.append(keys[i % 8], [record(i)]) for i in range(200)))
     for key in keys:
@@ -149,10 +151,7 @@ async def test_concurrent_appends_to_many_sessions_of_a_user_are_indexed_togethe
 async def test_a_failed_group_write_indexes_each_session_on_its_own(
     tmp_path: Path, batched: bool
 ) -> None:
-    jsonl = JsonlSessionLogStore(tmp_path, durable=True)
-    index = SqliteSearchIndex(tmp_path)
-    groups = spy_grouped_writes(index, batched, fail=True)
-    indexed = IndexedSessionLogStore(jsonl if batched else OneByOne(jsonl), index)
+    indexed, index, groups = indexed_store(tmp_path, batched, fail=True)
     keys = [SessionKey("a", "u", f"s{i}") for i in range(4)]
     await asyncio.gather(*(indexed.append(keys[i % 4], [record(i)]) for i in range(40)))
     assert max(groups) > 1  # a shared transaction was tried and failed
