@@ -11,7 +11,7 @@ from pathlib import Path
 
 __all__ = ["fsync_all", "fsync_directory"]
 
-_SYNC_THREADS = 8
+_SYNC_THREADS = 32
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
