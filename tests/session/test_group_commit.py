@@ -20,6 +20,7 @@ from harnessed.session import (
     SessionRecord,
     SqliteSearchIndex,
 )
+from harnessed.session.group_commit import Failed, GroupCommit
 
 KEY = SessionKey("a", "u", "s")
 
@@ -158,3 +159,28 @@ async def test_a_failed_group_write_indexes_each_session_on_its_own(
     for key in keys:
         assert await index.indexed_through(key) == 10
     await indexed.close()
+
+
+async def test_a_lone_append_goes_out_at_once_and_the_rest_in_one_batch() -> None:
+    batches: list[list[int]] = []
+
+    async def write(key: object, items: list[int]) -> list[int | Failed]:
+        batches.append(items)
+        await asyncio.sleep(0.01)  # a write in progress: what arrives meanwhile waits
+        return [Failed(ValueError(f"odd {i}")) if i % 2 else i * 10 for i in items]
+
+    group: GroupCommit[int, int] = GroupCommit(write)
+    assert await group.submit("k", 2) == 20
+    submits = [group.submit("k", i) for i in range(6)]
+    results = await asyncio.gather(*submits, return_exceptions=True)
+    assert batches == [[2], [0], [1, 2, 3, 4, 5]]  # one at once, the others together
+    assert [r if isinstance(r, int) else str(r) for r in results] == [
+        0,
+        "odd 1",
+        20,
+        "odd 3",
+        40,
+        "odd 5",
+    ]  # each item gets its own result or its own failure
+    with pytest.raises(ValueError, match="odd 7"):
+        await group.submit("k", 7)  # a lone item's failure is its caller's

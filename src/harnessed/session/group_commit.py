@@ -2,9 +2,10 @@
 
 An fsync costs the same whatever it flushes, and so does every hand-off to a worker thread and
 every database transaction. So instead of paying them per append, appends that arrive while a
-batch is in progress wait for the next batch and go out together. A single appender pays one
-round per append; many concurrent appenders pay one per batch, so throughput grows with
-concurrency.
+batch is in progress wait for the next batch and go out together. An append that finds nothing
+in progress is written at once by its own caller; the appends that arrive meanwhile go out
+together after it, and so on while they keep coming. A single appender pays one round per
+append; many concurrent appenders pay one per batch, so throughput grows with concurrency.
 
 A batch may fail as a whole (its ``write`` raises: every item fails with that error) or item by
 item (``write`` returns :class:`Failed` for some of them): an fsync that fails for one file
@@ -55,12 +56,26 @@ class GroupCommit(Generic[In, Out]):
         queue = self._queues.get(key)
         if queue is None or queue.loop is not loop:
             queue = self._queues[key] = _Queue(loop)
-        future: asyncio.Future[Out] = loop.create_future()
-        queue.waiting.append((item, future))
-        if not queue.running:
-            queue.running = True
-            queue.task = loop.create_task(self._drain(key, queue))
-        return await future
+        if queue.running:
+            future: asyncio.Future[Out] = loop.create_future()
+            queue.waiting.append((item, future))
+            return await future
+        # Nothing in progress: write this item at once, from here (no task, no future); what
+        # arrives meanwhile waits, and is written in batches by a drain task started after.
+        queue.running = True
+        try:
+            results = await self._write(key, [item])
+        finally:
+            if queue.waiting:
+                queue.task = loop.create_task(self._drain(key, queue))
+            else:
+                queue.running = False
+                if self._queues.get(key) is queue:
+                    del self._queues[key]
+        (result,) = results
+        if isinstance(result, Failed):
+            raise result.error
+        return result
 
     async def _drain(self, key: object, queue: _Queue[In, Out]) -> None:
         try:
