@@ -6,7 +6,10 @@ new lines are written, so writers in other threads and processes never interleav
 reuse a number. The lock is released as soon as the bytes are written; then, for a durable
 store, all the batch's files are ``fsync``\\ ed at once (in parallel: the file system commits
 them together), and the directory of a file that was just created too. An append whose file
-could not be written or synced fails alone; the other appends of the batch still succeed.
+could not be written or synced fails alone; the other appends of the batch still succeed. (The
+bytes of an append whose fsync failed were written: readers may still find its records, as
+after any I/O error whose outcome is unknown. Nothing acknowledged is lost and the sequence
+stays gapless.)
 """
 
 from __future__ import annotations
