@@ -244,10 +244,16 @@ class FileTurnGate:
         self.root = Path(root)
         self.lease_seconds = lease_seconds
         self._waiting = LeaseWaiter(poll_interval)
+        self._paths: dict[str, Path] = {}
 
     def path_for(self, session: str) -> Path:
-        digest = hashlib.sha256(session.encode()).hexdigest()[:32]
-        return self.root / f"{digest}.lease"
+        path = self._paths.get(session)
+        if path is None:
+            if len(self._paths) >= 4096:
+                self._paths.clear()  # a bound, not a cache policy: paths are cheap to redo
+            digest = hashlib.sha256(session.encode()).hexdigest()[:32]
+            path = self._paths[session] = self.root / f"{digest}.lease"
+        return path
 
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None

@@ -38,17 +38,47 @@ async def keep_renewed(gate: TurnGate, lease: TurnLease, on_lost: Callable[[], N
             logger.warning("could not renew the turn lease of %s", lease.session, exc_info=True)
 
 
+async def _renew_then_keep(gate: TurnGate, lease: TurnLease, on_lost: Callable[[], None]) -> None:
+    try:
+        lease = await gate.renew(lease)
+    except LeaseLostError:
+        on_lost()
+        return
+    except Exception:
+        logger.warning("could not renew the turn lease of %s", lease.session, exc_info=True)
+    await keep_renewed(gate, lease, on_lost)
+
+
+class _Renewal:
+    """Renews a lease from a third of its length on. Most work ends sooner: until then it is
+    one timer, not a task (a plain ``agent.call`` takes a lease every time)."""
+
+    def __init__(self, gate: TurnGate, lease: TurnLease, on_lost: Callable[[], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[None] | None = None
+        self._args = (gate, lease, on_lost)
+        self._timer = self._loop.call_later(gate.lease_seconds / 3, self._start)
+
+    def _start(self) -> None:
+        self._task = self._loop.create_task(_renew_then_keep(*self._args))
+
+    def stop(self) -> None:
+        self._timer.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+
 @contextlib.asynccontextmanager
 async def turn_lease(
     gate: TurnGate, key: str, on_lost: Callable[[], None]
 ) -> AsyncIterator[TurnLease]:
     """Wait for the session's lease, keep it renewed inside, give it back at the end."""
     lease = await gate.acquire(key)
-    keeper = asyncio.create_task(keep_renewed(gate, lease, on_lost))
+    renewal = _Renewal(gate, lease, on_lost)
     try:
         yield lease
     finally:
-        keeper.cancel()
+        renewal.stop()
         try:  # given back even when the work was cancelled; if that fails, it expires
             await asyncio.shield(gate.release(lease))
         except Exception:

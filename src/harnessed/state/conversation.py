@@ -310,12 +310,19 @@ class ConversationStore:
         entry.saved = fingerprint
 
 
+_FINGERPRINTED = tuple(f.name for f in dataclasses.fields(AgentState) if f.name not in _UNSAVED)
+
+
 def _fingerprint(state: AgentState) -> str:
-    """The structured parts of ``state`` as compared between load and commit."""
-    data: dict[str, Any] = dataclasses.replace(state, history=[]).to_dict()
-    for name in _UNSAVED:
-        data.pop(name, None)
-    return json.dumps(data, sort_keys=True, default=str)
+    """The structured parts of ``state`` as compared between load and commit (every field but
+    the history and the storage counters; read in place, nothing copied)."""
+    data = {name: getattr(state, name) for name in _FINGERPRINTED}
+    return json.dumps(data, sort_keys=True, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else str(value)
 
 
 def _starts_with(logged: Sequence[Msg], history: Sequence[Msg], length: int) -> bool:
