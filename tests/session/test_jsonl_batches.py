@@ -192,3 +192,30 @@ def test_processes_writing_batches_keep_every_session_gapless(tmp_path: Path) ->
                     r.payload["i"] for r in records if (r.payload["w"], r.payload["t"]) == (w, t)
                 ]
                 assert mine == sorted(mine)
+
+
+async def test_a_read_of_nothing_new_is_answered_without_a_worker_thread(tmp_path, monkeypatch):
+    """A warm session asks "anything appended since?" on every call: when the file has not
+    grown since this store's last write, one stat answers; when another writer appended, the
+    news is read as before."""
+    import asyncio as aio
+
+    from harnessed.messages import Msg
+    from harnessed.session import JsonlSessionLogStore, NewRecord, SessionKey
+
+    key = SessionKey("a", "u", "s")
+    mine, other = JsonlSessionLogStore(tmp_path), JsonlSessionLogStore(tmp_path)
+    stored = await mine.append(key, [NewRecord.message(Msg.user("one"), run_id="r", turn_id="t")])
+    handoffs: list[object] = []
+    real = aio.to_thread
+
+    async def counting(fn, /, *args, **kwargs):
+        handoffs.append(fn)
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr("harnessed.session.jsonl.asyncio.to_thread", counting)
+    assert await mine.read(key, after_seq=stored[-1].seq) == []
+    assert handoffs == []
+    await other.append(key, [NewRecord.message(Msg.user("two"), run_id="r", turn_id="t")])
+    news = await mine.read(key, after_seq=stored[-1].seq)
+    assert [r.message.text for r in news if r.message] == ["two"]

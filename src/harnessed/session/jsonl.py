@@ -119,7 +119,17 @@ class JsonlSessionLogStore:
         limit: int | None = None,
     ) -> list[SessionRecord]:
         """Complete records in order (a torn or corrupt line is skipped)."""
-        return await asyncio.to_thread(self._read, self.path_for(key), after_seq, types, limit)
+        path = self.path_for(key)
+        if after_seq:
+            cached = self._tails.get(path)
+            if cached is not None and cached[1] == after_seq:
+                try:  # the usual question of a warm session: has anyone appended since?
+                    unchanged = os.stat(path).st_size == cached[0]
+                except FileNotFoundError:
+                    return []
+                if unchanged:
+                    return []  # answered by one stat here, no worker hand-off
+        return await asyncio.to_thread(self._read, path, after_seq, types, limit)
 
     def _read(
         self, path: Path, after_seq: int, types: Sequence[str] | None, limit: int | None

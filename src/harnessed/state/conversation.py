@@ -26,7 +26,6 @@ why) the step is dropped from the history, as a failed step always was.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import operator
@@ -153,8 +152,10 @@ class ConversationStore:
         return state
 
     async def _load(self, key: StateKey, skey: SessionKey, *, settle: bool) -> AgentState:
-        # the log's news and the structured state are read at the same time (two files)
-        entry, stored = await asyncio.gather(self._sync(skey), self.states.load(key))
+        # one after the other: for a warm session both are answered without a worker hand-off
+        # (a stat of the log, a small or missing state file), where tasks would cost more
+        entry = await self._sync(skey)
+        stored = await self.states.load(key)
         state = stored or AgentState.new(key)
         if state.history:
             if not settle:
