@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from harnessed.capabilities.base import CallContext
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
 from harnessed.loop.host import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
+from harnessed.loop.inbox import EventInbox
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
 from harnessed.permissions.flow import ApprovalFlow, ConfirmationMode
 from harnessed.runtime import RuntimeContext
@@ -49,7 +50,7 @@ class RunBase:
         self.key = SessionKey(agent.name, ctx.user_id, ctx.session)
         self.run_id = ctx.run_id or new_id("run_")
         self.turn_id = new_id("turn_")
-        self.pending: asyncio.Queue[Event] = asyncio.Queue()
+        self.pending: EventInbox[Event] = EventInbox()
         self.records: list[NewRecord] = []
         self.run_cache: dict[str, Any] = {}
         self.base: dict[str, Any] = {"run_id": self.run_id, "session_id": ctx.session}
@@ -152,25 +153,24 @@ class RunBase:
             if self.control is not None
             else None
         )
+        pending = self.pending
+        task.add_done_callback(pending.wake)
+        if stop is not None:
+            stop.add_done_callback(pending.wake)
         try:
-            while not task.done():
-                getter = asyncio.ensure_future(self.pending.get())
-                waits: set[asyncio.Future[Any]] = {getter, task}
-                if stop is not None:
-                    waits.add(stop)
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
-                if stop is not None and stop.done() and not task.done():
+            while True:
+                while not pending.empty():
+                    yield pending.get_nowait()
+                if task.done():
+                    break
+                if stop is not None and stop.done():
                     task.cancel()
                     await quietly(task)
                     raise Interrupted
-            for event in self._drain():
-                yield event
+                await pending.wait()
             out.append(task.result())
         finally:
+            task.remove_done_callback(pending.wake)
             if stop is not None:
                 stop.cancel()
             if not task.done():
