@@ -13,6 +13,7 @@ its line number), not on every read.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote
 
+from harnessed.gcpause import gc_paused
 from harnessed.session.group_commit import Failed, GroupCommit
 from harnessed.session.index_files import user_session_file
 from harnessed.session.jsonl_files import TailCache, parse_line, write_batch
@@ -33,6 +35,10 @@ logger = logging.getLogger(__name__)
 
 _SUFFIX = ".log.jsonl"
 _TAIL_CHUNK = 64 * 1024
+
+
+_BULK_BYTES = 1 << 20
+"""A read of at least this many bytes of log is parsed with the cyclic collector paused."""
 
 
 class JsonlSessionLogStore:
@@ -164,9 +170,24 @@ class JsonlSessionLogStore:
             handle.seek(start)
             data = handle.read(size - start)
         out: list[SessionRecord] = []
+        lines = data.split(b"\n")
+        # a long log read whole is a bulk load: parsed without the cyclic collector rescanning
+        # the heap it builds (short reads, the usual, are not paused)
+        with gc_paused() if len(data) >= _BULK_BYTES else contextlib.nullcontext():
+            self._parse(path, lines, start, known, after_seq, out)
+        return out
+
+    def _parse(
+        self,
+        path: Path,
+        lines: list[bytes],
+        start: int,
+        known: int,
+        after_seq: int,
+        out: list[SessionRecord],
+    ) -> None:
         offset = start
         end, last = start, known
-        lines = data.split(b"\n")
         for number, line in enumerate(lines):
             at, offset = offset, offset + len(line) + 1
             record = parse_line(line)
@@ -184,7 +205,6 @@ class JsonlSessionLogStore:
                 out.append(record)
         if last:
             self._tails[path] = (end, last)
-        return out
 
     async def tail(
         self, key: SessionKey, count: int, *, types: Sequence[str] | None = None

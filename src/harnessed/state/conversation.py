@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessed.gcpause import gc_paused
 from harnessed.messages import Msg, ToolUseBlock, shared_prefix
 from harnessed.session.checkpoint import checkpoint_ops
 from harnessed.session.record import NewRecord, RecordType, SessionKey, SessionRecord
@@ -46,10 +47,12 @@ from harnessed.session.view import (
     unanswered_step,
 )
 from harnessed.state.agent_state import AgentState, StateKey
-from harnessed.state.gcpause import gc_paused
 from harnessed.state.store import AgentStateStore
 
 __all__ = ["ConversationStore"]
+
+_BULK_RECORDS = 2_000
+"""A read of at least this many records is applied with the cyclic collector paused."""
 
 _UNSAVED = {"version", "log_seq", "history_revision", "history"}
 
@@ -118,14 +121,16 @@ class ConversationStore:
 
     async def _sync(self, key: SessionKey) -> _Entry:
         """The session's entry, with every record appended since it was last read applied.
-        The first read of a session replays its whole log: a bulk load, made without the
-        cyclic garbage collector rescanning the heap it is building."""
+        The first read of a session with a long log replays it whole: a bulk load, made
+        without the cyclic garbage collector rescanning the heap it is building."""
         entry = self._entry(key)
-        if entry.view.through:
-            entry.view.apply(await self.log.read(key, after_seq=entry.view.through))
-            return entry
-        with gc_paused():
-            entry.view.apply(await self.log.read(key, after_seq=0))
+        records = await self.log.read(key, after_seq=entry.view.through)
+        if len(records) < _BULK_RECORDS:
+            entry.view.apply(records)
+        else:  # a long log replayed: a bulk load (not paused for short ones: a server that
+            # loads many small sessions at once would keep the collector off for long)
+            with gc_paused():
+                entry.view.apply(records)
         return entry
 
     async def history(self, key: SessionKey) -> list[Msg]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext, ScriptedModel
-from harnessed.state.gcpause import gc_paused
+from harnessed.gcpause import gc_paused
 
 
 @pytest.fixture(autouse=True)
