@@ -80,3 +80,25 @@ async def test_loading_a_session_from_its_log_leaves_the_collector_as_it_was(tmp
     assert reply.text == "two"
     assert gc.isenabled()
     assert [m.text for m in await second.session_messages(ctx)] == ["hello", "one", "again", "two"]
+
+
+async def test_a_long_log_is_replayed_in_bulk_and_the_collector_is_back_after(tmp_path: Path):
+    """A log of over 1 MB and 2,000 records is parsed and applied with the collector paused;
+    the history is complete and the collector runs again afterwards."""
+    from harnessed.messages import Msg
+    from harnessed.session import JsonlSessionLogStore, NewRecord, SessionKey
+
+    store = JsonlSessionLogStore(tmp_path / "agents")
+    key = SessionKey("a", "u", "s")
+    texts = [f"message {i} " + "x" * 600 for i in range(2_100)]
+    await store.append(
+        key, [NewRecord.message(Msg.user(t), run_id="r", turn_id="t") for t in texts]
+    )
+    assert (tmp_path / "agents").stat() and sum(
+        p.stat().st_size for p in (tmp_path / "agents").rglob("*.jsonl")
+    ) > 1 << 20
+    agent = HarnessAgent("a", ScriptedModel(["ok"]), workspace=tmp_path, memory=False)
+    messages = await agent.session_messages(RuntimeContext("u", "s"))
+    await agent.close()
+    assert [m.text for m in messages] == texts
+    assert gc.isenabled()
