@@ -90,3 +90,19 @@ async def test_a_failed_call_gives_the_lease_back(tmp_path: Path) -> None:
     lease = await agent.turn_gate.acquire(gate_key("a", "u", "s"), wait=False)
     await agent.turn_gate.release(lease)
     await agent.close()
+
+
+async def test_a_call_longer_than_a_third_of_the_lease_keeps_it_renewed(tmp_path: Path) -> None:
+    from harnessed.sessions import FileTurnGate
+
+    let_go, started = asyncio.Event(), asyncio.Event()
+    agent = _agent(tmp_path, let_go, started)
+    agent.turn_gate = FileTurnGate(tmp_path / "turns", lease_seconds=0.3, poll_interval=0.02)
+    call = asyncio.create_task(agent.call("long", CTX))
+    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.sleep(1.0)  # more than three lease lengths: only renewals keep it
+    with pytest.raises(SessionBusyError):
+        await agent.turn_gate.acquire(gate_key("a", "u", "s"), wait=False)
+    let_go.set()
+    assert (await asyncio.wait_for(call, 10)).text == "done: held long"
+    await agent.close()

@@ -24,11 +24,16 @@ def gate_key(agent_name: str, user_id: str, session_id: str) -> str:
     return json.dumps([agent_name, user_id, session_id])
 
 
-async def keep_renewed(gate: TurnGate, lease: TurnLease, on_lost: Callable[[], None]) -> None:
-    """Renew ``lease`` every third of its length until cancelled; ``on_lost`` runs (once) if
-    another holder took it over meanwhile. A renewal that fails otherwise is retried."""
+async def keep_renewed(
+    gate: TurnGate, lease: TurnLease, on_lost: Callable[[], None], *, wait_first: bool = True
+) -> None:
+    """Renew ``lease`` every third of its length until cancelled (the first time at once with
+    ``wait_first=False``); ``on_lost`` runs (once) if another holder took it over meanwhile. A
+    renewal that fails otherwise is retried."""
     while True:
-        await asyncio.sleep(gate.lease_seconds / 3)
+        if wait_first:
+            await asyncio.sleep(gate.lease_seconds / 3)
+        wait_first = True
         try:
             lease = await gate.renew(lease)
         except LeaseLostError:
@@ -36,17 +41,6 @@ async def keep_renewed(gate: TurnGate, lease: TurnLease, on_lost: Callable[[], N
             return
         except Exception:
             logger.warning("could not renew the turn lease of %s", lease.session, exc_info=True)
-
-
-async def _renew_then_keep(gate: TurnGate, lease: TurnLease, on_lost: Callable[[], None]) -> None:
-    try:
-        lease = await gate.renew(lease)
-    except LeaseLostError:
-        on_lost()
-        return
-    except Exception:
-        logger.warning("could not renew the turn lease of %s", lease.session, exc_info=True)
-    await keep_renewed(gate, lease, on_lost)
 
 
 class _Renewal:
@@ -60,7 +54,7 @@ class _Renewal:
         self._timer = self._loop.call_later(gate.lease_seconds / 3, self._start)
 
     def _start(self) -> None:
-        self._task = self._loop.create_task(_renew_then_keep(*self._args))
+        self._task = self._loop.create_task(keep_renewed(*self._args, wait_first=False))
 
     def stop(self) -> None:
         self._timer.cancel()
