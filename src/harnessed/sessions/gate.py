@@ -18,7 +18,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +154,27 @@ class LeaseWaiter:
             await asyncio.wait_for(event.wait(), delay)
         return True
 
+    async def acquire(
+        self,
+        session: str,
+        take: Callable[[str], Awaitable[TurnLease | None]],
+        *,
+        wait: bool,
+        timeout: float | None,
+    ) -> TurnLease:
+        """A gate's ``acquire``: ``take(holder)`` (a lease, or ``None`` while another holds the
+        session) tried until it succeeds, ``timeout`` passes or, with ``wait=False``, once."""
+        holder = holder_id()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        attempt = 0
+        while True:
+            lease = await take(holder)
+            if lease is not None:
+                return lease
+            if not wait or not await self.until(session, deadline, attempt):
+                raise busy_error(session)
+            attempt += 1
+
     def released(self, session: str) -> None:
         event = self._released.pop(session, None)
         if event is not None:
@@ -175,18 +196,15 @@ class InMemoryTurnGate:
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        attempt = 0
-        while True:
+        async def take(holder: str) -> TurnLease | None:
             now = time.time()
             current = self._leases.get(session)
-            if current is None or current.expires_at <= now:
-                lease = TurnLease(session, holder_id(), now + self.lease_seconds)
-                self._leases[session] = lease
-                return lease
-            if not wait or not await self._waiting.until(session, deadline, attempt):
-                raise busy_error(session)
-            attempt += 1
+            if current is not None and current.expires_at > now:
+                return None
+            lease = self._leases[session] = TurnLease(session, holder, now + self.lease_seconds)
+            return lease
+
+        return await self._waiting.acquire(session, take, wait=wait, timeout=timeout)
 
     async def renew(self, lease: TurnLease) -> TurnLease:
         current = self._leases.get(lease.session)
@@ -220,6 +238,12 @@ async def _off_loop(fn: Callable[..., _T], *args: object) -> _T:
     return await asyncio.get_running_loop().run_in_executor(_lease_executor(), fn, *args)
 
 
+@functools.lru_cache(maxsize=4096)
+def _lease_path(root: Path, session: str) -> Path:
+    digest = hashlib.sha256(session.encode()).hexdigest()[:32]
+    return root / f"{digest}.lease"
+
+
 class FileTurnGate:
     """Leases in files under ``root``: one small JSON file per session, changed only under an
     exclusive ``flock``, so processes on one machine (or one shared POSIX filesystem) agree.
@@ -244,30 +268,17 @@ class FileTurnGate:
         self.root = Path(root)
         self.lease_seconds = lease_seconds
         self._waiting = LeaseWaiter(poll_interval)
-        self._paths: dict[str, Path] = {}
 
     def path_for(self, session: str) -> Path:
-        path = self._paths.get(session)
-        if path is None:
-            if len(self._paths) >= 4096:
-                self._paths.clear()  # a bound, not a cache policy: paths are cheap to redo
-            digest = hashlib.sha256(session.encode()).hexdigest()[:32]
-            path = self._paths[session] = self.root / f"{digest}.lease"
-        return path
+        return _lease_path(self.root, session)
 
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        holder = holder_id()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        attempt = 0
-        while True:
-            lease = await self._locked_op(self._take, session, session, holder)
-            if lease is not None:
-                return lease
-            if not wait or not await self._waiting.until(session, deadline, attempt):
-                raise busy_error(session)
-            attempt += 1
+        async def take(holder: str) -> TurnLease | None:
+            return await self._locked_op(self._take, session, session, holder)
+
+        return await self._waiting.acquire(session, take, wait=wait, timeout=timeout)
 
     async def renew(self, lease: TurnLease) -> TurnLease:
         return await self._locked_op(self._renew, lease.session, lease)

@@ -8,15 +8,11 @@ crashed or hangs stops renewing, and its lease is free ``lease_seconds`` later.
 
 from __future__ import annotations
 
-import time
-
 from harnessed.sessions.gate import (
     DEFAULT_LEASE_SECONDS,
     LeaseLostError,
     LeaseWaiter,
     TurnLease,
-    busy_error,
-    holder_id,
 )
 from harnessed.stores.postgres.connection import PostgresStore
 
@@ -72,18 +68,13 @@ class PostgresTurnGate:
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        holder = holder_id()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        attempt = 0
-        while True:
+        async def take(holder: str) -> TurnLease | None:
             async with self.store.connection("leases") as conn:
                 cursor = await conn.execute(_TAKE, (session, holder, self.lease_seconds))
                 row = await cursor.fetchone()
-            if row is not None:
-                return TurnLease(session, holder, float(row[0]))
-            if not wait or not await self._waiting.until(session, deadline, attempt):
-                raise busy_error(session)
-            attempt += 1
+            return None if row is None else TurnLease(session, holder, float(row[0]))
+
+        return await self._waiting.acquire(session, take, wait=wait, timeout=timeout)
 
     async def renew(self, lease: TurnLease) -> TurnLease:
         async with self.store.connection("renewals") as conn:
