@@ -4,10 +4,20 @@
 * :mod:`.base` — events, session log records, the state, work that yields events;
 * :mod:`.model_step` — preparing a request and streaming the model's answer;
 * :mod:`.tool_step` — approving and running tool calls, committing the step;
+* :mod:`.fair` — cooperative time slicing: runs sharing an event loop take turns with the
+  rest of its work;
 * :mod:`.run` — the call from start to end: safe points, steering, interrupts, failures.
 """
 
+from harnessed.loop.fair import DEFAULT_TIME_SLICE, checkpoint, set_time_slice, time_slice
 from harnessed.loop.host import LoopHost
 from harnessed.loop.run import AgentRun
 
-__all__ = ["AgentRun", "LoopHost"]
+__all__ = [
+    "DEFAULT_TIME_SLICE",
+    "AgentRun",
+    "LoopHost",
+    "checkpoint",
+    "set_time_slice",
+    "time_slice",
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -10,6 +11,7 @@ from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
+from harnessed.loop.fair import checkpoint
 from harnessed.loop.host import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
 from harnessed.loop.inbox import EventInbox
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
@@ -147,7 +149,7 @@ class RunBase:
 
         An interrupt (``control``) cancels ``work`` and raises :class:`Interrupted`.
         """
-        task = self._work = asyncio.ensure_future(work)
+        task = self._work = asyncio.ensure_future(_in_turn(work))
         stop = (
             asyncio.ensure_future(self.control.wait_interrupted())
             if self.control is not None
@@ -200,3 +202,14 @@ class RunBase:
         tool_messages = [result_msg(self._interrupted_result(c)) for c in calls]
         self.record_messages(*(tool_messages if logged else [message, *tool_messages]))
         self.state.append(message, *tool_messages)
+
+
+async def _in_turn(work: Awaitable[T]) -> T:
+    """``work`` once the loop's checkpoint lets it go (see :mod:`harnessed.loop.fair`)."""
+    try:
+        await checkpoint()
+    except BaseException:
+        if inspect.iscoroutine(work):
+            work.close()  # never started: no "never awaited" warning
+        raise
+    return await work

@@ -27,6 +27,7 @@ from harnessed.events import (
     MaxItersEvent,
     RunStatus,
 )
+from harnessed.loop.fair import checkpoint
 from harnessed.loop.host import Interrupted, quietly
 from harnessed.loop.model_step import ModelSteps
 from harnessed.loop.tool_step import ToolSteps
@@ -46,6 +47,7 @@ class AgentRun(ModelSteps, ToolSteps):
     async def execute(self, messages: list[Msg]) -> AsyncGenerator[Event, None]:
         """Run the call; capabilities observe its events and hear how it ended."""
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        await checkpoint()
         self.state = await self._load_state()
         self.call = CallContext(
             agent_name=self.agent.name,
@@ -61,6 +63,7 @@ class AgentRun(ModelSteps, ToolSteps):
         if not (caps.on_event or caps.after_call):
             async with contextlib.aclosing(self._execute(messages)) as events:
                 async for event in events:
+                    await checkpoint()
                     yield event
             return
         end = CallEnd("closed")
@@ -71,6 +74,7 @@ class AgentRun(ModelSteps, ToolSteps):
                         caps.observe(self.call, event)
                     if isinstance(event, AgentEndEvent) and event.source is None:
                         end = CallEnd(event.status, event.reply, event.iterations)
+                    await checkpoint()
                     yield event
         except GeneratorExit:
             raise

@@ -23,6 +23,7 @@ from harnessed.models.base import (
     TextDelta,
     ThinkingDelta,
     ToolCallReady,
+    ToolSchema,
     Usage,
 )
 from harnessed.models.errors import ContextOverflowError, ModelError
@@ -65,6 +66,8 @@ class ScriptedResponse:
         object.__setattr__(self, "usage", usage)
         object.__setattr__(self, "stop_reason", stop_reason)
 
+
+_MEMO_SIZE = 4096
 
 ScriptItem: TypeAlias = "str | ScriptedResponse | Msg | BaseException"
 Responder: TypeAlias = Callable[[ModelRequest], "ScriptItem | Awaitable[ScriptItem]"]
@@ -115,6 +118,10 @@ class ScriptedModel:
         self.script: list[ScriptItem] = list(script)
         self.requests: list[ModelRequest] = []
         """Every request received, in order (including ones that raised)."""
+        self._sizes: dict[int, tuple[object, int]] = {}
+        """Token counts of messages and tool schemas seen before, by identity (both are
+        immutable, and the agent sends the same objects again): a served scripted model
+        costs what a remote one does, not a recount of the whole request each time."""
 
     @property
     def name(self) -> str:
@@ -138,11 +145,21 @@ class ScriptedModel:
 
     def estimate(self, request: ModelRequest) -> int:
         """The estimated input size of ``request`` in tokens (messages plus tool schemas)."""
-        total = sum(self.estimator.count_message(m) for m in request.messages)
-        for schema in request.tools:
-            total += self.estimator.count_text(f"{schema.name} {schema.description}")
-            total += self.estimator.count_text(str(dict(schema.parameters)))
-        return total
+        return sum(map(self._size, request.messages)) + sum(map(self._size, request.tools))
+
+    def _size(self, item: Msg | ToolSchema) -> int:
+        known = self._sizes.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        if isinstance(item, Msg):
+            size = self.estimator.count_message(item)
+        else:
+            size = self.estimator.count_text(f"{item.name} {item.description}")
+            size += self.estimator.count_text(str(dict(item.parameters)))
+        if len(self._sizes) >= _MEMO_SIZE:
+            self._sizes.clear()
+        self._sizes[id(item)] = (item, size)
+        return size
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessed.events import AgentEndEvent, Event
+from harnessed.loop.fair import checkpoint
 from harnessed.messages import Msg, new_id
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import RecordType, SessionKey
@@ -270,6 +271,7 @@ class AgentSession:
         while self._queue:
             turn = self._queue[0]
             try:
+                await checkpoint()  # a server keeps taking requests while turns start
                 lease = turn.lease or await self.gate.acquire(self.gate_key)
             except BaseException as exc:
                 self._queue.popleft()

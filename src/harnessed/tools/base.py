@@ -54,9 +54,17 @@ class Tool:
     """The tool may destroy data: it asks for confirmation even when no permission mode or
     rules are configured (with permissions on it is decided like any tool that changes things)."""
 
+    _schema: ToolSchema | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:  # one schema object per tool, sent with every request
+        object.__setattr__(
+            self, "_schema", ToolSchema(self.name, self.description, self.parameters)
+        )
+
     @property
     def schema(self) -> ToolSchema:
-        return ToolSchema(self.name, self.description, self.parameters)
+        assert self._schema is not None
+        return self._schema
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Validate ``arguments`` and run the function (sync functions run in a thread).
