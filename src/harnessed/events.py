@@ -45,7 +45,12 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, Msg):
         return value.to_dict()
     if isinstance(value, ToolUseBlock | ToolResultBlock):
@@ -71,9 +76,15 @@ class EventBase:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type}
-        for f in dataclasses.fields(self):
-            data[f.name] = _plain(getattr(self, f.name))
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))
+        for name in names:
+            data[name] = _plain(getattr(self, name))
         return data
+
+
+_FIELD_NAMES: dict[type[EventBase], tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -4,6 +4,7 @@ they have used up a slice, take turns in order, and lose nothing when cancelled.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import time
 from collections.abc import Iterator
@@ -166,6 +167,6 @@ async def test_concurrent_agent_runs_stream_in_turns(tmp_path):
     fair = await order()
     set_time_slice(None)
     plain = await order()
-    switches = sum(x != y for x, y in zip(fair, fair[1:], strict=False))
+    switches = sum(x != y for x, y in itertools.pairwise(fair))
     assert switches >= 10
-    assert sum(x != y for x, y in zip(plain, plain[1:], strict=False)) <= 1
+    assert sum(x != y for x, y in itertools.pairwise(plain)) <= 1

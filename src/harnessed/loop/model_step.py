@@ -20,7 +20,7 @@ from harnessed.events import (
     ToolCallEvent,
 )
 from harnessed.loop.base import RunBase
-from harnessed.loop.host import Interrupted, close_stream, quietly
+from harnessed.loop.host import Interrupted, close_stream
 from harnessed.messages import ContentBlock, Msg, TextBlock, ToolUseBlock, new_id
 from harnessed.models.base import (
     ModelEvent,
@@ -183,18 +183,39 @@ class ModelSteps(RunBase):
     async def _next_chunk(
         self, stream: AsyncIterator[ModelEvent], stop: asyncio.Future[Any] | None
     ) -> ModelEvent | None:
-        """The stream's next chunk (``None`` at its end); an interrupt (``stop``) wins."""
+        """The stream's next chunk (``None`` at its end); an interrupt (``stop``) wins.
+
+        An interrupt that comes while the stream is waiting cancels the wait (as
+        :func:`asyncio.timeout` does), so a chunk costs no task of its own."""
         if stop is None:
             return await anext(stream, None)
         if stop.done():
             raise Interrupted
-        chunk = asyncio.ensure_future(anext(stream, None))
-        await asyncio.wait({chunk, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if chunk.done():
-            return chunk.result()
-        chunk.cancel()
-        await quietly(chunk)
-        raise Interrupted
+        task = asyncio.current_task()
+        assert task is not None
+        waiting = True
+        cut = False
+
+        def interrupt(_: object) -> None:
+            nonlocal cut
+            if waiting:  # not after the chunk came: the callback runs a pass later
+                cut = True
+                task.cancel()
+
+        stop.add_done_callback(interrupt)
+        try:
+            chunk = await anext(stream, None)
+        except asyncio.CancelledError:
+            if cut and task.uncancel() == 0:  # our cancel, nobody else's
+                raise Interrupted from None
+            raise
+        finally:
+            waiting = False
+            stop.remove_done_callback(interrupt)
+        if cut:  # the stream swallowed the cancel and went on: the interrupt still wins
+            task.uncancel()
+            raise Interrupted
+        return chunk
 
     def _save_partial(self, model_call_id: str, text: str, calls: list[ToolUseBlock]) -> None:
         """Keep what the model streamed before the interrupt: its text so far, and its

@@ -1,0 +1,93 @@
+"""An interrupt cuts a model stream that is waiting for its next chunk; a stream that
+swallows the cut still ends the turn; a cancellation from outside stays a cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from harnessed import HarnessAgent, Msg, RuntimeContext
+from harnessed.events import AgentEndEvent, TextDeltaEvent
+from harnessed.models import ModelRequest
+from harnessed.models.base import ModelEvent, ModelResponse, TextDelta, Usage
+from harnessed.sessions.control import TurnControl
+
+CTX = RuntimeContext("u1", "s1")
+
+
+class StubbornModel:
+    """Streams a word, then waits; a cancelled wait is swallowed once and the stream goes
+    on with another word (a provider client that retries on cancellation)."""
+
+    name = "stubborn"
+    context_window = None
+    max_output_tokens = None
+
+    def __init__(self, *, swallow: bool) -> None:
+        self.swallow = swallow
+        self.waiting = asyncio.Event()
+        self.swallowed = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta("first ")
+        try:
+            self.waiting.set()
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            if not self.swallow:
+                raise
+            self.swallowed += 1
+        yield TextDelta("second ")
+        yield ModelResponse(
+            message=Msg.assistant("first second"),
+            usage=Usage(input_tokens=1, output_tokens=2),
+            stop_reason="end_turn",
+            model=self.name,
+        )
+
+
+async def run_until_waiting(
+    agent: HarnessAgent, model: StubbornModel, control: TurnControl
+) -> tuple[asyncio.Task[list[object]], list[object]]:
+    seen: list[object] = []
+
+    async def consume() -> list[object]:
+        async for event in agent.stream_events("go", CTX, control=control):
+            seen.append(event)
+        return seen
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(model.waiting.wait(), 5)
+    return task, seen
+
+
+@pytest.mark.parametrize("swallow", [False, True])
+async def test_an_interrupt_cuts_a_stream_waiting_for_its_next_chunk(swallow: bool) -> None:
+    model = StubbornModel(swallow=swallow)
+    agent = HarnessAgent("stubborn", model)
+    control = TurnControl()
+    task, _ = await run_until_waiting(agent, model, control)
+    control.interrupt()
+    events = await asyncio.wait_for(task, 5)
+    end = events[-1]
+    assert isinstance(end, AgentEndEvent) and end.status == "interrupted"
+    assert model.swallowed == int(swallow)
+    texts = [e.text for e in events if isinstance(e, TextDeltaEvent)]
+    assert texts == ["first "]  # what came after the cut is not shown
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
+    await asyncio.sleep(0.01)  # the run's task was not left with a cancel pending
+    assert not task.cancelled()
+
+
+async def test_a_cancel_from_outside_is_not_taken_for_an_interrupt() -> None:
+    model = StubbornModel(swallow=False)
+    agent = HarnessAgent("stubborn", model)
+    control = TurnControl()
+    task, seen = await run_until_waiting(agent, model, control)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not any(isinstance(e, AgentEndEvent) for e in seen)
