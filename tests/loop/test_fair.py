@@ -53,7 +53,7 @@ async def steps_before_outside_work(runs: int, step: float) -> int:
     return outside[0]
 
 
-async def test_outside_work_waits_for_a_few_run_steps_not_for_every_run():
+async def test_outside_work_waits_for_a_few_run_steps_not_for_every_run() -> None:
     fair = await steps_before_outside_work(runs=100, step=0.001)
     set_time_slice(None)
     unfair = await steps_before_outside_work(runs=100, step=0.001)
@@ -79,14 +79,14 @@ async def largest_lead(runs: int, steps: int) -> int:
     return max(lead[len(lead) // 4 : -len(lead) // 4])
 
 
-async def test_runs_take_turns_in_order_and_all_finish():
+async def test_runs_take_turns_in_order_and_all_finish() -> None:
     # a run goes on while the slice lasts (2 ms: about four steps), then joins the line
     assert await largest_lead(20, 30) <= 6
     set_time_slice(None)
     assert await largest_lead(20, 30) == 30  # without checkpoints: one run after another
 
 
-async def test_a_cancelled_run_in_line_does_not_hold_up_the_others():
+async def test_a_cancelled_run_in_line_does_not_hold_up_the_others() -> None:
     first_in_line = asyncio.Event()
 
     async def hog() -> None:
@@ -109,7 +109,7 @@ async def test_a_cancelled_run_in_line_does_not_hold_up_the_others():
         await cancelled
 
 
-async def test_a_run_cancelled_after_its_turn_came_passes_the_turn_on():
+async def test_a_run_cancelled_after_its_turn_came_passes_the_turn_on() -> None:
     async def hog() -> None:
         await checkpoint()
         busy(0.01)
@@ -123,7 +123,7 @@ async def test_a_run_cancelled_after_its_turn_came_passes_the_turn_on():
     await asyncio.wait_for(asyncio.gather(*waiters[20:]), 2)
 
 
-async def test_with_checkpoints_off_a_checkpoint_never_suspends():
+async def test_with_checkpoints_off_a_checkpoint_never_suspends() -> None:
     set_time_slice(None)
     assert time_slice() is None
     ran: list[bool] = []
@@ -136,13 +136,13 @@ async def test_with_checkpoints_off_a_checkpoint_never_suspends():
 
 
 @pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, "2ms", True])
-def test_a_bad_time_slice_is_refused(bad: object):
+def test_a_bad_time_slice_is_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="time slice"):
         set_time_slice(bad)  # type: ignore[arg-type]
     assert time_slice() == DEFAULT_TIME_SLICE
 
 
-async def test_concurrent_agent_runs_stream_in_turns(tmp_path):
+async def test_concurrent_agent_runs_stream_in_turns() -> None:
     """Two calls on one loop whose model streams without pausing: with checkpoints their
     text arrives interleaved; without, one call's whole stream comes first."""
 
