@@ -13,10 +13,8 @@ unchanged (with the body it already read), so those answers stay exactly the fra
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from fastapi import HTTPException
 from fastapi.exception_handlers import http_exception_handler
@@ -123,9 +121,8 @@ async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:
 
 def _message_in(body: bytes) -> MessageIn | None:
     try:
-        data: Any = json.loads(body)
-        return MessageIn.model_validate(data)
-    except (ValueError, ValidationError):  # JSONDecodeError and UnicodeDecodeError too
+        return MessageIn.model_validate_json(body)
+    except (ValueError, ValidationError):  # not JSON, not UTF-8, or not a valid message
         return None
 
 

@@ -34,64 +34,93 @@ _MAX_BATCH = 4096
 class _Share:
     """The checkpoint line of one event loop."""
 
-    __slots__ = ("batch", "batch_started", "deadline", "loop", "queue", "scheduled")
+    __slots__ = (
+        "batch",
+        "bounced",
+        "deadline",
+        "fitted",
+        "fresh",
+        "front",
+        "loop",
+        "queue",
+        "scheduled",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.queue: deque[asyncio.Future[None]] = deque()
+        self.front: deque[asyncio.Future[None]] = deque()
+        """Runs let through whose slice had ended before they ran: first in line again."""
         self.deadline: float | None = None
-        """When the slice of this pass of the loop ends (``None``: no slice is open)."""
+        """When the open slice ends (``None``: none is open)."""
+        self.fresh = False
+        """The next run let through opens a new slice (a batch gets a whole one)."""
         self.scheduled = False
         self.batch = 16
-        """How many runs in line one pass lets through (adapted to what fits in a slice)."""
-        self.batch_started: float | None = None
+        """How many runs one pass lets through (what fitted in the last slice)."""
+        self.fitted = 0
+        self.bounced = 0
 
     async def wait(self, slice_: float) -> None:
-        if self.queue:  # nobody overtakes the line
-            await self._line_up(slice_)
+        if self.queue or self.front:  # nobody overtakes the line
+            await self._line_up(slice_, self.queue)
             return
         now = perf_counter()
         if self.deadline is None:  # the first checkpoint of this pass opens its slice
-            self.deadline = now + slice_
-            self.loop.call_soon(self._close_slice)
+            self._open(now, slice_)
         elif now >= self.deadline:
-            await self._line_up(slice_)
+            await self._line_up(slice_, self.queue)
+
+    def _open(self, now: float, slice_: float) -> None:
+        self.deadline = now + slice_
+        self.loop.call_soon(self._close_slice)
 
     def _close_slice(self) -> None:
         self.deadline = None
 
-    async def _line_up(self, slice_: float) -> None:
-        waiter = self.loop.create_future()
-        self.queue.append(waiter)
-        if not self.scheduled:
-            self.scheduled = True
-            self.loop.call_soon(self._release, slice_)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self._release_one()  # the place it was given passes to the next in line
-            raise
-        if self.batch_started is None:
-            self.batch_started = perf_counter()
+    async def _line_up(self, slice_: float, line: deque[asyncio.Future[None]]) -> None:
+        while True:
+            waiter = self.loop.create_future()
+            line.append(waiter)
+            if not self.scheduled:
+                self.scheduled = True
+                self.loop.call_soon(self._release)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._release_one()  # the place it was given passes to the next in line
+                raise
+            now = perf_counter()
+            if self.fresh or self.deadline is None:
+                self.fresh = False
+                self._open(now, slice_)
+            elif now >= self.deadline:  # the batch used the slice up before this one ran
+                self.bounced += 1
+                line = self.front
+                continue
+            self.fitted += 1
+            return
 
-    def _release(self, slice_: float) -> None:
-        """A later pass of the loop (it polled its sockets meanwhile): the next batch in line
-        goes on, sized by how long the last batch took."""
+    def _release(self) -> None:
+        """A later pass of the loop (it read its sockets meanwhile): the next batch goes on,
+        as many as fitted in the last slice (twice as many when all of them fitted)."""
         self.scheduled = False
-        if self.batch_started is not None:
-            took = perf_counter() - self.batch_started
-            self.batch_started = None
-            fitted = round(self.batch * slice_ / took) if took > 0 else _MAX_BATCH
-            self.batch = max(1, min(_MAX_BATCH, 2 * self.batch, fitted))  # grow slowly
-        woken = sum(self._release_one() for _ in range(min(self.batch, len(self.queue))))
-        if woken or self.queue:  # the next pass measures this batch and lets the next go
+        if self.fitted or self.bounced:
+            self.batch = max(1, self.fitted) if self.bounced else min(_MAX_BATCH, 2 * self.batch)
+            self.fitted = self.bounced = 0
+        woken = 0
+        while woken < self.batch and self._release_one():
+            woken += 1
+        if woken:
+            self.fresh = True
+        if woken or self.queue or self.front:  # the next pass counts this batch, goes on
             self.scheduled = True
-            self.loop.call_soon(self._release, slice_)
+            self.loop.call_soon(self._release)
 
     def _release_one(self) -> bool:
-        while self.queue:
-            waiter = self.queue.popleft()
+        while self.front or self.queue:
+            waiter = (self.front or self.queue).popleft()
             if not waiter.done():
                 waiter.set_result(None)
                 return True

@@ -127,8 +127,9 @@ class AgentSession:
         if input is None:
             raise ValueError("submit needs input; use resume() to continue without input")
         messages = input_messages(input)
-        fingerprint = _fingerprint(messages)
+        fingerprint = None
         if idempotency_key is not None:
+            fingerprint = _fingerprint(messages)
             if not isinstance(idempotency_key, str) or not 0 < len(idempotency_key) <= 200:
                 raise ValueError("idempotency_key must be a string of 1 to 200 characters")
             known = self._by_key.get(idempotency_key) or await self._logged_turn(idempotency_key)
