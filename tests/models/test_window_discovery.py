@@ -8,10 +8,18 @@ from typing import Any
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
+from harnessed.models import discovery
 from harnessed.models.discovery import DISCOVERY_DEADLINE, ask_window
 from harnessed.models.openai import OpenAIChatModel
 from tests.models.test_event_loops import openai_reply
 from tests.support.http_server import LocalServer, Recorded, Reply
+
+
+@pytest.fixture(autouse=True)
+def fresh_answers() -> None:
+    """Answers are cached per server address for the process, and a test server's port may
+    be one an earlier test's server had: every test starts without them."""
+    discovery._CACHE.clear()
 
 
 class Teller:
