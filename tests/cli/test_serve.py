@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from harnessed.cli import main
-from harnessed.cli.serve import parse_tokens
+from harnessed.cli.serve import parse_time_slice, parse_tokens
 from tests.cli.chat_app import harnessed_process
 from tests.gateway.helpers import free_socket, sse
 
@@ -72,3 +72,26 @@ def test_token_pairs_are_parsed_and_checked() -> None:
     }
     with pytest.raises(ValueError, match="TOKEN=USER"):
         parse_tokens(["just-a-token"], {})
+
+
+def test_time_slice_is_set_for_the_server_or_refused_clearly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import uvicorn
+
+    from harnessed.loop import DEFAULT_TIME_SLICE, set_time_slice, time_slice
+
+    monkeypatch.setenv("CHAT_TEST_WORKSPACE", str(tmp_path))
+    served: list[float | None] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(time_slice()))
+    base = ["serve", "--agent", "tests.cli.chat_app:make_agent", "--token", "first-token-1=a"]
+    try:
+        assert main([*base, "--time-slice", "0.005"]) == 0
+        assert main([*base, "--time-slice", "off"]) == 0
+        assert served == [0.005, None]
+        for bad in ("fast", "0", "-1", "inf"):
+            assert main([*base, "--time-slice", bad]) == 2
+            assert "--time-slice must be" in capsys.readouterr().out
+    finally:
+        set_time_slice(DEFAULT_TIME_SLICE)
+    assert parse_time_slice(" OFF ") is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -38,7 +39,29 @@ def register(sub: Any) -> None:
     serve.add_argument(
         "--max-body-bytes", type=int, default=1_000_000, help="largest request body accepted"
     )
+    serve.add_argument(
+        "--time-slice",
+        default=None,
+        metavar="SECONDS|off",
+        help="how long agent runs may keep the event loop busy before they let it read new "
+        "requests (default 0.002; off: no checkpoints)",
+    )
     serve.set_defaults(handler=_serve)
+
+
+def parse_time_slice(text: str) -> float | None:
+    """``--time-slice``: a positive number of seconds, or ``off`` (``None``)."""
+    if text.strip().lower() == "off":
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(
+            f"--time-slice must be a number of seconds (like 0.002) or off, got {text!r}"
+        ) from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(f"--time-slice must be a positive number of seconds, got {text!r}")
+    return seconds
 
 
 def parse_tokens(items: list[str], env: Mapping[str, str]) -> dict[str, str]:
@@ -88,6 +111,10 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
         return 2
     try:
         app = build_app(args, os.environ)
+        if args.time_slice is not None:
+            from harnessed.loop.fair import set_time_slice
+
+            set_time_slice(parse_time_slice(args.time_slice))
     except (ValueError, TypeError, ImportError) as exc:
         console.print(f"[red]cannot serve:[/] {exc}")
         return 2
