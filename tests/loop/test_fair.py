@@ -4,15 +4,17 @@ they have used up a slice, take turns in order, and lose nothing when cancelled.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import math
 import time
+import weakref
 from collections.abc import Iterator
 
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.loop import DEFAULT_TIME_SLICE, checkpoint, set_time_slice, time_slice
+from harnessed.loop import DEFAULT_TIME_SLICE, checkpoint, fair, set_time_slice, time_slice
 from harnessed.models.scripted import ScriptedModel
 
 
@@ -170,3 +172,38 @@ async def test_concurrent_agent_runs_stream_in_turns() -> None:
     switches = sum(x != y for x, y in itertools.pairwise(fair))
     assert switches >= 10
     assert sum(x != y for x, y in itertools.pairwise(plain)) <= 1
+
+
+def test_an_event_loop_that_ran_checkpoints_is_freed_when_dropped() -> None:
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(checkpoint())
+    dropped = weakref.ref(loop)
+    loop.close()
+    del loop
+    gc.collect()
+    assert dropped() is None  # nothing of the checkpoint line keeps it
+
+
+async def test_a_run_cancelled_while_waiting_in_line_logs_a_cancelled_end() -> None:
+    set_time_slice(0.001)
+    agent = HarnessAgent("a", ScriptedModel(["hello there, this is a reply"], chunk_size=2))
+    ctx = RuntimeContext("u", "s")
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in agent.stream_events("go", ctx):
+            seen.append(event.type)
+            busy(0.003)  # each event uses up the slice: the next checkpoint waits in line
+
+    task = asyncio.create_task(consume())
+    share = None
+    while share is None or not (share.queue or share.front):
+        await asyncio.sleep(0)
+        share = fair._shares.get(asyncio.get_running_loop())
+        assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    records = [(r.type, r.payload.get("status")) for r in await agent.session_log(ctx)]
+    assert records[-1] == ("run/end", "cancelled")
+    assert ("run/end", "closed") not in records

@@ -4,6 +4,7 @@ swallows the cut still ends the turn; a cancellation from outside stays a cancel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,6 +13,7 @@ from harnessed import HarnessAgent, Msg, RuntimeContext
 from harnessed.events import AgentEndEvent, TextDeltaEvent
 from harnessed.models import ModelRequest
 from harnessed.models.base import ModelEvent, ModelResponse, TextDelta, Usage
+from harnessed.models.errors import ModelError
 from harnessed.sessions.control import TurnControl
 
 CTX = RuntimeContext("u1", "s1")
@@ -25,8 +27,9 @@ class StubbornModel:
     context_window = None
     max_output_tokens = None
 
-    def __init__(self, *, swallow: bool) -> None:
+    def __init__(self, *, swallow: bool, wrap: bool = False) -> None:
         self.swallow = swallow
+        self.wrap = wrap
         self.waiting = asyncio.Event()
         self.swallowed = 0
 
@@ -35,7 +38,9 @@ class StubbornModel:
         try:
             self.waiting.set()
             await asyncio.sleep(3600)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            if self.wrap:  # a client that reports the cut as its own error
+                raise ModelError("the connection was aborted", provider="stubborn") from exc
             if not self.swallow:
                 raise
             self.swallowed += 1
@@ -91,3 +96,37 @@ async def test_a_cancel_from_outside_is_not_taken_for_an_interrupt() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not any(isinstance(e, AgentEndEvent) for e in seen)
+
+
+async def test_a_stream_that_reports_the_cut_as_its_own_error_still_ends_interrupted() -> None:
+    model = StubbornModel(swallow=False, wrap=True)
+    agent = HarnessAgent("stubborn", model)
+    control = TurnControl()
+    task, _ = await run_until_waiting(agent, model, control)
+    control.interrupt()
+    events = await asyncio.wait_for(task, 5)
+    end = events[-1]
+    assert isinstance(end, AgentEndEvent) and end.status == "interrupted"
+
+
+async def test_an_interrupt_works_in_a_task_that_once_swallowed_a_cancel() -> None:
+    model = StubbornModel(swallow=False)
+    agent = HarnessAgent("stubborn", model)
+    control = TurnControl()
+    ends: list[str] = []
+
+    async def consume() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(1)  # the task took the cancel and went on (cancelling() == 1)
+        async for event in agent.stream_events("go", CTX, control=control):
+            if isinstance(event, AgentEndEvent):
+                ends.append(event.status)
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(model.waiting.wait(), 5)
+    control.interrupt()
+    await asyncio.wait_for(task, 5)
+    assert ends == ["interrupted"]

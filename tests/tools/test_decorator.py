@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from enum import StrEnum
 from typing import Literal
 
@@ -105,3 +106,24 @@ def test_bad_tool_definitions_fail_at_decoration() -> None:
 
     with pytest.raises(ValueError, match="invalid"):
         tool(name="has space")(lambda: None)
+
+
+def test_a_tool_keeps_one_schema_object_and_a_subclass_still_has_one() -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    assert add.schema is add.schema  # sent with every request: built once
+    assert dataclasses.replace(add, description="Sum.").schema.description == "Sum."
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Labelled(Tool):
+        label: str = ""
+
+        def __post_init__(self) -> None:  # its own check, without calling Tool's
+            if not isinstance(self.label, str):
+                raise TypeError("label must be a string")
+
+    labelled = Labelled("t", "a tool", add.fn, add.args_model, parameters=add.parameters, label="x")
+    assert labelled.schema.name == "t" and labelled.schema is labelled.schema

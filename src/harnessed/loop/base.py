@@ -173,6 +173,8 @@ class RunBase:
             out.append(task.result())
         finally:
             task.remove_done_callback(pending.wake)
+            if self._work is task:  # the task's context refers back to this run
+                self._work = None
             if stop is not None:
                 stop.cancel()
             if not task.done():

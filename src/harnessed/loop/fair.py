@@ -41,13 +41,11 @@ class _Share:
         "fitted",
         "fresh",
         "front",
-        "loop",
         "queue",
         "scheduled",
     )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+    def __init__(self) -> None:
         self.queue: deque[asyncio.Future[None]] = deque()
         self.front: deque[asyncio.Future[None]] = deque()
         """Runs let through whose slice had ended before they ran: first in line again."""
@@ -73,18 +71,18 @@ class _Share:
 
     def _open(self, now: float, slice_: float) -> None:
         self.deadline = now + slice_
-        self.loop.call_soon(self._close_slice)
+        asyncio.get_running_loop().call_soon(self._close_slice)
 
     def _close_slice(self) -> None:
         self.deadline = None
 
     async def _line_up(self, slice_: float, line: deque[asyncio.Future[None]]) -> None:
         while True:
-            waiter = self.loop.create_future()
+            waiter = asyncio.get_running_loop().create_future()
             line.append(waiter)
             if not self.scheduled:
                 self.scheduled = True
-                self.loop.call_soon(self._release)
+                asyncio.get_running_loop().call_soon(self._release)
             try:
                 await waiter
             except asyncio.CancelledError:
@@ -116,7 +114,7 @@ class _Share:
             self.fresh = True
         if woken or self.queue or self.front:  # the next pass counts this batch, goes on
             self.scheduled = True
-            self.loop.call_soon(self._release)
+            asyncio.get_running_loop().call_soon(self._release)
 
     def _release_one(self) -> bool:
         while self.front or self.queue:
@@ -161,5 +159,5 @@ async def checkpoint() -> None:
     loop = asyncio.get_running_loop()
     share = _shares.get(loop)
     if share is None:
-        share = _shares[loop] = _Share(loop)
+        share = _shares[loop] = _Share()
     await share.wait(slice_)

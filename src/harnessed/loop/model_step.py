@@ -193,6 +193,7 @@ class ModelSteps(RunBase):
             raise Interrupted
         task = asyncio.current_task()
         assert task is not None
+        cancelling = task.cancelling()  # cancels asked before this wait are not ours
         waiting = True
         cut = False
 
@@ -205,10 +206,13 @@ class ModelSteps(RunBase):
         stop.add_done_callback(interrupt)
         try:
             chunk = await anext(stream, None)
-        except asyncio.CancelledError:
-            if cut and task.uncancel() == 0:  # our cancel, nobody else's
-                raise Interrupted from None
-            raise
+        except (Exception, asyncio.CancelledError) as exc:
+            if not cut:
+                raise
+            waiting = False
+            if task.uncancel() > cancelling and isinstance(exc, asyncio.CancelledError):
+                raise  # cancelled from outside as well: that wins
+            raise Interrupted from exc  # our cancel (or the stream's error for it)
         finally:
             waiting = False
             stop.remove_done_callback(interrupt)

@@ -59,32 +59,39 @@ class AgentRun(ModelSteps, ToolSteps):
             publish=self._publish,
             add_messages=self._add_messages,
         )
-        caps = self.caps
-        if not (caps.on_event or caps.after_call):
-            async with contextlib.aclosing(self._execute(messages)) as events:
-                async for event in events:
-                    await checkpoint()
-                    yield event
-            return
-        end = CallEnd("closed")
         try:
-            async with contextlib.aclosing(self._execute(messages)) as events:
-                async for event in events:
-                    if caps.on_event:
-                        caps.observe(self.call, event)
-                    if isinstance(event, AgentEndEvent) and event.source is None:
-                        end = CallEnd(event.status, event.reply, event.iterations)
-                    await checkpoint()
-                    yield event
-        except GeneratorExit:
-            raise
-        except (Exception, asyncio.CancelledError) as exc:
-            cancelled = isinstance(exc, asyncio.CancelledError)
-            end = CallEnd("cancelled" if cancelled else "error", error=exc)
-            raise
+            caps = self.caps
+            if not (caps.on_event or caps.after_call):
+                async with contextlib.aclosing(self._execute(messages)) as events:
+                    async for event in events:
+                        if not isinstance(event, AgentEndEvent):  # nothing runs after the end
+                            await _turn_of(events)
+                        yield event
+                return
+            end = CallEnd("closed")
+            try:
+                async with contextlib.aclosing(self._execute(messages)) as events:
+                    async for event in events:
+                        if caps.on_event:
+                            caps.observe(self.call, event)
+                        if isinstance(event, AgentEndEvent) and event.source is None:
+                            end = CallEnd(event.status, event.reply, event.iterations)
+                        if not isinstance(event, AgentEndEvent):
+                            await _turn_of(events)
+                        yield event
+            except GeneratorExit:
+                raise
+            except (Exception, asyncio.CancelledError) as exc:
+                cancelled = isinstance(exc, asyncio.CancelledError)
+                end = CallEnd("cancelled" if cancelled else "error", error=exc)
+                raise
+            finally:
+                if caps.after_call:
+                    await self._after_call(end)
         finally:
-            if caps.after_call:
-                await self._after_call(end)
+            # the call context's hooks and the approval flow's callbacks are bound methods of
+            # this run: without them the run is freed as its call ends, not at a full collection
+            del self.call, self.approvals
 
     async def _after_call(self, end: CallEnd) -> None:
         """Capabilities hear how the call ended. The stream has ended: what they emit now
@@ -296,3 +303,19 @@ class AgentRun(ModelSteps, ToolSteps):
             logger.exception(
                 "could not write the failure of run %s to the session log", self.run_id
             )
+
+
+async def _turn_of(events: AsyncGenerator[Event, None]) -> None:
+    """:func:`checkpoint` between two events of ``events``. A cancellation that comes while
+    the run waits in line is handed to the run first (it records a cancelled end, as when a
+    cancellation reaches it in its own work), then goes on."""
+    try:
+        await checkpoint()
+    except asyncio.CancelledError as exc:
+        try:
+            await events.athrow(exc)
+            while True:  # the run's last queued events: nobody reads them now
+                await anext(events)
+        except (asyncio.CancelledError, StopAsyncIteration):
+            pass
+        raise

@@ -275,10 +275,15 @@ class AgentSession:
                 await checkpoint()  # a server keeps taking requests while turns start
                 lease = turn.lease or await self.gate.acquire(self.gate_key)
             except BaseException as exc:
-                self._queue.popleft()
+                if self._queue and self._queue[0] is turn:
+                    self._queue.popleft()
                 turn.finish(exc)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
+                continue
+            if not self._queue or self._queue[0] is not turn:  # close() dropped it meanwhile
+                with contextlib.suppress(Exception):
+                    await self.gate.release(lease)
                 continue
             self._queue.popleft()
             self._current = turn

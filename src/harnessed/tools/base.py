@@ -63,8 +63,11 @@ class Tool:
 
     @property
     def schema(self) -> ToolSchema:
-        assert self._schema is not None
-        return self._schema
+        schema = self._schema
+        if schema is None:  # a subclass whose __post_init__ does not call this one
+            schema = ToolSchema(self.name, self.description, self.parameters)
+            object.__setattr__(self, "_schema", schema)
+        return schema
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Validate ``arguments`` and run the function (sync functions run in a thread).
