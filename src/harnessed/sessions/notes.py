@@ -139,7 +139,9 @@ async def listen_for_notes(
 
     Stopped by the event, never cancelled while collecting: notes taken from the gate are
     always applied (a cancelled collect could remove notes nobody applies)."""
-    interval = float(getattr(notes, "notes_poll_interval", NOTE_POLL_SECONDS))
+    interval = getattr(notes, "notes_poll_interval", NOTE_POLL_SECONDS)
+    if not isinstance(interval, int | float) or not interval > 0:
+        interval = NOTE_POLL_SECONDS  # a gate's bad setting must not spin the loop
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)
