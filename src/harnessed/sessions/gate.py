@@ -193,7 +193,7 @@ class InMemoryTurnGate:
             raise ValueError("InMemoryTurnGate.lease_seconds must be positive")
         self.lease_seconds = lease_seconds
         self._leases: dict[str, TurnLease] = {}
-        self._notes: dict[str, list[tuple[str, str]]] = {}
+        self._notes: dict[str, list[tuple[str, str, float]]] = {}
         self._waiting = LeaseWaiter(poll_interval)
 
     async def acquire(
@@ -234,7 +234,7 @@ class InMemoryTurnGate:
         line = encode_note(note)
         current = await self.holder(session)
         if current is not None:
-            self._notes.setdefault(session, []).append((current.holder, line))
+            self._notes.setdefault(session, []).append((current.holder, line, time.time()))
         return current
 
     async def collect(self, lease: TurnLease) -> list[dict[str, Any]]:
@@ -248,21 +248,27 @@ class InMemoryTurnGate:
         return mine
 
 
+STALE_NOTE_SECONDS = 60.0
+"""Notes left for a holder whose lease is gone are dropped once this old (by whoever collects
+next): younger ones wait, as their holder collects once more after giving its lease back."""
+
+
 def _sort_notes(
-    notes: list[tuple[str, str]], mine: str, live: str | None
-) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """``(holder, line)`` notes split into the ones for ``mine`` (decoded) and the ones kept
-    for the ``live`` holder; the rest (for holders whose lease is gone, or torn) are dropped."""
+    notes: list[tuple[str, str, float]], mine: str, live: str | None
+) -> tuple[list[dict[str, Any]], list[tuple[str, str, float]]]:
+    """``(holder, line, posted_at)`` notes split into the ones for ``mine`` (decoded) and the
+    ones kept for other holders: the ``live`` one's, and recent ones; older ones are dropped."""
     taken: list[dict[str, Any]] = []
-    kept: list[tuple[str, str]] = []
-    for holder, line in notes:
+    kept: list[tuple[str, str, float]] = []
+    stale = time.time() - STALE_NOTE_SECONDS
+    for holder, line, posted_at in notes:
         if holder == mine:
             with contextlib.suppress(ValueError):
                 note = json.loads(line)
                 if isinstance(note, dict):
                     taken.append(note)
-        elif holder == live:
-            kept.append((holder, line))
+        elif holder == live or posted_at > stale:
+            kept.append((holder, line, posted_at))
     return taken, kept
 
 
@@ -374,7 +380,7 @@ class FileTurnGate:
     def _post(self, fd: int, session: str, line: str) -> TurnLease | None:
         current = self._live(fd, session)
         if current is not None:
-            entry = json.dumps([current.holder, line]).encode() + b"\n"
+            entry = json.dumps([current.holder, line, time.time()]).encode() + b"\n"
             notes = os.open(
                 self.notes_path_for(session), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
             )
@@ -390,11 +396,11 @@ class FileTurnGate:
             raw = path.read_bytes()
         except FileNotFoundError:
             return []
-        waiting: list[tuple[str, str]] = []
+        waiting: list[tuple[str, str, float]] = []
         for row in raw.splitlines():
             with contextlib.suppress(ValueError, TypeError):  # torn by a crashed sender
-                holder, line = json.loads(row)
-                waiting.append((str(holder), str(line)))
+                holder, line, posted_at = json.loads(row)
+                waiting.append((str(holder), str(line), float(posted_at)))
         live = self._live(fd, lease.session)
         mine, kept = _sort_notes(waiting, lease.holder, live.holder if live else None)
         if kept:

@@ -85,7 +85,8 @@ class TurnNotes(Protocol):
 
     async def collect(self, lease: TurnLease) -> list[Note]:
         """Take (and remove) the notes addressed to ``lease``'s holder, oldest first; notes
-        left for holders whose lease is gone are dropped. Cheap when there are none."""
+        left for holders whose lease is gone are dropped once ``STALE_NOTE_SECONDS`` old (younger
+        ones wait for their holder's last collect). Cheap when there are none."""
         ...
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import harnessed.sessions.gate as gates
 from harnessed.sessions.gate import (
     DEFAULT_LEASE_SECONDS,
     LeaseLostError,
@@ -49,11 +50,12 @@ _POST = (
     " SELECT session, holder, %s FROM live)"
     " SELECT holder, expires_at FROM live"
 )
-# the holder's notes, and those left for holders whose lease is gone (dropped)
+# the holder's notes, and old ones left for holders whose lease is gone (dropped)
 _COLLECT = (
-    "DELETE FROM harnessed_turn_notes n WHERE n.session = %s AND (n.holder = %s OR NOT EXISTS"
-    " (SELECT 1 FROM harnessed_turns t WHERE t.session = n.session AND t.holder = n.holder"
-    f" AND t.expires_at > {_NOW})) RETURNING n.id, n.holder, n.note"
+    "DELETE FROM harnessed_turn_notes n WHERE n.session = %s AND (n.holder = %s OR"
+    f" (n.posted_at < {_NOW} - %s AND NOT EXISTS (SELECT 1 FROM harnessed_turns t"
+    f" WHERE t.session = n.session AND t.holder = n.holder AND t.expires_at > {_NOW})))"
+    " RETURNING n.id, n.holder, n.note"
 )
 
 
@@ -131,7 +133,9 @@ class PostgresTurnGate:
 
     async def collect(self, lease: TurnLease) -> list[Note]:
         async with self.store.connection("leases") as conn:
-            cursor = await conn.execute(_COLLECT, (lease.session, lease.holder))
+            cursor = await conn.execute(
+                _COLLECT, (lease.session, lease.holder, gates.STALE_NOTE_SECONDS)
+            )
             rows = await cursor.fetchall()
         notes: list[Note] = []
         for _, holder, line in sorted(rows):

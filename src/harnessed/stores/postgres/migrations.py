@@ -106,7 +106,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             id      bigserial PRIMARY KEY,
             session text NOT NULL,
             holder  text NOT NULL,
-            note    text NOT NULL
+            note    text NOT NULL,
+            posted_at double precision NOT NULL DEFAULT extract(epoch FROM clock_timestamp())
         );
         CREATE INDEX harnessed_turn_notes_session ON harnessed_turn_notes (session, holder);
         """,
