@@ -281,19 +281,24 @@ def create_app(
         "/v1/sessions/{session_id}/steer",
         response_model=SteerOut,
         status_code=202,
-        responses={**_NOT_FOUND, 409: {"model": Problem, "description": "No turn is running."}},
+        responses={
+            **_NOT_FOUND,
+            409: {"model": Problem, "description": "No turn of the session is running anywhere."},
+        },
         tags=["turns"],
     )
     async def steer(session: Owned, body: SteerIn) -> SteerOut:
-        """Give the running turn a message it reads at its next reasoning step."""
+        """Give the running turn a message it reads at its next reasoning step, wherever it
+        runs: a turn of another server process gets it within a quarter of a second
+        (``turn_id`` is then unknown here: null)."""
         try:
-            message = session.steer(body.text)
+            sent = await session.send_steer(body.text)
         except SessionIdleError as exc:
             raise HTTPException(409, str(exc)) from None
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
-        running = session.running
-        return SteerOut(message_id=message.id, turn_id=running.id if running else None)
+        assert sent.message_id is not None
+        return SteerOut(message_id=sent.message_id, turn_id=sent.turn_id)
 
     @app.post(
         "/v1/sessions/{session_id}/interrupt",
@@ -303,9 +308,10 @@ def create_app(
         tags=["turns"],
     )
     async def interrupt(session: Owned) -> InterruptOut:
-        """Stop the running turn at its next safe point (its progress is saved)."""
-        turn = session.interrupt()
-        return InterruptOut(interrupted=turn is not None, turn_id=turn.id if turn else None)
+        """Stop the running turn at its next safe point (its progress is saved), wherever it
+        runs (``turn_id`` is null for a turn of another server process)."""
+        sent = await session.send_interrupt()
+        return InterruptOut(interrupted=sent is not None, turn_id=sent.turn_id if sent else None)
 
     @app.get(
         "/v1/sessions/{session_id}/confirmations",

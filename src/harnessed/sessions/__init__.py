@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         TurnLease,
         default_turn_gate,
     )
+    from harnessed.sessions.notes import NOTE_POLL_SECONDS, Delivery, TurnNotes
     from harnessed.sessions.session import (
         AgentSession,
         IdempotencyConflictError,
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
     from harnessed.sessions.turn import Turn, TurnStatus
 
 __all__ = [
+    "NOTE_POLL_SECONDS",
     "AgentSession",
+    "Delivery",
     "SessionAccess",
     "FileTurnGate",
     "IdempotencyConflictError",
@@ -41,6 +44,7 @@ __all__ = [
     "TurnControl",
     "TurnGate",
     "TurnLease",
+    "TurnNotes",
     "TurnSlots",
     "TurnStatus",
     "default_turn_gate",
@@ -48,7 +52,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "NOTE_POLL_SECONDS": "harnessed.sessions.notes",
     "AgentSession": "harnessed.sessions.session",
+    "Delivery": "harnessed.sessions.notes",
     "FileTurnGate": "harnessed.sessions.gate",
     "IdempotencyConflictError": "harnessed.sessions.session",
     "InMemoryTurnGate": "harnessed.sessions.gate",
@@ -61,6 +67,7 @@ _LAZY = {
     "TurnControl": "harnessed.sessions.control",
     "TurnGate": "harnessed.sessions.gate",
     "TurnLease": "harnessed.sessions.gate",
+    "TurnNotes": "harnessed.sessions.notes",
     "TurnSlots": "harnessed.sessions.session",
     "TurnStatus": "harnessed.sessions.turn",
     "default_turn_gate": "harnessed.sessions.gate",

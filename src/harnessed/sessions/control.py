@@ -12,7 +12,14 @@ import asyncio
 
 from harnessed.messages import Msg
 
-__all__ = ["TurnControl"]
+__all__ = ["TurnControl", "steering_text"]
+
+
+def steering_text(text: object) -> str:
+    """``text`` checked as a steering message (non-blank text)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("a steering message must be non-blank text")
+    return text
 
 
 class TurnControl:
@@ -24,11 +31,12 @@ class TurnControl:
         self.reason: str | None = None
 
     # ------------------------------------------------------------- steering
-    def steer(self, text: str) -> Msg:
-        """Queue a user message the turn sees at its next reasoning step."""
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError("a steering message must be non-blank text")
-        message = Msg.user(text, metadata={"steer": True})
+    def steer(self, text: str, *, id: str | None = None) -> Msg:
+        """Queue a user message the turn sees at its next reasoning step (``id``: the
+        message's id, chosen by a sender in another process; a fresh one by default)."""
+        text = steering_text(text)
+        extra = {} if id is None else {"id": id}
+        message = Msg.user(text, metadata={"steer": True}, **extra)
         self._inbox.append(message)
         return message
 

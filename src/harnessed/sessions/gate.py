@@ -4,7 +4,9 @@ A turn holds a *lease* on its session while it runs. The holder renews the lease
 works; a holder that crashed (or hangs) stops renewing and loses the lease once it expires, so
 the session is never blocked for ever. :class:`FileTurnGate` keeps leases in small files beside
 a local workspace (processes on one machine); a shared deployment plugs in another
-:class:`TurnGate` (for example on PostgreSQL) without changing anything else.
+:class:`TurnGate` (for example on PostgreSQL) without changing anything else. The gates here
+also carry notes to a lease's holder (:class:`~harnessed.sessions.notes.TurnNotes`: steering
+and interrupts sent from another process).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 __all__ = [
     "FileTurnGate",
@@ -191,6 +193,7 @@ class InMemoryTurnGate:
             raise ValueError("InMemoryTurnGate.lease_seconds must be positive")
         self.lease_seconds = lease_seconds
         self._leases: dict[str, TurnLease] = {}
+        self._notes: dict[str, list[tuple[str, str, float]]] = {}
         self._waiting = LeaseWaiter(poll_interval)
 
     async def acquire(
@@ -219,6 +222,54 @@ class InMemoryTurnGate:
         if current is not None and current.holder == lease.holder:
             del self._leases[lease.session]
         self._waiting.released(lease.session)
+
+    # ----------------------------------------------------------------- notes
+    async def holder(self, session: str) -> TurnLease | None:
+        current = self._leases.get(session)
+        return current if current is not None and current.expires_at > time.time() else None
+
+    async def post(self, session: str, note: dict[str, Any]) -> TurnLease | None:
+        from harnessed.sessions.notes import encode_note
+
+        line = encode_note(note)
+        current = await self.holder(session)
+        if current is not None:
+            self._notes.setdefault(session, []).append((current.holder, line, time.time()))
+        return current
+
+    async def collect(self, lease: TurnLease) -> list[dict[str, Any]]:
+        waiting = self._notes.pop(lease.session, None)
+        if not waiting:
+            return []
+        live = await self.holder(lease.session)
+        mine, kept = _sort_notes(waiting, lease.holder, live.holder if live else None)
+        if kept:
+            self._notes[lease.session] = kept
+        return mine
+
+
+STALE_NOTE_SECONDS = 60.0
+"""Notes left for a holder whose lease is gone are dropped once this old (by whoever collects
+next): younger ones wait, as their holder collects once more after giving its lease back."""
+
+
+def _sort_notes(
+    notes: list[tuple[str, str, float]], mine: str, live: str | None
+) -> tuple[list[dict[str, Any]], list[tuple[str, str, float]]]:
+    """``(holder, line, posted_at)`` notes split into the ones for ``mine`` (decoded) and the
+    ones kept for other holders: the ``live`` one's, and recent ones; older ones are dropped."""
+    taken: list[dict[str, Any]] = []
+    kept: list[tuple[str, str, float]] = []
+    stale = time.time() - STALE_NOTE_SECONDS
+    for holder, line, posted_at in notes:
+        if holder == mine:
+            with contextlib.suppress(ValueError):
+                note = json.loads(line)
+                if isinstance(note, dict):
+                    taken.append(note)
+        elif holder == live or posted_at > stale:
+            kept.append((holder, line, posted_at))
+    return taken, kept
 
 
 _T = TypeVar("_T")
@@ -272,6 +323,11 @@ class FileTurnGate:
     def path_for(self, session: str) -> Path:
         return _lease_path(self.root, session)
 
+    def notes_path_for(self, session: str) -> Path:
+        """The file of notes to the session's holder (JSON lines, present only while notes
+        wait; changed only under the lease file's lock)."""
+        return _lease_path(self.root, session).with_suffix(".notes")
+
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
@@ -286,6 +342,74 @@ class FileTurnGate:
     async def release(self, lease: TurnLease) -> None:
         await self._locked_op(self._release, lease.session, lease)
         self._waiting.released(lease.session)
+
+    # ----------------------------------------------------------------- notes
+    async def holder(self, session: str) -> TurnLease | None:
+        return await self._locked_op(self._holder, session, session)
+
+    async def post(self, session: str, note: dict[str, Any]) -> TurnLease | None:
+        from harnessed.sessions.notes import encode_note
+
+        line = encode_note(note)
+        return await self._locked_op(self._post, session, session, line)
+
+    async def collect(self, lease: TurnLease) -> list[dict[str, Any]]:
+        try:  # the usual case, no notes: one stat, no lock
+            if os.stat(self.notes_path_for(lease.session)).st_size == 0:
+                return []
+        except FileNotFoundError:
+            return []
+        return await self._locked_op(self._collect, lease.session, lease)
+
+    def _live(self, fd: int, session: str) -> TurnLease | None:
+        current, _ = self._read(fd)
+        if current is None:
+            return None
+        holder = current.get("holder")
+        try:
+            expires_at = float(str(current.get("expires_at", 0)))
+        except ValueError:
+            return None
+        if not isinstance(holder, str) or expires_at <= time.time() or holder_is_gone(holder):
+            return None
+        return TurnLease(session, holder, expires_at)
+
+    def _holder(self, fd: int, session: str) -> TurnLease | None:
+        return self._live(fd, session)
+
+    def _post(self, fd: int, session: str, line: str) -> TurnLease | None:
+        current = self._live(fd, session)
+        if current is not None:
+            entry = json.dumps([current.holder, line, time.time()]).encode() + b"\n"
+            notes = os.open(
+                self.notes_path_for(session), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
+            )
+            try:
+                os.write(notes, entry)
+            finally:
+                os.close(notes)
+        return current
+
+    def _collect(self, fd: int, lease: TurnLease) -> list[dict[str, Any]]:
+        path = self.notes_path_for(lease.session)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        waiting: list[tuple[str, str, float]] = []
+        for row in raw.splitlines():
+            with contextlib.suppress(ValueError, TypeError):  # torn by a crashed sender
+                holder, line, posted_at = json.loads(row)
+                waiting.append((str(holder), str(line), float(posted_at)))
+        live = self._live(fd, lease.session)
+        mine, kept = _sort_notes(waiting, lease.holder, live.holder if live else None)
+        if kept:
+            tmp = path.with_suffix(".notes-tmp")
+            tmp.write_bytes(b"".join(json.dumps(list(k)).encode() + b"\n" for k in kept))
+            os.replace(tmp, path)
+        else:
+            path.unlink(missing_ok=True)
+        return mine
 
     # ---------------------------------------------------------------- files
     async def _locked_op(self, fn: Callable[..., _T], session: str, *args: object) -> _T:

@@ -23,8 +23,16 @@ from harnessed.loop.fair import checkpoint
 from harnessed.messages import Msg, new_id
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import RecordType, SessionKey
+from harnessed.sessions.control import steering_text
 from harnessed.sessions.gate import SessionBusyError, TurnGate, TurnLease
 from harnessed.sessions.lease import gate_key, keep_renewed
+from harnessed.sessions.notes import (
+    Delivery,
+    Note,
+    late_steering,
+    listen_for_notes,
+    notes_of,
+)
 from harnessed.sessions.turn import Turn
 
 if TYPE_CHECKING:
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentSession",
+    "Delivery",
     "IdempotencyConflictError",
     "NothingToResumeError",
     "SessionIdleError",
@@ -220,6 +229,38 @@ class AgentSession:
         turn.control.interrupt()
         return turn
 
+    async def send_steer(self, text: str) -> Delivery:
+        """Steer the running turn wherever it runs: here as :meth:`steer` does; in another
+        process (whose turn holds the session's lease) as a note it collects within
+        :data:`~harnessed.sessions.notes.NOTE_POLL_SECONDS` — the message keeps the id
+        returned here. Raises :class:`SessionIdleError` when no turn runs anywhere (and
+        ``ValueError`` for blank text)."""
+        turn = self._current
+        if turn is not None and not turn.done:
+            return Delivery(turn.id, turn.control.steer(text).id, elsewhere=False)
+        note = {"kind": "steer", "text": steering_text(text), "id": new_id("msg_")}
+        if await self._post(note):
+            return Delivery(None, note["id"], elsewhere=True)
+        raise SessionIdleError(
+            f"no turn is running in session {self.session_id!r}; submit a message instead"
+        )
+
+    async def send_interrupt(self) -> Delivery | None:
+        """Interrupt the running turn wherever it runs (see :meth:`send_steer`); ``None``
+        when no turn runs anywhere."""
+        turn = self.interrupt()
+        if turn is not None:
+            return Delivery(turn.id, None, elsewhere=False)
+        if await self._post({"kind": "interrupt", "reason": "the user stopped the turn"}):
+            return Delivery(None, None, elsewhere=True)
+        return None
+
+    async def _post(self, note: Note) -> bool:
+        """Leave ``note`` for the holder of the session's lease (``False``: nobody holds it,
+        or the gate carries no notes)."""
+        notes = notes_of(self.gate)
+        return notes is not None and await notes.post(self.gate_key, note) is not None
+
     @property
     def running(self) -> Turn | None:
         """The turn running now in this process."""
@@ -293,7 +334,7 @@ class AgentSession:
                 self._current = None
                 with contextlib.suppress(Exception):
                     await self.gate.release(lease)
-            late = turn.control.take_steering()
+            late = turn.control.take_steering() + await self._late_notes(lease)
             if late:  # steering that arrived as the turn ended becomes the next turn
                 follow = Turn(new_id("run_"), late)
                 self._queue.appendleft(follow)
@@ -305,6 +346,12 @@ class AgentSession:
             turn.control.interrupt("the turn lease was lost")
 
         heartbeat = asyncio.create_task(keep_renewed(self.gate, lease, lost))
+        notes, stop = notes_of(self.gate), asyncio.Event()
+        listener = (
+            None
+            if notes is None
+            else asyncio.create_task(listen_for_notes(notes, lease, turn.control, stop))
+        )
         ctx = RuntimeContext(self.user_id, self.session_id, run_id=turn.id, extras=self.extras)
         error: BaseException | None = None
         slots = self.slots.get() if self.slots is not None else None
@@ -330,7 +377,24 @@ class AgentSession:
             if slots is not None and turn.status != "queued":
                 slots.release()
             heartbeat.cancel()
-            turn.finish(error)
+            stop.set()  # the listener ends after the collect it may be in (notes never lost)
+            try:
+                if listener is not None:
+                    await asyncio.shield(listener)
+            finally:
+                turn.finish(error)
+
+    async def _late_notes(self, lease: TurnLease) -> list[Msg]:
+        """Steering notes that came for the turn as it ended (collected after the lease was
+        released, so none posted while it was held is missed); interrupts are stale now."""
+        notes = notes_of(self.gate)
+        if notes is None:
+            return []
+        try:
+            return late_steering(await notes.collect(lease))
+        except Exception:
+            logger.warning("could not collect the notes of %r", self, exc_info=True)
+            return []
 
     def _remember(self, key: str, turn: Turn) -> None:
         self._by_key[key] = turn

@@ -8,12 +8,17 @@ crashed or hangs stops renewing, and its lease is free ``lease_seconds`` later.
 
 from __future__ import annotations
 
+import contextlib
+import json
+
+import harnessed.sessions.gate as gates
 from harnessed.sessions.gate import (
     DEFAULT_LEASE_SECONDS,
     LeaseLostError,
     LeaseWaiter,
     TurnLease,
 )
+from harnessed.sessions.notes import Note, encode_note
 from harnessed.stores.postgres.connection import PostgresStore
 
 __all__ = ["PostgresTurnGate"]
@@ -32,10 +37,31 @@ _RENEW = (
     " WHERE session = %s AND holder = %s RETURNING expires_at"
 )
 _RELEASE = "DELETE FROM harnessed_turns WHERE session = %s AND holder = %s"
+_HOLDER = (
+    f"SELECT holder, expires_at FROM harnessed_turns WHERE session = %s AND expires_at > {_NOW}"
+)
+# the lease row is locked (FOR SHARE) while the note goes in: a release waits for the post,
+# and a post after a release finds no row, so a holder collecting after it released its lease
+# sees every note posted to it
+_POST = (
+    "WITH live AS (SELECT session, holder, expires_at FROM harnessed_turns"
+    f" WHERE session = %s AND expires_at > {_NOW} FOR SHARE),"
+    " posted AS (INSERT INTO harnessed_turn_notes (session, holder, note)"
+    " SELECT session, holder, %s FROM live)"
+    " SELECT holder, expires_at FROM live"
+)
+# the holder's notes, and old ones left for holders whose lease is gone (dropped)
+_COLLECT = (
+    "DELETE FROM harnessed_turn_notes n WHERE n.session = %s AND (n.holder = %s OR"
+    f" (n.posted_at < {_NOW} - %s AND NOT EXISTS (SELECT 1 FROM harnessed_turns t"
+    f" WHERE t.session = n.session AND t.holder = n.holder AND t.expires_at > {_NOW})))"
+    " RETURNING n.id, n.holder, n.note"
+)
 
 
 class PostgresTurnGate:
-    """A :class:`~harnessed.sessions.TurnGate` whose leases live in PostgreSQL.
+    """A :class:`~harnessed.sessions.TurnGate` whose leases live in PostgreSQL, with notes to
+    the holders (:class:`~harnessed.sessions.notes.TurnNotes`, table ``harnessed_turn_notes``).
 
     Args:
         store: The database (``PostgresStore.turn_gate()`` builds this).
@@ -90,3 +116,33 @@ class PostgresTurnGate:
         async with self.store.connection("leases") as conn:
             await conn.execute(_RELEASE, (lease.session, lease.holder))
         self._waiting.released(lease.session)
+
+    # ----------------------------------------------------------------- notes
+    async def holder(self, session: str) -> TurnLease | None:
+        async with self.store.connection("leases") as conn:
+            cursor = await conn.execute(_HOLDER, (session,))
+            row = await cursor.fetchone()
+        return None if row is None else TurnLease(session, str(row[0]), float(row[1]))
+
+    async def post(self, session: str, note: Note) -> TurnLease | None:
+        line = encode_note(note)
+        async with self.store.connection("leases") as conn:
+            cursor = await conn.execute(_POST, (session, line))
+            row = await cursor.fetchone()
+        return None if row is None else TurnLease(session, str(row[0]), float(row[1]))
+
+    async def collect(self, lease: TurnLease) -> list[Note]:
+        async with self.store.connection("leases") as conn:
+            cursor = await conn.execute(
+                _COLLECT, (lease.session, lease.holder, gates.STALE_NOTE_SECONDS)
+            )
+            rows = await cursor.fetchall()
+        notes: list[Note] = []
+        for _, holder, line in sorted(rows):
+            if holder != lease.holder:
+                continue
+            with contextlib.suppress(ValueError):
+                note = json.loads(line)
+                if isinstance(note, dict):
+                    notes.append(note)
+        return notes

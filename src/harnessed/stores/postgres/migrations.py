@@ -98,6 +98,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        3,
+        "notes to turn holders",
+        """
+        CREATE TABLE harnessed_turn_notes (
+            id      bigserial PRIMARY KEY,
+            session text NOT NULL,
+            holder  text NOT NULL,
+            note    text NOT NULL,
+            posted_at double precision NOT NULL DEFAULT extract(epoch FROM clock_timestamp())
+        );
+        CREATE INDEX harnessed_turn_notes_session ON harnessed_turn_notes (session, holder);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
