@@ -7,7 +7,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,19 +19,6 @@ from harnessed.sessions import (
     TurnGate,
     TurnLease,
 )
-from harnessed.stores.postgres import PostgresTurnGate
-from tests.support.postgres import postgres_store
-
-
-@pytest.fixture(params=["file", "memory", "postgres"])
-async def gate(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TurnGate]:
-    if request.param == "file":
-        yield FileTurnGate(tmp_path / "turns", lease_seconds=0.5, poll_interval=0.02)
-    elif request.param == "memory":
-        yield InMemoryTurnGate(lease_seconds=0.5, poll_interval=0.02)
-    else:
-        async for store in postgres_store():
-            yield PostgresTurnGate(store, lease_seconds=0.5, poll_interval=0.02)
 
 
 async def test_of_many_asking_at_once_exactly_one_gets_the_lease(gate: TurnGate) -> None:
