@@ -8,14 +8,13 @@ from harnessed.lazy import lazy_exports
 if TYPE_CHECKING:
     from harnessed.sessions.access import SessionAccess
     from harnessed.sessions.control import TurnControl
+    from harnessed.sessions.file_gate import FileTurnGate, default_turn_gate
     from harnessed.sessions.gate import (
-        FileTurnGate,
         InMemoryTurnGate,
         LeaseLostError,
         SessionBusyError,
         TurnGate,
         TurnLease,
-        default_turn_gate,
     )
     from harnessed.sessions.notes import NOTE_POLL_SECONDS, Delivery, TurnNotes
     from harnessed.sessions.session import (
@@ -55,7 +54,7 @@ _LAZY = {
     "NOTE_POLL_SECONDS": "harnessed.sessions.notes",
     "AgentSession": "harnessed.sessions.session",
     "Delivery": "harnessed.sessions.notes",
-    "FileTurnGate": "harnessed.sessions.gate",
+    "FileTurnGate": "harnessed.sessions.file_gate",
     "IdempotencyConflictError": "harnessed.sessions.session",
     "InMemoryTurnGate": "harnessed.sessions.gate",
     "LeaseLostError": "harnessed.sessions.gate",
@@ -70,7 +69,7 @@ _LAZY = {
     "TurnNotes": "harnessed.sessions.notes",
     "TurnSlots": "harnessed.sessions.session",
     "TurnStatus": "harnessed.sessions.turn",
-    "default_turn_gate": "harnessed.sessions.gate",
+    "default_turn_gate": "harnessed.sessions.file_gate",
     "open_session": "harnessed.sessions.session",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

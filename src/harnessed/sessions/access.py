@@ -37,7 +37,7 @@ class SessionAccess(SessionQueries):
         using it agrees), else leases in this process. Assign another before the first turn
         (a shared deployment's gate, or ``FileTurnGate(path, lease_seconds=...)``)."""
         if self._turn_gate is None:
-            from harnessed.sessions.gate import default_turn_gate  # imported on first use
+            from harnessed.sessions.file_gate import default_turn_gate  # imported on first use
 
             root = self.workspace.local_root if self.workspace is not None else None
             self._turn_gate = default_turn_gate(root)

@@ -1,0 +1,260 @@
+"""The default turn gate of a local workspace: leases (and the notes for their holders) in
+small files, changed only under an exclusive ``flock``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harnessed.sessions.gate import (
+    DEFAULT_LEASE_SECONDS,
+    InMemoryTurnGate,
+    LeaseLostError,
+    LeaseWaiter,
+    TurnGate,
+    TurnLease,
+    _sort_notes,
+    holder_is_gone,
+)
+
+__all__ = ["FileTurnGate", "default_turn_gate"]
+
+_T = TypeVar("_T")
+
+_LEASE_THREADS = 4
+
+
+@functools.cache
+def _lease_executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(_LEASE_THREADS, thread_name_prefix="harnessed-turn-gate")
+
+
+async def _off_loop(fn: Callable[..., _T], *args: object) -> _T:
+    """Run a lease operation that has to wait for a file lock on the gate's own threads: it
+    never waits behind the stores' file work (appends and fsyncs) queued on the default
+    executor."""
+    return await asyncio.get_running_loop().run_in_executor(_lease_executor(), fn, *args)
+
+
+@functools.lru_cache(maxsize=4096)
+def _lease_path(root: Path, session: str) -> Path:
+    digest = hashlib.sha256(session.encode()).hexdigest()[:32]
+    return root / f"{digest}.lease"
+
+
+class FileTurnGate:
+    """Leases in files under ``root``: one small JSON file per session, changed only under an
+    exclusive ``flock``, so processes on one machine (or one shared POSIX filesystem) agree.
+
+    An operation whose lock is free (the usual case: a lock is held for a few system calls)
+    runs at once on the event loop, a handful of system calls on a small local file, cheaper
+    than a hop to a thread; one that finds the lock taken by another process waits for it on
+    the gate's own threads, never on the loop.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        poll_interval: float = 0.1,
+    ) -> None:
+        if lease_seconds <= 0:
+            raise ValueError("FileTurnGate.lease_seconds must be positive")
+        if poll_interval <= 0:
+            raise ValueError("FileTurnGate.poll_interval must be positive")
+        self.root = Path(root)
+        self.lease_seconds = lease_seconds
+        self._waiting = LeaseWaiter(poll_interval)
+
+    def path_for(self, session: str) -> Path:
+        return _lease_path(self.root, session)
+
+    def notes_path_for(self, session: str) -> Path:
+        """The file of notes to the session's holder (JSON lines, present only while notes
+        wait; changed only under the lease file's lock)."""
+        return _lease_path(self.root, session).with_suffix(".notes")
+
+    async def acquire(
+        self, session: str, *, wait: bool = True, timeout: float | None = None
+    ) -> TurnLease:
+        async def take(holder: str) -> TurnLease | None:
+            return await self._locked_op(self._take, session, session, holder)
+
+        return await self._waiting.acquire(session, take, wait=wait, timeout=timeout)
+
+    async def renew(self, lease: TurnLease) -> TurnLease:
+        return await self._locked_op(self._renew, lease.session, lease)
+
+    async def release(self, lease: TurnLease) -> None:
+        await self._locked_op(self._release, lease.session, lease)
+        self._waiting.released(lease.session)
+
+    # ----------------------------------------------------------------- notes
+    async def holder(self, session: str) -> TurnLease | None:
+        return await self._locked_op(self._holder, session, session)
+
+    async def post(self, session: str, note: dict[str, Any]) -> TurnLease | None:
+        from harnessed.sessions.notes import encode_note
+
+        line = encode_note(note)
+        return await self._locked_op(self._post, session, session, line)
+
+    async def collect(self, lease: TurnLease) -> list[dict[str, Any]]:
+        try:  # the usual case, no notes: one stat, no lock
+            if os.stat(self.notes_path_for(lease.session)).st_size == 0:
+                return []
+        except FileNotFoundError:
+            return []
+        return await self._locked_op(self._collect, lease.session, lease)
+
+    def _live(self, fd: int, session: str) -> TurnLease | None:
+        current, _ = self._read(fd)
+        if current is None:
+            return None
+        holder = current.get("holder")
+        try:
+            expires_at = float(str(current.get("expires_at", 0)))
+        except ValueError:
+            return None
+        if not isinstance(holder, str) or expires_at <= time.time() or holder_is_gone(holder):
+            return None
+        return TurnLease(session, holder, expires_at)
+
+    def _holder(self, fd: int, session: str) -> TurnLease | None:
+        return self._live(fd, session)
+
+    def _post(self, fd: int, session: str, line: str) -> TurnLease | None:
+        current = self._live(fd, session)
+        if current is not None:
+            entry = json.dumps([current.holder, line, time.time()]).encode() + b"\n"
+            notes = os.open(
+                self.notes_path_for(session), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
+            )
+            try:
+                os.write(notes, entry)
+            finally:
+                os.close(notes)
+        return current
+
+    def _collect(self, fd: int, lease: TurnLease) -> list[dict[str, Any]]:
+        path = self.notes_path_for(lease.session)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        waiting: list[tuple[str, str, float]] = []
+        for row in raw.splitlines():
+            with contextlib.suppress(ValueError, TypeError):  # torn by a crashed sender
+                holder, line, posted_at = json.loads(row)
+                waiting.append((str(holder), str(line), float(posted_at)))
+        live = self._live(fd, lease.session)
+        mine, kept = _sort_notes(waiting, lease.holder, live.holder if live else None)
+        if kept:
+            tmp = path.with_suffix(".notes-tmp")
+            tmp.write_bytes(b"".join(json.dumps(list(k)).encode() + b"\n" for k in kept))
+            os.replace(tmp, path)
+        else:
+            path.unlink(missing_ok=True)
+        return mine
+
+    # ---------------------------------------------------------------- files
+    async def _locked_op(self, fn: Callable[..., _T], session: str, *args: object) -> _T:
+        """``fn(fd, *args)`` with the session's lease file locked: here when the lock is free,
+        on the gate's threads when another holder has it locked."""
+        fd = self._open(session)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return await _off_loop(self._blocking_op, fn, session, *args)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            return fn(fd, *args)
+        finally:
+            os.close(fd)  # closing drops the flock
+
+    def _blocking_op(self, fn: Callable[..., _T], session: str, *args: object) -> _T:
+        fd = self._open(session)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return fn(fd, *args)
+        finally:
+            os.close(fd)
+
+    def _open(self, session: str) -> int:
+        path = self.path_for(session)
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:  # the first lease here (or the folder was removed)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+    @staticmethod
+    def _read(fd: int) -> tuple[dict[str, object] | None, int]:
+        """The lease in the file (``None``: free) and the file's length."""
+        raw = os.pread(fd, 1 << 16, 0)
+        if not raw.strip():
+            return None, len(raw)
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return None, len(raw)  # a torn write by a crashed holder: the lease is free
+        return (data if isinstance(data, dict) else None), len(raw)
+
+    @staticmethod
+    def _write(fd: int, data: dict[str, object] | None, length: int) -> None:
+        """Overwrite the file in place, padded with spaces to its old length: truncating a
+        file costs the filesystem far more than this whole operation otherwise does."""
+        payload = json.dumps(data).encode() if data is not None else b""
+        os.pwrite(fd, payload.ljust(length), 0)
+
+    def _take(self, fd: int, session: str, holder: str) -> TurnLease | None:
+        current, length = self._read(fd)
+        now = time.time()
+        if (
+            current is not None
+            and float(str(current.get("expires_at", 0))) > now
+            and not holder_is_gone(current.get("holder"))
+        ):
+            return None
+        lease = TurnLease(session, holder, now + self.lease_seconds)
+        data = {"session": session, "holder": holder, "expires_at": lease.expires_at}
+        self._write(fd, data, length)
+        return lease
+
+    def _renew(self, fd: int, lease: TurnLease) -> TurnLease:
+        current, length = self._read(fd)
+        if current is None or current.get("holder") != lease.holder:
+            raise LeaseLostError(
+                f"the lease on session {lease.session!r} expired and was taken over"
+            )
+        renewed = TurnLease(lease.session, lease.holder, time.time() + self.lease_seconds)
+        data = {"session": lease.session, "holder": lease.holder, "expires_at": renewed.expires_at}
+        self._write(fd, data, length)
+        return renewed
+
+    def _release(self, fd: int, lease: TurnLease) -> None:
+        current, length = self._read(fd)
+        if current is not None and current.get("holder") == lease.holder:
+            self._write(fd, None, length)
+
+
+def default_turn_gate(local_root: Path | None) -> TurnGate:
+    """Lease files under ``<workspace>/.harnessed/turns`` for a local workspace (every process
+    using that workspace agrees); leases in this process otherwise."""
+    if local_root is not None:
+        return FileTurnGate(local_root / ".harnessed" / "turns")
+    return InMemoryTurnGate()
