@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harnessed.sessions import FileTurnGate, InMemoryTurnGate, TurnLease, TurnNotes
+from harnessed.sessions import FileTurnGate, InMemoryTurnGate, TurnLease, TurnNotes, file_gate
 from harnessed.sessions.gate import TurnGate
 
 
@@ -171,9 +171,52 @@ async def test_torn_note_lines_are_skipped(tmp_path: Path) -> None:
     with open(gate.notes_path_for("s"), "ab") as notes:
         notes.write(b'["half a li')  # a sender that died mid-write
     await gate.post("s", steer("after"))
-    # the torn bytes and the next line share a line: that line is lost, nothing else
-    assert await gate.collect(lease) == [steer("before")]
+    # every note starts on a line of its own: only the torn bytes are lost
+    assert await gate.collect(lease) == [steer("before"), steer("after")]
     await gate.release(lease)
+
+
+async def test_a_short_write_fails_the_post_and_loses_no_later_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = FileTurnGate(tmp_path, lease_seconds=5)
+    lease = await gate.acquire("s")
+    real_write = os.write
+    writes: list[int] = []
+
+    def disk_fills_up(fd: int, data: bytes) -> int:  # half a note, then no room at all
+        writes.append(len(data))
+        if len(writes) > 1:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, bytes(data[: len(data) // 2]))
+
+    monkeypatch.setattr(file_gate.os, "write", disk_fills_up)
+    with pytest.raises(OSError, match="No space"):
+        await gate.post("s", steer("lost with the disk"))
+    monkeypatch.setattr(file_gate.os, "write", real_write)
+    await gate.post("s", steer("after"))
+    assert await gate.collect(lease) == [steer("after")]
+    await gate.release(lease)
+
+
+async def test_the_notes_file_stays_private_and_is_rewritten_only_when_it_changes(
+    tmp_path: Path,
+) -> None:
+    gate = FileTurnGate(tmp_path, lease_seconds=5)
+    first = await gate.acquire("s")
+    await gate.post("s", steer("for the first holder"))
+    await gate.release(first)  # its last collect has not come yet: the note is kept
+    second = await gate.acquire("s")
+    path = gate.notes_path_for("s")
+    await gate.post("s", steer("for the second"))
+    assert await gate.collect(second) == [steer("for the second")]
+    assert path.stat().st_mode & 0o777 == 0o600  # rewritten, still private
+    before = path.stat().st_mtime_ns
+    assert await gate.collect(second) == []
+    assert path.stat().st_mtime_ns == before  # nothing changed: not rewritten
+    assert await gate.collect(first) == [steer("for the first holder")]
+    assert not path.exists()
+    await gate.release(second)
 
 
 async def test_a_gate_without_notes_still_works() -> None:
@@ -212,3 +255,11 @@ async def test_a_gate_without_notes_still_works() -> None:
     assert not sent.elsewhere and sent.turn_id == turn.id
     assert (await session.send_interrupt()) is not None
     assert (await turn.result()).status == "interrupted"
+
+
+def test_the_largest_message_the_http_channel_takes_fits_in_a_note() -> None:
+    from harnessed.gateway.schemas import MAX_TEXT
+    from harnessed.sessions.notes import encode_note
+
+    widest = "\U0001f600" * MAX_TEXT  # every character escaped: 12 bytes each
+    assert len(encode_note({"kind": "steer", "text": widest, "id": "m1"})) > 12 * MAX_TEXT

@@ -137,12 +137,16 @@ class FileTurnGate:
     def _post(self, fd: int, session: str, line: str) -> TurnLease | None:
         current = self._live(fd, session)
         if current is not None:
-            entry = json.dumps([current.holder, line, time.time()]).encode() + b"\n"
+            # a leading newline ends a line torn by a sender that crashed (or hit a full
+            # disk) mid-append, so it never swallows this one (empty lines are skipped)
+            entry = b"\n" + json.dumps([current.holder, line, time.time()]).encode() + b"\n"
             notes = os.open(
                 self.notes_path_for(session), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
             )
             try:
-                os.write(notes, entry)
+                view = memoryview(entry)
+                while view:  # a short write (disk full) must not pass for a posted note
+                    view = view[os.write(notes, view) :]
             finally:
                 os.close(notes)
         return current
@@ -154,18 +158,21 @@ class FileTurnGate:
         except FileNotFoundError:
             return []
         waiting: list[tuple[str, str, float]] = []
-        for row in raw.splitlines():
+        rows = [row for row in raw.splitlines() if row.strip()]
+        for row in rows:
             with contextlib.suppress(ValueError, TypeError):  # torn by a crashed sender
                 holder, line, posted_at = json.loads(row)
                 waiting.append((str(holder), str(line), float(posted_at)))
         live = self._live(fd, lease.session)
         mine, kept = _sort_notes(waiting, lease.holder, live.holder if live else None)
-        if kept:
-            tmp = path.with_suffix(".notes-tmp")
-            tmp.write_bytes(b"".join(json.dumps(list(k)).encode() + b"\n" for k in kept))
-            os.replace(tmp, path)
-        else:
+        if not kept:
             path.unlink(missing_ok=True)
+        elif len(kept) < len(rows):  # rewritten only when a note (or a torn line) went
+            tmp = path.with_suffix(".notes-tmp")
+            tmp_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(tmp_fd, "wb") as out:  # private like the lease files
+                out.write(b"".join(json.dumps(list(k)).encode() + b"\n" for k in kept))
+            os.replace(tmp, path)
         return mine
 
     # ---------------------------------------------------------------- files

@@ -47,7 +47,7 @@ Note: TypeAlias = dict[str, Any]
 NOTE_POLL_SECONDS = 0.25
 """How often the holder of a turn collects its notes (a gate may set ``notes_poll_interval``)."""
 
-MAX_NOTE_BYTES = 1 << 20
+MAX_NOTE_BYTES = 2 << 20  # room for a 100,000-character message of escaped characters
 """The largest note a gate accepts (as JSON)."""
 
 

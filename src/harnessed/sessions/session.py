@@ -105,6 +105,7 @@ class AgentSession:
         self._current: Turn | None = None
         self._worker: asyncio.Task[None] | None = None
         self._listeners: set[asyncio.Queue[Event]] = set()
+        self._closing = False
         self.slots: TurnSlots | None = None
         """A limit on turns running at once in this process (set by a gateway)."""
 
@@ -299,14 +300,18 @@ class AgentSession:
 
     async def close(self) -> None:
         """Interrupt the running turn, drop the queued ones and wait for the worker."""
-        for turn in self._queue:
-            turn.finish(asyncio.CancelledError("the session was closed"))
-        self._queue.clear()
-        self.interrupt()
-        worker = self._worker
-        if worker is not None:
-            with contextlib.suppress(BaseException):
-                await worker
+        self._closing = True  # steering that comes as the turn ends starts no new turn
+        try:
+            for turn in self._queue:
+                turn.finish(asyncio.CancelledError("the session was closed"))
+            self._queue.clear()
+            self.interrupt()
+            worker = self._worker
+            if worker is not None:
+                with contextlib.suppress(BaseException):
+                    await worker
+        finally:
+            self._closing = False
 
     # ----------------------------------------------------------------- worker
     async def _work(self) -> None:
@@ -332,13 +337,30 @@ class AgentSession:
                 await self._run(turn, lease)
             finally:
                 self._current = None
-                with contextlib.suppress(Exception):
-                    await self.gate.release(lease)
+                await self._give_back(lease)
             late = turn.control.take_steering() + await self._late_notes(lease)
             if late:  # steering that arrived as the turn ended becomes the next turn
                 follow = Turn(new_id("run_"), late)
-                self._queue.appendleft(follow)
                 self._recent.append(follow)
+                if self._closing:
+                    follow.finish(asyncio.CancelledError("the session was closed"))
+                    logger.warning("%r closed: %d steering message(s) dropped", self, len(late))
+                else:
+                    self._queue.appendleft(follow)
+
+    async def _give_back(self, lease: TurnLease) -> None:
+        """Release ``lease`` before the last collect. While a failed release leaves it live,
+        senders keep leaving notes for it: retry, and if it still fails wait until it has
+        expired, so the last collect comes after every note it can get."""
+        for delay in (0.05, 0.25, 1.0, None):
+            try:
+                await self.gate.release(lease)
+                return
+            except Exception:
+                logger.warning("could not release the turn lease of %r", self, exc_info=True)
+            if delay is not None:
+                await asyncio.sleep(delay)
+        await asyncio.sleep(self.gate.lease_seconds)
 
     async def _run(self, turn: Turn, lease: TurnLease) -> None:
         def lost() -> None:
