@@ -97,6 +97,9 @@ class AgentSession:
         self.session_id = ctx.session_id or agent.name
         self.extras = ctx.extras
         self.gate = gate
+        self._notes = notes_of(gate)
+        """The gate as :class:`TurnNotes` (``None`` when it carries no notes); checked once,
+        a runtime protocol check costs several microseconds."""
         self.gate_key = gate_key(agent.name, self.user_id, self.session_id)
         self._queue: deque[Turn] = deque()
         self._recent: deque[Turn] = deque(maxlen=_RECENT_TURNS)
@@ -259,7 +262,7 @@ class AgentSession:
     async def _post(self, note: Note) -> bool:
         """Leave ``note`` for the holder of the session's lease (``False``: nobody holds it,
         or the gate carries no notes)."""
-        notes = notes_of(self.gate)
+        notes = self._notes
         return notes is not None and await notes.post(self.gate_key, note) is not None
 
     @property
@@ -368,7 +371,7 @@ class AgentSession:
             turn.control.interrupt("the turn lease was lost")
 
         heartbeat = asyncio.create_task(keep_renewed(self.gate, lease, lost))
-        notes, stop = notes_of(self.gate), asyncio.Event()
+        notes, stop = self._notes, asyncio.Event()
         listener = (
             None
             if notes is None
@@ -409,7 +412,7 @@ class AgentSession:
     async def _late_notes(self, lease: TurnLease) -> list[Msg]:
         """Steering notes that came for the turn as it ended (collected after the lease was
         released, so none posted while it was held is missed); interrupts are stale now."""
-        notes = notes_of(self.gate)
+        notes = self._notes
         if notes is None:
             return []
         try:
