@@ -8,7 +8,7 @@ sub-agent) so that a parent and its sub-agents can share one model, as the built
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harnessed import HarnessAgent, RuntimeContext
@@ -56,12 +56,19 @@ def system_text(request: ModelRequest) -> str:
     )
 
 
-def child_model(reply: str | Callable[[ModelRequest], str], delay: float = 0.0) -> ScriptedModel:
-    """A sub-agent model that answers every task (after ``delay`` seconds)."""
+def child_model(
+    reply: str | Callable[[ModelRequest], str],
+    delay: float = 0.0,
+    wait_for: Callable[[], Awaitable[object]] | None = None,
+) -> ScriptedModel:
+    """A sub-agent model that answers every task (after ``delay`` seconds, and once
+    ``wait_for()`` has returned, when given)."""
 
     async def respond(request: ModelRequest) -> str:
         if delay:
             await asyncio.sleep(delay)
+        if wait_for is not None:
+            await asyncio.wait_for(wait_for(), timeout=120)
         return reply(request) if callable(reply) else reply
 
     return ScriptedModel(responder=respond, name="child")
@@ -78,6 +85,37 @@ def parent(
         capabilities=[Subagents(specs, **kw.pop("subagents", {}))],
         **kw,
     )
+
+
+class Rendezvous:
+    """Returns from :meth:`arrive` only once ``parties`` callers are inside at the same time:
+    proof that they run concurrently, without measuring time."""
+
+    def __init__(self, parties: int) -> None:
+        self.parties = parties
+        self.inside = 0
+        self.all_in = asyncio.Event()
+
+    async def arrive(self) -> None:
+        self.inside += 1
+        if self.inside >= self.parties:
+            self.all_in.set()
+        await self.all_in.wait()
+
+
+async def wait_for_tasks(
+    agent: HarnessAgent, ctx: RuntimeContext, count: int, status: str = "COMPLETED"
+) -> None:
+    """Wait until ``count`` of the session's task records have ``status`` (as saved): an event
+    to wait for, not a time to sleep, so a loaded machine only makes the test slower."""
+    deadline = asyncio.get_running_loop().time() + 120
+    while True:
+        tasks = await agent.capability(Subagents).tasks(ctx)
+        if sum(t.status.value == status for t in tasks) >= count:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{count} task(s) {status} expected, have {tasks!r}")
+        await asyncio.sleep(0.01)
 
 
 async def collect(agent: HarnessAgent, text: str | None, ctx: RuntimeContext) -> list[Event]:

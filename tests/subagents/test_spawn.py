@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from harnessed import CallContext, Capability, HarnessAgent, RuntimeContext
@@ -14,21 +14,27 @@ from harnessed.models import ScriptedModel
 from harnessed.models.scripted import ScriptedToolCall
 from harnessed.subagents import Subagents, SubagentSpec
 from tests.subagents.helpers import (
+    Rendezvous,
     calls,
     child_model,
     collect,
     parent,
     spawn,
     tool_results,
+    wait_for_tasks,
 )
 
 
-def reviewer(reply: str = "Looks right.", delay: float = 0.0) -> SubagentSpec:
+def reviewer(
+    reply: str = "Looks right.",
+    delay: float = 0.0,
+    wait_for: Callable[[], Awaitable[object]] | None = None,
+) -> SubagentSpec:
     return SubagentSpec(
         "reviewer",
         "Reviews a change.",
         system_prompt="You review.",
-        model=child_model(reply, delay),
+        model=child_model(reply, delay, wait_for),
     )
 
 
@@ -95,14 +101,16 @@ async def test_sync_spawn_that_times_out_is_promoted_and_delivered_later() -> No
             "Waiting for the review.",
         ]
     )
-    agent = parent(model, reviewer("Slow but fine.", delay=0.6))
+    release = asyncio.Event()  # the child outlasts the 0.2 s wait, whatever the machine's load
+    agent = parent(model, reviewer("Slow but fine.", wait_for=release.wait))
     ctx = RuntimeContext(session_id="promote")
     events = await collect(agent, "go", ctx)
+    release.set()
     result = next(e for e in events if isinstance(e, ToolResultEvent) and e.source is None)
     assert "background as task" in result.result.content
     tasks = await agent.capability(Subagents).tasks(ctx)
     assert tasks[0].background
-    await asyncio.sleep(0.8)  # the child finishes after the parent's call
+    await wait_for_tasks(agent, ctx, 1)  # the child finishes after the parent's call
     tasks = await agent.capability(Subagents).tasks(ctx)
     assert [(t.status.value, t.delivered) for t in tasks] == [("COMPLETED", False)]
 
@@ -125,11 +133,12 @@ async def test_background_spawn_reminder_and_task_output() -> None:
             "Started it.",
         ]
     )
-    agent = parent(model, reviewer("All good.", delay=0.2))
+    release = asyncio.Event()
+    agent = parent(model, reviewer("All good.", wait_for=release.wait))
     ctx = RuntimeContext(session_id="bg")
-    started = time.perf_counter()
-    await agent.call("go", ctx)
-    assert time.perf_counter() - started < 0.2
+    await agent.call("go", ctx)  # returns while the child still waits: it runs in the background
+    assert [t.status.value for t in await agent.capability(Subagents).tasks(ctx)] == ["RUNNING"]
+    release.set()
     task_id = (await agent.capability(Subagents).tasks(ctx))[0].task_id
     model.add(
         calls(ScriptedToolCall("task_output", {"task_id": task_id, "block": True, "timeout": 5})),
@@ -149,10 +158,12 @@ async def test_background_spawn_reminder_and_task_output() -> None:
 async def test_one_reminder_lists_at_most_ten_and_the_rest_follow() -> None:
     spawns = [spawn("reviewer", f"part {i}", timeout_seconds=0) for i in range(12)]
     model = ScriptedModel([calls(*spawns), "Started twelve."])
-    agent = parent(model, reviewer("ok"))
+    release = asyncio.Event()  # none may finish during the first call
+    agent = parent(model, reviewer("ok", wait_for=release.wait))
     ctx = RuntimeContext(session_id="many")
     await agent.call("go", ctx)
-    await asyncio.sleep(0.3)
+    release.set()
+    await wait_for_tasks(agent, ctx, 12)
     model.add(calls(ScriptedToolCall("task_list", {})), "Seen them all.")
     await agent.call("news?", ctx)
     first, second = model.requests[-2], model.requests[-1]
@@ -169,10 +180,12 @@ async def test_one_reminder_lists_at_most_ten_and_the_rest_follow() -> None:
 
 async def test_reminder_is_not_marked_delivered_when_the_step_fails() -> None:
     model = ScriptedModel([calls(spawn("reviewer", "bg", timeout_seconds=0)), "ok"])
-    agent = parent(model, reviewer("finished"))
+    release = asyncio.Event()  # it finishes after the first call, not during it
+    agent = parent(model, reviewer("finished", wait_for=release.wait))
     ctx = RuntimeContext(session_id="fail")
     await agent.call("go", ctx)
-    await asyncio.sleep(0.2)
+    release.set()
+    await wait_for_tasks(agent, ctx, 1)
     model.add(RuntimeError("provider down"))
     with contextlib.suppress(RuntimeError):
         await agent.call("news?", ctx)
@@ -204,12 +217,11 @@ async def test_three_spawns_of_one_step_run_in_parallel(tmp_path: Path) -> None:
         "boss",
         model,
         workspace=tmp_path,  # durable stores: the spawns really interleave
-        capabilities=[Subagents([reviewer("fine", delay=0.5)]), snapshot],
+        # each child answers only once all three are inside their model call at once: run one
+        # after another, the first would wait in vain (and time out)
+        capabilities=[Subagents([reviewer("fine", wait_for=Rendezvous(3).arrive)]), snapshot],
     )
-    started = time.perf_counter()
     await agent.call("go", RuntimeContext(session_id="par"))
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, elapsed  # the slowest (0.5 s), not the sum (1.5 s)
     results = tool_results(model.requests[-1])
     assert len(results) == 3 and all(r.startswith("fine") for r in results)
     # every spawn of the step is in the live state (none overwrote another's record)
