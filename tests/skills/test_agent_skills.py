@@ -317,8 +317,8 @@ async def test_draft_then_promote(tmp_path: Path) -> None:
     await agent.call("remember how to do this", CTX)
     refused, saved = results(model)
     assert "not saved" in refused and "lower case" in refused
-    assert "skills/_drafts/weekly-report/SKILL.md" in saved
-    assert await skills.drafts() == ["weekly-report"]
+    assert "'weekly-report' saved" in saved
+    assert [(d.name, d.user_id) for d in await skills.drafts()] == [("weekly-report", "alice")]
     model.add("listing")
     await agent.call("next", CTX)
     assert "weekly-report" not in system_text(model.requests[-1])  # drafts are not skills
@@ -338,8 +338,8 @@ async def test_reject_deletes_a_draft_and_promote_will_not_overwrite(tmp_path: P
     make_agent(ws, ScriptedModel(), skills)
     write_skill(ws / "skills" / "_drafts", "dup", skill_md("dup", "Draft."))
     with pytest.raises(FileExistsError, match="replace=True"):
-        await skills.promote("dup")
-    await skills.reject("dup")
+        await skills.promote("dup")  # a draft from before drafts had owners
+    assert (await skills.reject("dup")).user_id is None
     assert await skills.drafts() == []
     assert (ws / "skills" / "dup" / "SKILL.md").read_text().count("Installed.") == 1
 

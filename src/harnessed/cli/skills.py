@@ -1,10 +1,13 @@
-"""``harnessed skills list`` and ``harnessed skills validate PATH``."""
+"""``harnessed skills list``, ``harnessed skills validate PATH`` and the drafts the model
+proposed: ``harnessed skills drafts``, ``promote NAME`` and ``reject NAME`` (each names who
+proposed the draft; ``--user`` says whose when several users proposed one name)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +16,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from harnessed.runtime import RuntimeContext
-from harnessed.skills import SKILL_FILE_NAMES, SkillFormatError, Skills, validate_skill_dir
+from harnessed.skills import (
+    SKILL_FILE_NAMES,
+    SkillFormatError,
+    SkillMeta,
+    Skills,
+    parse_skill_md,
+    validate_skill_dir,
+)
+from harnessed.skills.drafts import AmbiguousDraftError
 from harnessed.workspace import Workspace
 
-__all__ = ["list_skills", "register", "validate_skills"]
+__all__ = ["list_drafts", "list_skills", "register", "review_draft", "validate_skills"]
 
 
 def register(sub: Any) -> None:
@@ -31,12 +42,42 @@ def register(sub: Any) -> None:
     listing.add_argument("--user", default="default", help="user id (default: default)")
     check = skills_sub.add_parser("validate", help="check skill folders against the format")
     check.add_argument("path", help="a skill folder, or a folder of skill folders")
+    drafts = skills_sub.add_parser("drafts", help="the drafts the model proposed, and by whom")
+    _workspace_args(drafts)
+    for verb, text in (("promote", "install a draft as a skill"), ("reject", "delete a draft")):
+        review = skills_sub.add_parser(verb, help=text)
+        review.add_argument("name", help="the draft's skill name")
+        review.add_argument(
+            "--user", default=None, help="whose draft (when several users have one)"
+        )
+        _workspace_args(review)
+        if verb == "promote":
+            review.add_argument(
+                "--replace", action="store_true", help="replace an installed skill of that name"
+            )
     skills.set_defaults(handler=skills_command)
+
+
+def _workspace_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    parser.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
 
 
 def skills_command(args: argparse.Namespace, console: Console) -> int:
     if args.skills_command == "validate":
         return validate_skills(Path(args.path), console)
+    if args.skills_command == "drafts":
+        return list_drafts(Path(args.workspace), args.agent, console)
+    if args.skills_command in ("promote", "reject"):
+        return review_draft(
+            Path(args.workspace),
+            args.agent,
+            args.name,
+            console,
+            user=args.user,
+            promote=args.skills_command == "promote",
+            replace=getattr(args, "replace", False),
+        )
     return list_skills(Path(args.workspace), args.skill_dir, args.agent, args.user, console)
 
 
@@ -88,3 +129,88 @@ def validate_skills(path: Path, console: Console) -> int:
         for note in meta.notes:
             console.print(f"  [yellow]note[/] {escape(note)}")
     return 1 if failed else 0
+
+
+def _bound(workspace: Path, agent: str, console: Console) -> Skills | None:
+    if not workspace.is_dir():
+        console.print(f"[red]no workspace at {escape(str(workspace))}[/]")
+        return None
+    skills = Skills()
+    skills.bind(Workspace(workspace), agent)
+    return skills
+
+
+def list_drafts(workspace: Path, agent: str, console: Console) -> int:
+    """Print the drafts waiting for review: name, proposer, session, when, what they grant."""
+    skills = _bound(workspace, agent, console)
+    if skills is None:
+        return 1
+    drafts = asyncio.run(skills.drafts())
+    if not drafts:
+        console.print("no drafts")
+        return 0
+    table = Table("draft", "proposed by", "session", "when (UTC)", "allowed-tools", "description")
+    for draft in drafts:
+        meta = draft_meta(workspace, draft.folder)
+        when = (
+            datetime.fromtimestamp(draft.proposed_at, UTC).strftime("%Y-%m-%d %H:%M")
+            if draft.proposed_at is not None
+            else "?"
+        )
+        table.add_row(
+            escape(draft.name),
+            escape(draft.user_id if draft.user_id is not None else "unknown"),
+            escape(draft.session_id or "?"),
+            when,
+            escape(" ".join(meta.allowed_tools) if meta is not None else "?"),
+            escape(meta.description if meta is not None else "(invalid SKILL.md)"),
+        )
+    console.print(table)
+    return 0
+
+
+def draft_meta(workspace: Path, folder: str) -> SkillMeta | None:
+    """The draft's front matter, or ``None`` when its ``SKILL.md`` is not valid."""
+    path = workspace.joinpath(*folder.split("/"), "SKILL.md")
+    try:
+        meta, _ = parse_skill_md(path.read_text(encoding="utf-8"), path.parent.name, where=folder)
+    except (OSError, UnicodeDecodeError, SkillFormatError):
+        return None
+    return meta
+
+
+def review_draft(
+    workspace: Path,
+    agent: str,
+    name: str,
+    console: Console,
+    *,
+    user: str | None,
+    promote: bool,
+    replace: bool = False,
+) -> int:
+    """Promote or reject one draft, saying whose it was; 1 when that cannot be done."""
+    skills = _bound(workspace, agent, console)
+    if skills is None:
+        return 1
+    try:
+        if promote:
+            draft = asyncio.run(skills.promote(name, user=user, replace=replace))
+        else:
+            draft = asyncio.run(skills.reject(name, user=user))
+    except AmbiguousDraftError as exc:
+        who = ", ".join(d.proposer for d in exc.drafts)
+        console.print(
+            f"[red]{len(exc.drafts)} drafts are named {escape(name)!r}, proposed by "
+            f"{escape(who)}[/]: pass --user USER to say whose"
+        )
+        return 1
+    except LookupError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        return 1
+    except (FileExistsError, SkillFormatError) as exc:
+        console.print(f"[red]{escape(str(exc).replace('replace=True', '--replace'))}[/]")
+        return 1
+    done = f"installed skills/{name}" if promote else f"rejected draft {name!r}"
+    console.print(f"{escape(done)}, proposed by {escape(draft.proposer)}")
+    return 0

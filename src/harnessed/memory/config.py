@@ -47,6 +47,9 @@ class MemoryConfig:
     directory; ``None`` runs it only when asked (``agent.memory.maintain(...)``)."""
     archive_after_days: int = 90
     """Ledgers older than this many days move to ``memory/archive/``."""
+    memory_versions_kept: int = 30
+    """How many previous versions of ``MEMORY.md`` consolidation keeps in ``memory/archive/``
+    (each consolidation that changes the file keeps the text it replaced)."""
     timezone: str | None = None
     """IANA time zone that decides which day's ledger is written (default: the system's)."""
 
@@ -78,6 +81,7 @@ class MemoryConfig:
             ("max_output_tokens", 16),
             ("memory_max_tokens", 100),
             ("archive_after_days", 1),
+            ("memory_versions_kept", 1),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

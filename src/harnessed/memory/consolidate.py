@@ -3,8 +3,17 @@
 Consolidation takes the ledger text after the watermark (current and archived ledgers, oldest
 first, in chunks the model can read at once) and asks for the complete new ``MEMORY.md`` under
 the token cap. Each accepted answer is written, then the watermark moves past the entries it
-merged. An empty answer, or one still over the cap after one request to shorten it, changes
-nothing: ``MEMORY.md`` and the watermark stay as they were and the entries stay pending.
+merged. An answer that is no file changes nothing: empty, one that only says there is nothing
+(``NOTHING``, the flush's word, or no word at all), one far shorter than the file it would
+replace (under :data:`MIN_KEPT_FRACTION` of it, or of the cap when the file is over the cap),
+or one still over the cap after one request to shorten it. ``MEMORY.md`` and the watermark
+stay as they were, the entries stay pending (the next consolidation retries them) and
+:class:`ConsolidationError` says why.
+
+Before the first answer replaces ``MEMORY.md``, the text it held is kept in
+``memory/archive/MEMORY-<UTC time>-<n>.md`` (names sort by time; a second version in the same
+second gets the next ``n``, nothing is overwritten); the newest
+``MemoryConfig.memory_versions_kept`` versions are kept.
 
 Maintenance moves ledgers older than ``archive_after_days`` to ``memory/archive/``, then
 consolidates, and records when it ran.
@@ -12,27 +21,43 @@ consolidates, and records when it ran.
 
 from __future__ import annotations
 
+import posixpath
+import time
 from dataclasses import dataclass, field, replace
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from harnessed.memory.auxiliary import AuxiliaryModel, Emit
 from harnessed.memory.config import MemoryConfig
 from harnessed.memory.ledger import Ledger, Watermark
-from harnessed.memory.prompts import CONSOLIDATE_INSTRUCTIONS, consolidate_prompt, parse_document
+from harnessed.memory.prompts import (
+    CONSOLIDATE_INSTRUCTIONS,
+    consolidate_prompt,
+    parse_document,
+    says_nothing,
+)
 from harnessed.runtime import RuntimeContext
 from harnessed.tokens import TokenEstimator
+from harnessed.workspace.paths import join
 
 __all__ = [
     "ConsolidationError",
     "ConsolidationResult",
     "MaintenanceResult",
     "consolidate",
+    "keep_version",
     "maintain",
+    "versions",
 ]
 
 CHUNK_TOKENS = 16_000
 """The most ledger text one consolidation request reads."""
+MIN_KEPT_FRACTION = 0.2
+"""An answer under this fraction of the file it replaces (or of the cap, if smaller) is
+refused as a lost file, once the file has at least :data:`SMALL_MEMORY_TOKENS`."""
+SMALL_MEMORY_TOKENS = 50
+"""A ``MEMORY.md`` this small may shrink freely (an answer that says nothing is still refused)."""
+VERSION_PREFIX = "MEMORY-"
 
 
 class ConsolidationError(Exception):
@@ -107,7 +132,19 @@ async def _merge(
             raise ConsolidationError(
                 "the consolidation model returned an empty MEMORY.md; nothing was changed"
             )
+        if says_nothing(document):
+            raise ConsolidationError(
+                f"the consolidation model answered {_clip(document)!r} instead of a MEMORY.md; "
+                "nothing was changed and the ledger entries stay pending"
+            )
         tokens = estimator.count_text(document)
+        before = estimator.count_text(current) if current.strip() else 0
+        if before >= SMALL_MEMORY_TOKENS and tokens < MIN_KEPT_FRACTION * min(before, cap):
+            raise ConsolidationError(
+                f"the consolidation model answered a MEMORY.md of about {tokens} tokens for one "
+                f"of about {before}: far shorter than the file it would replace, so most of it "
+                "would be lost; nothing was changed and the ledger entries stay pending"
+            )
         if tokens <= cap:
             return document, tokens, attempt
         note = (
@@ -120,6 +157,45 @@ async def _merge(
     )
 
 
+def _clip(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+async def keep_version(ledger: Ledger, text: str, now: float | None, kept: int) -> str:
+    """Store ``text`` (the ``MEMORY.md`` about to be replaced) as the newest version in the
+    archive, drop versions beyond the newest ``kept``; returns the version's path."""
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    base = f"{VERSION_PREFIX}{stamp:%Y%m%dT%H%M%S}Z-"
+    folder = ledger.place.archive_dir
+    same_second = [
+        posixpath.basename(p)[len(base) : -len(".md")]
+        for p in await versions(ledger)
+        if posixpath.basename(p).startswith(base)
+    ]  # the next number after the last one of this second (a pruned gap is never reused)
+    number = 1 + max((int(n) for n in same_second if n.isdigit()), default=0)
+    path = join(folder, f"{base}{number:04d}.md")
+    await ledger.fs.write_text(path, text)
+    for old in (await versions(ledger))[:-kept]:
+        await ledger.fs.delete(old)
+    return path
+
+
+async def versions(ledger: Ledger) -> list[str]:
+    """The kept previous versions of the scope's ``MEMORY.md``, oldest first."""
+    folder = ledger.place.archive_dir
+    if not await ledger.fs.exists(folder):
+        return []
+    names = [
+        i.path
+        for i in await ledger.fs.ls(folder)
+        if not i.is_dir
+        and posixpath.basename(i.path).startswith(VERSION_PREFIX)
+        and i.path.endswith(".md")
+    ]
+    return sorted(names, key=posixpath.basename)
+
+
 async def consolidate(
     ledger: Ledger,
     *,
@@ -128,16 +204,19 @@ async def consolidate(
     estimator: TokenEstimator,
     runtime: RuntimeContext,
     emit: Emit,
+    now: float | None = None,
 ) -> ConsolidationResult:
-    """Merge pending ledger entries into the scope's ``MEMORY.md`` (caller holds the lock)."""
+    """Merge pending ledger entries into the scope's ``MEMORY.md`` (caller holds the lock);
+    ``now`` (seconds since the epoch, default: the clock) names the kept previous version."""
     state = await ledger.state()
     pending = await ledger.pending(state.watermark)
     if not pending:
         return ConsolidationResult("up_to_date", watermark=state.watermark)
     path = ledger.place.memory_file
-    current = await ledger.read(path)
+    current = original = await ledger.read(path)
     requests = tokens = 0
     for entries, mark in _chunks(pending, CHUNK_TOKENS, estimator):
+        previous = current
         current, tokens, used = await _merge(
             current,
             entries,
@@ -148,7 +227,11 @@ async def consolidate(
             emit=emit,
         )
         requests += used
-        await ledger.fs.write_text(path, current)
+        if current != previous:
+            if original.strip():  # the text it replaces is kept before the first write
+                await keep_version(ledger, original, now, config.memory_versions_kept)
+                original = ""
+            await ledger.fs.write_text(path, current)
         state = replace(state, watermark=mark)
         await ledger.save_state(state)
     return ConsolidationResult("merged", requests, tokens, state.watermark)
@@ -179,6 +262,7 @@ async def maintain(
                 estimator=estimator,
                 runtime=runtime,
                 emit=emit,
+                now=now,
             )
             worked = worked or result.status == "merged"
     except BaseException:

@@ -357,6 +357,7 @@ class MemoryManager:
                 estimator=self.estimator,
                 runtime=runtime,
                 emit=emit or (lambda name, data: None),
+                now=self._now().timestamp(),
             )
 
     async def maintain(

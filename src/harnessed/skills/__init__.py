@@ -6,6 +6,7 @@
 
 from harnessed.skills.capability import Skills
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
+from harnessed.skills.drafts import AmbiguousDraftError, SkillDraft
 from harnessed.skills.grants import TOOL_ALIASES, grants_for
 from harnessed.skills.mounts import SANDBOX_SKILLS_ROOT, SkillMount
 from harnessed.skills.spec import (
@@ -25,8 +26,10 @@ __all__ = [
     "SKILL_FILE",
     "SKILL_FILE_NAMES",
     "TOOL_ALIASES",
+    "AmbiguousDraftError",
     "Skill",
     "SkillCatalog",
+    "SkillDraft",
     "SkillFormatError",
     "SkillLayer",
     "SkillMeta",

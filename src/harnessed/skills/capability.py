@@ -10,8 +10,10 @@
 * ``load_skill(name, path="SKILL.md")`` returns the instructions or a file of the skill, and
   activates the skill: its ``allowed-tools`` become permission grants of the session (deny and
   ask rules still win). Each load is counted (:meth:`Skills.usage`).
-* ``propose_skill`` (only with ``self_learning=True``) writes a validated draft under
-  ``skills/_drafts/``; the application installs it with :meth:`Skills.promote` or drops it with
+* ``propose_skill`` (only with ``self_learning=True``) writes a validated draft that belongs
+  to the calling user and that no model's file tools or commands can see (see
+  :mod:`harnessed.skills.drafts`); the application lists the drafts with who proposed them
+  (:meth:`Skills.drafts`), installs one with :meth:`Skills.promote` or drops it with
   :meth:`Skills.reject`.
 * Scripts run through ``execute``: a skill's folder is shown to the model as a path ``execute``
   can use (``skills/<name>`` for workspace skills, the absolute folder for local
@@ -21,6 +23,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
 import tempfile
@@ -36,7 +39,7 @@ from harnessed.context.seam import PrepareInfo
 from harnessed.messages import ToolUseBlock
 from harnessed.runtime import RuntimeContext
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
-from harnessed.skills.drafts import DRAFTS_DIR, promote_draft, reject_draft
+from harnessed.skills.drafts import SkillDraft, find_drafts, promote_draft, reject_draft
 from harnessed.skills.grants import grants_for
 from harnessed.skills.guard import skill_write_refusal
 from harnessed.skills.listing import skill_listing
@@ -54,6 +57,8 @@ from harnessed.workspace import (
 )
 
 __all__ = ["Skills"]
+
+logger = logging.getLogger(__name__)
 
 _KEPT_LISTINGS = 64
 
@@ -195,20 +200,26 @@ class Skills(Capability):
             raise LookupError(f"there is no skill named {name!r} (available: {known})")
         return skill
 
-    async def drafts(self) -> list[str]:
-        """Names of the drafts waiting under ``skills/_drafts/``."""
-        fs = self.drafts_fs()
-        if not await fs.exists(DRAFTS_DIR):
-            return []
-        return sorted(posixpath.basename(e.path) for e in await fs.ls(DRAFTS_DIR) if e.is_dir)
+    async def drafts(self) -> list[SkillDraft]:
+        """The drafts waiting for review, each with who proposed it (by name, then user)."""
+        return await find_drafts(self.drafts_fs(), self.agent_name)
 
-    async def promote(self, name: str, *, replace: bool = False) -> str:
-        """Install the draft ``name`` as a workspace skill; the next call sees it."""
-        return await promote_draft(self.drafts_fs(), name, replace=replace)
+    async def promote(
+        self, name: str, *, user: str | None = None, replace: bool = False
+    ) -> SkillDraft:
+        """Install the draft ``name`` as a workspace skill (the next call sees it); returns
+        the draft, which names who proposed it. When several users proposed a draft of that
+        name, ``user`` says whose (otherwise ``LookupError`` lists them); the others stay
+        drafts."""
+        draft = await promote_draft(
+            self.drafts_fs(), self.agent_name, name, user_id=user, replace=replace
+        )
+        logger.info("installed skill %r proposed by %s", name, draft.proposer)
+        return draft
 
-    async def reject(self, name: str) -> None:
-        """Delete the draft ``name``."""
-        await reject_draft(self.drafts_fs(), name)
+    async def reject(self, name: str, *, user: str | None = None) -> SkillDraft:
+        """Delete the draft ``name`` (``user``: whose, when several users proposed it)."""
+        return await reject_draft(self.drafts_fs(), self.agent_name, name, user_id=user)
 
     async def usage(self) -> dict[str, int]:
         """How many times each skill was loaded (by this agent, all users)."""

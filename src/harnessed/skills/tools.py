@@ -65,11 +65,16 @@ async def _loaded(skills: Skills, skill: Skill, body: str, granted: list[str]) -
 
 
 def propose_skill_tool(skills: Skills) -> Tool:
-    """``propose_skill``: a validated draft under ``skills/_drafts/``."""
+    """``propose_skill``: a validated draft of the calling user (see
+    :mod:`harnessed.skills.drafts`)."""
 
     @tool(name="propose_skill")
     async def propose_skill(
-        name: str, description: str, instructions: str, allowed_tools: str = ""
+        name: str,
+        description: str,
+        instructions: str,
+        context: ToolContext,
+        allowed_tools: str = "",
     ) -> str:
         """Propose a new skill from what worked in this task. It is saved as a draft for the
         application to review; it is not available until it is installed.
@@ -81,15 +86,21 @@ def propose_skill_tool(skills: Skills) -> Tool:
             allowed_tools: Space-separated tools the skill needs pre-approved (optional).
         """
         try:
-            path = await write_draft(
+            await write_draft(
                 skills.drafts_fs(),
                 name,
                 description,
                 instructions,
                 split_tool_list(allowed_tools) if allowed_tools.strip() else (),
+                agent=skills.agent_name,
+                user_id=context.user_id,
+                session_id=context.session_id,
             )
-        except (SkillFormatError, ValueError) as exc:
+        except (SkillFormatError, ValueError, PermissionError) as exc:
             raise ToolError(f"the draft was not saved: {exc}") from None
-        return f"Draft saved at {path}; the application decides whether to install it."
+        return (
+            f"Draft {name!r} saved for review (proposing it again replaces it); the application "
+            "decides whether to install it."
+        )
 
     return propose_skill
