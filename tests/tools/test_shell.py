@@ -53,7 +53,7 @@ def _pgid_of(pid: int) -> int | None:
         return None
 
 
-async def wait_gone(check: object, *args: int, within: float = 2.0) -> bool:
+async def wait_gone(check: object, *args: int, within: float = 60.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if not check(*args):  # type: ignore[operator]
@@ -164,9 +164,8 @@ async def test_runs_in_the_workspace_directory(workspace: Workspace, execute: To
 
 
 async def test_stdin_is_closed(execute: Tool) -> None:
-    started = time.monotonic()
+    # a ``cat`` reading an open stdin would wait until the timeout and be reported as timed out
     result = await run(execute, command="cat; echo after", timeout=10)
-    assert time.monotonic() - started < 2.0
     assert result.content == "after\n[exit code 0]"
 
 
@@ -178,7 +177,7 @@ async def test_cancelling_the_call_kills_the_command(workspace: Workspace) -> No
             "echo $$ > pid; sleep 30", cwd=workspace.local_root, timeout=60, config=ShellConfig()
         )
     )
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # against a hang only: the loop ends when the file is there
     while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     pgid = int(pid_file.read_text())
