@@ -1,9 +1,16 @@
 """The turn gate on PostgreSQL: one lease row per session, shared by every app server.
 
-A lease is a row ``(session, holder, expires_at)``. Taking it is one statement that inserts the
-row or takes over an expired one, so of many servers asking at once exactly one gets it. Times
-come from the database's clock (never the servers' own, which may disagree): a holder that
-crashed or hangs stops renewing, and its lease is free ``lease_seconds`` later.
+A lease is a row ``(session, holder, expires_at)``. Taking a free lease nobody waits for is one
+statement that inserts the row or takes over an expired one, so of many servers asking at once
+exactly one gets it. Times come from the database's clock (never the servers' own, which may
+disagree): a holder that crashed or hangs stops renewing, and its lease is free
+``lease_seconds`` later.
+
+Turns that find the session busy wait in its line (:mod:`harnessed.sessions.line`), rows of
+``harnessed_turn_queue`` in the order they came. Every change to a line is made in a
+transaction holding the lease row's lock, and sets the row's ``queued_until`` (until when a
+ticket may still wait), so the one-statement take (which passes only when ``queued_until`` is
+over) never overtakes a waiter.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from harnessed.sessions.gate import (
     LeaseWaiter,
     TurnLease,
 )
+from harnessed.sessions.line import Ticket, live_tickets, serve, without
 from harnessed.sessions.notes import Note, encode_note
 from harnessed.stores.postgres.connection import PostgresStore
 
@@ -29,19 +37,40 @@ _TAKE = (
     f" VALUES (%s, %s, {_NOW} + %s)"
     " ON CONFLICT (session) DO UPDATE SET holder = EXCLUDED.holder,"
     " expires_at = EXCLUDED.expires_at"
-    f" WHERE t.expires_at <= {_NOW}"
+    f" WHERE t.expires_at <= {_NOW} AND t.queued_until <= {_NOW}"
     " RETURNING expires_at"
 )
+# the lease row, created free when missing, and locked: every change to the session's line is
+# made holding it, so the line read after it is the whole line
+_LOCK = (
+    "INSERT INTO harnessed_turns AS t (session, holder, expires_at) VALUES (%s, '', 0)"
+    " ON CONFLICT (session) DO UPDATE SET session = t.session"
+    f" RETURNING t.holder, t.expires_at, {_NOW}"
+)
+_LINE = "SELECT holder, expires_at FROM harnessed_turn_queue WHERE session = %s ORDER BY id"
+_DROP = "DELETE FROM harnessed_turn_queue WHERE session = %s AND holder = ANY(%s)"
+_JOIN = (
+    "INSERT INTO harnessed_turn_queue (session, holder, expires_at) VALUES (%s, %s, %s)"
+    " ON CONFLICT (session, holder) DO UPDATE SET expires_at = EXCLUDED.expires_at"
+)
+_SERVED = (
+    "UPDATE harnessed_turns SET holder = %s, expires_at = %s, queued_until = %s WHERE session = %s"
+)
+_QUEUED = "UPDATE harnessed_turns SET queued_until = %s WHERE session = %s"
 _RENEW = (
     f"UPDATE harnessed_turns SET expires_at = {_NOW} + %s"
     " WHERE session = %s AND holder = %s RETURNING expires_at"
 )
-_RELEASE = "DELETE FROM harnessed_turns WHERE session = %s AND holder = %s"
+# the row goes when nobody can be waiting; otherwise it stays, free, with its line
+_RELEASE = (
+    f"DELETE FROM harnessed_turns WHERE session = %s AND holder = %s AND queued_until <= {_NOW}"
+)
+_FREE = "UPDATE harnessed_turns SET holder = '', expires_at = 0 WHERE session = %s AND holder = %s"
 _HOLDER = (
     f"SELECT holder, expires_at FROM harnessed_turns WHERE session = %s AND expires_at > {_NOW}"
 )
 # the lease row is locked (FOR SHARE) while the note goes in: a release waits for the post,
-# and a post after a release finds no row, so a holder collecting after it released its lease
+# and a post after a release finds no live lease, so a holder collecting after it released its lease
 # sees every note posted to it
 _POST = (
     "WITH live AS (SELECT session, holder, expires_at FROM harnessed_turns"
@@ -60,8 +89,9 @@ _COLLECT = (
 
 
 class PostgresTurnGate:
-    """A :class:`~harnessed.sessions.TurnGate` whose leases live in PostgreSQL, with notes to
-    the holders (:class:`~harnessed.sessions.notes.TurnNotes`, table ``harnessed_turn_notes``).
+    """A :class:`~harnessed.sessions.TurnGate` whose leases live in PostgreSQL, turns waiting
+    for them in line (table ``harnessed_turn_queue``), with notes to the holders
+    (:class:`~harnessed.sessions.notes.TurnNotes`, table ``harnessed_turn_notes``).
 
     Args:
         store: The database (``PostgresStore.turn_gate()`` builds this).
@@ -86,7 +116,7 @@ class PostgresTurnGate:
             )
         self.store = store
         self.lease_seconds = float(lease_seconds)
-        self._waiting = LeaseWaiter(poll_interval)
+        self._waiting = LeaseWaiter(poll_interval, self.lease_seconds)
 
     def __repr__(self) -> str:
         return f"PostgresTurnGate(schema={self.store.schema!r}, lease_seconds={self.lease_seconds})"
@@ -94,13 +124,63 @@ class PostgresTurnGate:
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        async def take(holder: str) -> TurnLease | None:
-            async with self.store.connection("leases") as conn:
-                cursor = await conn.execute(_TAKE, (session, holder, self.lease_seconds))
-                row = await cursor.fetchone()
-            return None if row is None else TurnLease(session, holder, float(row[0]))
+        async def attempt(holder: str, queue: bool) -> TurnLease | int:
+            if not queue:  # the usual case, in one statement: free, and nobody waits
+                async with self.store.connection("leases") as conn:
+                    cursor = await conn.execute(_TAKE, (session, holder, self.lease_seconds))
+                    row = await cursor.fetchone()
+                if row is not None:
+                    return TurnLease(session, holder, float(row[0]))
+            return await self._in_line(session, holder, queue)
 
-        return await self._waiting.acquire(session, take, wait=wait, timeout=timeout)
+        async def leave(holder: str) -> None:
+            await self._leave(session, holder)
+            self._waiting.released(session)
+
+        return await self._waiting.acquire(session, attempt, leave, wait=wait, timeout=timeout)
+
+    async def _in_line(self, session: str, holder: str, queue: bool) -> TurnLease | int:
+        """Ask for the lease holding the row's lock: served when it is free and nobody is
+        ahead; otherwise (``queue``) the holder's ticket is renewed or joins the line."""
+        async with self.store.connection("leases") as conn, conn.transaction():
+            cursor = await conn.execute(_LOCK, (session,))
+            row = await cursor.fetchone()
+            assert row is not None  # an upsert returns its row
+            lease_expires, now = float(row[1]), float(row[2])
+            rows = await (await conn.execute(_LINE, (session,))).fetchall()
+            expires_at = now + self.lease_seconds
+            served = serve(
+                live_tickets(rows, now),
+                holder,
+                busy=lease_expires > now,
+                queue=queue,
+                expires_at=expires_at,
+            )
+            kept = {ticket.holder for ticket in served.line}
+            gone = [str(r[0]) for r in rows if r[0] not in kept]  # dead, expired, or served
+            if gone:
+                await conn.execute(_DROP, (session, gone))
+            if served.take:
+                await conn.execute(_SERVED, (holder, expires_at, _until(served.line), session))
+                return TurnLease(session, holder, expires_at)
+            if queue:
+                await conn.execute(_JOIN, (session, holder, expires_at))
+            if queue or gone:
+                await conn.execute(_QUEUED, (_until(served.line), session))
+            return served.ahead
+
+    async def _leave(self, session: str, holder: str) -> None:
+        """``holder`` gave up waiting: its ticket leaves the line, and a lease taken for it by
+        an attempt whose answer it no longer waited for is given back."""
+        async with self.store.connection("leases") as conn, conn.transaction():
+            cursor = await conn.execute(_LOCK, (session,))
+            row = await cursor.fetchone()
+            assert row is not None
+            rows = await (await conn.execute(_LINE, (session,))).fetchall()
+            line = without(live_tickets(rows, float(row[2])), holder)
+            await conn.execute(_DROP, (session, [holder]))
+            await conn.execute(_QUEUED, (_until(line), session))
+            await conn.execute(_FREE, (session, holder))
 
     async def renew(self, lease: TurnLease) -> TurnLease:
         async with self.store.connection("renewals") as conn:
@@ -114,7 +194,9 @@ class PostgresTurnGate:
 
     async def release(self, lease: TurnLease) -> None:
         async with self.store.connection("leases") as conn:
-            await conn.execute(_RELEASE, (lease.session, lease.holder))
+            cursor = await conn.execute(_RELEASE, (lease.session, lease.holder))
+            if cursor.rowcount == 0:  # turns wait (or the lease was lost: then nothing)
+                await conn.execute(_FREE, (lease.session, lease.holder))
         self._waiting.released(lease.session)
 
     # ----------------------------------------------------------------- notes
@@ -146,3 +228,8 @@ class PostgresTurnGate:
                 if isinstance(note, dict):
                     notes.append(note)
         return notes
+
+
+def _until(line: list[Ticket]) -> float:
+    """Until when a ticket of ``line`` may still wait (0: nobody waits)."""
+    return max((ticket.expires_at for ticket in line), default=0.0)
