@@ -25,6 +25,7 @@ from harnessed.sessions.gate import (
     TurnLease,
     _sort_notes,
     holder_is_gone,
+    to_the_end,
 )
 from harnessed.sessions.line import Ticket, live_tickets, serve, without
 
@@ -95,7 +96,7 @@ class FileTurnGate:
             return await self._locked_op(self._take, session, session, holder, queue)
 
         async def leave(holder: str) -> None:
-            await self._locked_op(self._leave, session, holder)
+            await self._locked_op(self._leave, session, session, holder)
             self._waiting.released(session)
 
         return await self._waiting.acquire(session, attempt, leave, wait=wait, timeout=timeout)
@@ -181,8 +182,8 @@ class FileTurnGate:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
-            return await _off_loop(self._blocking_op, fn, session, *args)
+            os.close(fd)  # waited for on a thread, and finished there even if cancelled
+            return await to_the_end(_off_loop(self._blocking_op, fn, session, *args))
         except BaseException:
             os.close(fd)
             raise
@@ -245,15 +246,15 @@ class FileTurnGate:
         if not busy and not waiting:  # the usual case: free, and nobody waits
             self._write(fd, _record(lease, []), length)
             return lease
+        line = live_tickets(waiting, now)
         served = serve(
-            live_tickets(waiting, now), holder, busy=busy, queue=queue, expires_at=lease.expires_at
+            line, holder, busy=busy, queue=queue, now=now, lease_seconds=self.lease_seconds
         )
         if served.take:
             self._write(fd, _record(lease, served.line), length)
-            return lease
-        if queue:  # (a lease that is not busy here has expired: nobody holds it)
+        elif served.changed or _pruned(waiting, line):  # joined, renewed, or some left
             self._write(fd, {**(current or {}), "queue": _stored(served.line)}, length)
-        return served.ahead
+        return lease if served.take else served.ahead
 
     def _leave(self, fd: int, session: str, holder: str) -> None:
         """``holder`` gave up waiting: its ticket leaves the line, and a lease taken for it
@@ -307,6 +308,11 @@ def _lease_in(current: dict[str, object] | None, session: str, now: float) -> Tu
     if not expires_at > now or holder_is_gone(holder):
         return None
     return TurnLease(session, holder, expires_at)
+
+
+def _pruned(waiting: object, line: list[Ticket]) -> bool:
+    """Whether tickets of the stored line ``waiting`` are not in ``line`` (its live ones)."""
+    return waiting is not None and (not isinstance(waiting, list) or len(waiting) != len(line))
 
 
 def _record(lease: TurnLease, line: list[Ticket]) -> dict[str, object]:

@@ -35,6 +35,7 @@ __all__ = [
     "busy_error",
     "holder_id",
     "holder_is_gone",
+    "to_the_end",
 ]
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,8 @@ def busy_error(session: str, detail: str = "") -> SessionBusyError:
 Attempt: TypeAlias = Callable[[str, bool], Awaitable["TurnLease | int"]]
 """A gate's try at a session's lease for a holder: ``attempt(holder, queue)`` returns the lease,
 or how many tickets are before the holder's place in the session's line; with ``queue`` the
-holder takes (or renews) its ticket, atomically with the lease check."""
+holder joins the line (or renews its ticket), atomically with the lease check. It runs to its
+end even when its caller is cancelled."""
 
 
 class LeaseWaiter:
@@ -105,7 +107,7 @@ class LeaseWaiter:
 
     def __init__(self, poll_interval: float, lease_seconds: float) -> None:
         # a ticket expires when not renewed for a lease's length: look again well before
-        self.poll_interval = min(poll_interval, lease_seconds / 3)
+        self.poll_interval = min(poll_interval, lease_seconds / 4)
         self._released: dict[str, asyncio.Event] = {}
 
     async def until(self, session: str, deadline: float | None, attempt: int) -> bool:
@@ -130,36 +132,35 @@ class LeaseWaiter:
         wait: bool,
         timeout: float | None,
     ) -> TurnLease:
-        """A gate's ``acquire``. The first attempt takes no ticket (the lease is usually free
-        and nobody waits); a waiter then queues, and asks again until it is served, ``timeout``
-        passes or (``wait=False``) at once raises :class:`SessionBusyError`. A waiter that
-        gives up calls ``leave(holder)``: its ticket leaves the line, and a lease an attempt
-        took for it meanwhile is given back."""
+        """A gate's ``acquire``: ``attempt(holder, wait)``, then (a busy session) again until
+        the holder is served, ``timeout`` passes or (``wait=False``) at once
+        :class:`SessionBusyError`. A waiter that gives up calls ``leave(holder)``: its ticket
+        leaves the line, and a lease an attempt took for it meanwhile is given back. An attempt
+        runs to its end when the waiter is cancelled (see :func:`to_the_end`), so leaving comes
+        after whatever it took."""
         holder = holder_id()
-        got = await attempt(holder, False)
-        if isinstance(got, TurnLease):
-            return got
-        if not wait:
-            raise busy_error(session, _waiting(got))
-        deadline = None if timeout is None else time.monotonic() + timeout
-        tries = 0
-        ahead = got
         try:
+            got = await attempt(holder, wait)
+            if isinstance(got, TurnLease):
+                return got
+            if not wait:
+                raise busy_error(session, _waiting(got))
+            deadline = None if timeout is None else time.monotonic() + timeout
+            tries = 0
             while True:
-                got = await _to_the_end(attempt(holder, True))
+                if not await self.until(session, deadline, tries):
+                    raise busy_error(session, _waiting(got))
+                ahead = got
+                got = await attempt(holder, True)
                 if isinstance(got, TurnLease):
                     return got
-                if got < ahead:  # the line moved: look again soon
-                    tries = 0
-                ahead = got
-                if not await self.until(session, deadline, tries):
-                    raise busy_error(session, _waiting(ahead))
-                tries += 1
+                tries = 0 if got < ahead else tries + 1  # the line moved: look again soon
         except BaseException:
-            try:
-                await asyncio.shield(leave(holder))
-            except Exception:  # its ticket then expires unrenewed
-                logger.warning("could not leave the line of session %s", session, exc_info=True)
+            if wait:
+                try:
+                    await asyncio.shield(leave(holder))
+                except Exception:  # its ticket then expires unrenewed
+                    logger.warning("could not leave the line of %s", session, exc_info=True)
             raise
 
     def released(self, session: str) -> None:
@@ -168,15 +169,16 @@ class LeaseWaiter:
             event.set()
 
 
-async def _to_the_end(step: Awaitable[_T]) -> _T:
-    """Await ``step``; a waiter cancelled meanwhile still lets it finish before it leaves the
-    line (so leaving comes after whatever the step took)."""
-    task = asyncio.ensure_future(step)
+async def to_the_end(step: Awaitable[_T]) -> _T:
+    """Await ``step``; when the caller is cancelled meanwhile, ``step`` still finishes before
+    the cancellation goes on (a lease attempt that may put its holder in line, or give it the
+    lease, is never left running behind the waiter's back)."""
+    future = asyncio.ensure_future(step)
     try:
-        return await asyncio.shield(task)
+        return await asyncio.shield(future)
     except asyncio.CancelledError:
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait([task])
+            await asyncio.wait([future])
         raise
 
 
@@ -215,7 +217,8 @@ class InMemoryTurnGate:
                 holder,
                 busy=busy,
                 queue=queue,
-                expires_at=now + self.lease_seconds,
+                now=now,
+                lease_seconds=self.lease_seconds,
             )
             self._keep_line(session, served.line)
             if not served.take:

@@ -41,6 +41,8 @@ class Served:
     """The line afterwards (the asker's ticket gone when it takes the lease)."""
     ahead: int
     """How many tickets are before the asker's place (0 when it takes the lease)."""
+    changed: bool
+    """The line differs from the one asked with (a ticket joined, was renewed or left)."""
 
 
 def live_tickets(raw: object, now: float) -> list[Ticket]:
@@ -69,20 +71,27 @@ def live_tickets(raw: object, now: float) -> list[Ticket]:
     return line
 
 
-def serve(line: list[Ticket], holder: str, *, busy: bool, queue: bool, expires_at: float) -> Served:
+def serve(
+    line: list[Ticket], holder: str, *, busy: bool, queue: bool, now: float, lease_seconds: float
+) -> Served:
     """``holder`` asks for a lease that is ``busy`` (or free) while ``line`` (live tickets, in
     order) waits: it takes a free lease when no ticket is before its place; otherwise, with
-    ``queue``, its ticket is renewed until ``expires_at``, or it joins the end of the line."""
+    ``queue``, it joins the end of the line, or renews its ticket once a third of
+    ``lease_seconds`` has passed since it last did (so most looks change nothing)."""
     place = next((i for i, ticket in enumerate(line) if ticket.holder == holder), None)
     ahead = len(line) if place is None else place
     if not busy and ahead == 0:
-        return Served(True, line if place is None else line[1:], 0)
+        if place is None:
+            return Served(True, line, 0, changed=False)
+        return Served(True, line[1:], 0, changed=True)
     if not queue:
-        return Served(False, line, ahead)
-    ticket = Ticket(holder, expires_at)
+        return Served(False, line, ahead, changed=False)
+    ticket = Ticket(holder, now + lease_seconds)
     if place is None:
-        return Served(False, [*line, ticket], ahead)
-    return Served(False, [*line[:place], ticket, *line[place + 1 :]], ahead)
+        return Served(False, [*line, ticket], ahead, changed=True)
+    if line[place].expires_at - now > lease_seconds * 2 / 3:
+        return Served(False, line, ahead, changed=False)
+    return Served(False, [*line[:place], ticket, *line[place + 1 :]], ahead, changed=True)
 
 
 def without(line: list[Ticket], holder: str) -> list[Ticket]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from typing import TYPE_CHECKING, Any
 
 import harnessed.sessions.gate as gates
 from harnessed.sessions.gate import (
@@ -24,21 +25,32 @@ from harnessed.sessions.gate import (
     LeaseLostError,
     LeaseWaiter,
     TurnLease,
+    to_the_end,
 )
 from harnessed.sessions.line import Ticket, live_tickets, serve, without
 from harnessed.sessions.notes import Note, encode_note
 from harnessed.stores.postgres.connection import PostgresStore
 
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
 __all__ = ["PostgresTurnGate"]
 
 _NOW = "extract(epoch FROM clock_timestamp())"
+# taken (true, its expiry) when free and nobody waits; otherwise (false, how long the lease
+# still runs, how many wait) as it stood when the statement began: still running means it was
+# busy then; run out means the line may be in the way (or another asker won)
 _TAKE = (
-    "INSERT INTO harnessed_turns AS t (session, holder, expires_at)"
-    f" VALUES (%s, %s, {_NOW} + %s)"
+    "WITH taken AS (INSERT INTO harnessed_turns AS t (session, holder, expires_at)"
+    f" VALUES (%(session)s, %(holder)s, {_NOW} + %(seconds)s)"
     " ON CONFLICT (session) DO UPDATE SET holder = EXCLUDED.holder,"
     " expires_at = EXCLUDED.expires_at"
     f" WHERE t.expires_at <= {_NOW} AND t.queued_until <= {_NOW}"
-    " RETURNING expires_at"
+    " RETURNING expires_at)"
+    " SELECT true, expires_at, 0 FROM taken"
+    f" UNION ALL SELECT false, t.expires_at - {_NOW}, (SELECT count(*) FROM"
+    f" harnessed_turn_queue q WHERE q.session = t.session AND q.expires_at > {_NOW})"
+    " FROM harnessed_turns t WHERE t.session = %(session)s AND NOT EXISTS (SELECT 1 FROM taken)"
 )
 # the lease row, created free when missing, and locked: every change to the session's line is
 # made holding it, so the line read after it is the whole line
@@ -46,6 +58,15 @@ _LOCK = (
     "INSERT INTO harnessed_turns AS t (session, holder, expires_at) VALUES (%s, '', 0)"
     " ON CONFLICT (session) DO UPDATE SET session = t.session"
     f" RETURNING t.holder, t.expires_at, {_NOW}"
+)
+# a waiter's look at the line without locking anything: the lease's expiry, its own ticket's,
+# how many live tickets are before it, and the time (no row: it is not in line)
+_PEEK = (
+    "SELECT coalesce((SELECT t.expires_at FROM harnessed_turns t"
+    " WHERE t.session = %(session)s), 0), q.expires_at,"
+    " (SELECT count(*) FROM harnessed_turn_queue a WHERE a.session = %(session)s"
+    f" AND a.id < q.id AND a.expires_at > {_NOW}), {_NOW}"
+    " FROM harnessed_turn_queue q WHERE q.session = %(session)s AND q.holder = %(holder)s"
 )
 _LINE = "SELECT holder, expires_at FROM harnessed_turn_queue WHERE session = %s ORDER BY id"
 _DROP = "DELETE FROM harnessed_turn_queue WHERE session = %s AND holder = ANY(%s)"
@@ -124,14 +145,12 @@ class PostgresTurnGate:
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
+        asked: list[bool] = []  # whether this holder asked before (then it may be in line)
+
         async def attempt(holder: str, queue: bool) -> TurnLease | int:
-            if not queue:  # the usual case, in one statement: free, and nobody waits
-                async with self.store.connection("leases") as conn:
-                    cursor = await conn.execute(_TAKE, (session, holder, self.lease_seconds))
-                    row = await cursor.fetchone()
-                if row is not None:
-                    return TurnLease(session, holder, float(row[0]))
-            return await self._in_line(session, holder, queue)
+            got = await to_the_end(self._attempt(session, holder, queue, again=bool(asked)))
+            asked.append(True)
+            return got
 
         async def leave(holder: str) -> None:
             await self._leave(session, holder)
@@ -139,33 +158,61 @@ class PostgresTurnGate:
 
         return await self._waiting.acquire(session, attempt, leave, wait=wait, timeout=timeout)
 
-    async def _in_line(self, session: str, holder: str, queue: bool) -> TurnLease | int:
+    async def _attempt(
+        self, session: str, holder: str, queue: bool, *, again: bool
+    ) -> TurnLease | int:
+        async with self.store.connection("leases") as conn:
+            peek = None
+            if again:  # a waiter: a look first, changing nothing
+                cursor = await conn.execute(_PEEK, {"session": session, "holder": holder})
+                peek = await cursor.fetchone()
+            if peek is None:  # the usual case, in one statement: free, and nobody waits
+                cursor = await conn.execute(
+                    _TAKE, {"session": session, "holder": holder, "seconds": self.lease_seconds}
+                )
+                row = await cursor.fetchone()
+                if row is not None and row[0]:
+                    return TurnLease(session, holder, float(row[1]))
+                if not queue and (row is None or float(row[1]) > 0):
+                    return 0 if row is None else int(row[2])  # busy (someone took it meanwhile)
+            else:
+                lease_expires, mine, ahead, now = (float(value) for value in peek)
+                if lease_expires > now and mine - now > self.lease_seconds * 2 / 3:
+                    return int(ahead)  # still busy, and the ticket is fresh: nothing to change
+            return await self._in_line(conn, session, holder, queue)
+
+    async def _in_line(
+        self, conn: AsyncConnection[Any], session: str, holder: str, queue: bool
+    ) -> TurnLease | int:
         """Ask for the lease holding the row's lock: served when it is free and nobody is
-        ahead; otherwise (``queue``) the holder's ticket is renewed or joins the line."""
-        async with self.store.connection("leases") as conn, conn.transaction():
+        ahead; otherwise (``queue``) the holder joins the line or renews its ticket."""
+        async with conn.transaction():
             cursor = await conn.execute(_LOCK, (session,))
             row = await cursor.fetchone()
             assert row is not None  # an upsert returns its row
             lease_expires, now = float(row[1]), float(row[2])
             rows = await (await conn.execute(_LINE, (session,))).fetchall()
-            expires_at = now + self.lease_seconds
+            line = live_tickets(rows, now)
             served = serve(
-                live_tickets(rows, now),
+                line,
                 holder,
                 busy=lease_expires > now,
                 queue=queue,
-                expires_at=expires_at,
+                now=now,
+                lease_seconds=self.lease_seconds,
             )
             kept = {ticket.holder for ticket in served.line}
             gone = [str(r[0]) for r in rows if r[0] not in kept]  # dead, expired, or served
             if gone:
                 await conn.execute(_DROP, (session, gone))
             if served.take:
+                expires_at = now + self.lease_seconds
                 await conn.execute(_SERVED, (holder, expires_at, _until(served.line), session))
                 return TurnLease(session, holder, expires_at)
-            if queue:
-                await conn.execute(_JOIN, (session, holder, expires_at))
-            if queue or gone:
+            mine = next((t for t in served.line if t.holder == holder), None)
+            if served.changed and mine is not None:
+                await conn.execute(_JOIN, (session, holder, mine.expires_at))
+            if served.changed or gone:
                 await conn.execute(_QUEUED, (_until(served.line), session))
             return served.ahead
 
