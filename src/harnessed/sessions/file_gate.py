@@ -1,5 +1,5 @@
-"""The default turn gate of a local workspace: leases (and the notes for their holders) in
-small files, changed only under an exclusive ``flock``."""
+"""The default turn gate of a local workspace: leases (with the line of turns waiting for them,
+and the notes for their holders) in small files, changed only under an exclusive ``flock``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ from harnessed.sessions.gate import (
     TurnLease,
     _sort_notes,
     holder_is_gone,
+    to_the_end,
 )
+from harnessed.sessions.line import Ticket, live_tickets, serve, without
 
 __all__ = ["FileTurnGate", "default_turn_gate"]
 
@@ -55,6 +57,8 @@ def _lease_path(root: Path, session: str) -> Path:
 class FileTurnGate:
     """Leases in files under ``root``: one small JSON file per session, changed only under an
     exclusive ``flock``, so processes on one machine (or one shared POSIX filesystem) agree.
+    The file also holds the session's line of waiting turns (``"queue"``: ``[holder,
+    expires_at]`` pairs in the order they came).
 
     An operation whose lock is free (the usual case: a lock is held for a few system calls)
     runs at once on the event loop, a handful of system calls on a small local file, cheaper
@@ -75,7 +79,7 @@ class FileTurnGate:
             raise ValueError("FileTurnGate.poll_interval must be positive")
         self.root = Path(root)
         self.lease_seconds = lease_seconds
-        self._waiting = LeaseWaiter(poll_interval)
+        self._waiting = LeaseWaiter(poll_interval, lease_seconds)
 
     def path_for(self, session: str) -> Path:
         return _lease_path(self.root, session)
@@ -88,10 +92,14 @@ class FileTurnGate:
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        async def take(holder: str) -> TurnLease | None:
-            return await self._locked_op(self._take, session, session, holder)
+        async def attempt(holder: str, queue: bool) -> TurnLease | int:
+            return await self._locked_op(self._take, session, session, holder, queue)
 
-        return await self._waiting.acquire(session, take, wait=wait, timeout=timeout)
+        async def leave(holder: str) -> None:
+            await self._locked_op(self._leave, session, session, holder)
+            self._waiting.released(session)
+
+        return await self._waiting.acquire(session, attempt, leave, wait=wait, timeout=timeout)
 
     async def renew(self, lease: TurnLease) -> TurnLease:
         return await self._locked_op(self._renew, lease.session, lease)
@@ -120,16 +128,7 @@ class FileTurnGate:
 
     def _live(self, fd: int, session: str) -> TurnLease | None:
         current, _ = self._read(fd)
-        if current is None:
-            return None
-        holder = current.get("holder")
-        try:
-            expires_at = float(str(current.get("expires_at", 0)))
-        except ValueError:
-            return None
-        if not isinstance(holder, str) or expires_at <= time.time() or holder_is_gone(holder):
-            return None
-        return TurnLease(session, holder, expires_at)
+        return _lease_in(current, session, time.time())
 
     def _holder(self, fd: int, session: str) -> TurnLease | None:
         return self._live(fd, session)
@@ -183,8 +182,8 @@ class FileTurnGate:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
-            return await _off_loop(self._blocking_op, fn, session, *args)
+            os.close(fd)  # waited for on a thread, and finished there even if cancelled
+            return await to_the_end(_off_loop(self._blocking_op, fn, session, *args))
         except BaseException:
             os.close(fd)
             raise
@@ -211,8 +210,13 @@ class FileTurnGate:
 
     @staticmethod
     def _read(fd: int) -> tuple[dict[str, object] | None, int]:
-        """The lease in the file (``None``: free) and the file's length."""
-        raw = os.pread(fd, 1 << 16, 0)
+        """The lease in the file (``None``: free, nobody waiting) and the file's length."""
+        raw = os.pread(fd, _READ, 0)
+        while len(raw) % _READ == 0 and raw:  # a long line of waiting turns
+            more = os.pread(fd, _READ, len(raw))
+            if not more:
+                break
+            raw += more
         if not raw.strip():
             return None, len(raw)
         try:
@@ -224,23 +228,50 @@ class FileTurnGate:
     @staticmethod
     def _write(fd: int, data: dict[str, object] | None, length: int) -> None:
         """Overwrite the file in place, padded with spaces to its old length: truncating a
-        file costs the filesystem far more than this whole operation otherwise does."""
-        payload = json.dumps(data).encode() if data is not None else b""
+        file costs the filesystem far more than this whole operation otherwise does (done
+        only when a long line of waiting turns has gone)."""
+        payload = json.dumps(data).encode() if data else b""
+        if length > _READ and len(payload) * 4 < length:
+            os.pwrite(fd, payload, 0)
+            os.ftruncate(fd, len(payload))
+            return
         os.pwrite(fd, payload.ljust(length), 0)
 
-    def _take(self, fd: int, session: str, holder: str) -> TurnLease | None:
+    def _take(self, fd: int, session: str, holder: str, queue: bool) -> TurnLease | int:
         current, length = self._read(fd)
         now = time.time()
-        if (
-            current is not None
-            and float(str(current.get("expires_at", 0))) > now
-            and not holder_is_gone(current.get("holder"))
-        ):
-            return None
+        busy = _lease_in(current, session, now) is not None
+        waiting = current.get("queue") if current is not None else None
         lease = TurnLease(session, holder, now + self.lease_seconds)
-        data = {"session": session, "holder": holder, "expires_at": lease.expires_at}
-        self._write(fd, data, length)
-        return lease
+        if not busy and not waiting:  # the usual case: free, and nobody waits
+            self._write(fd, _record(lease, []), length)
+            return lease
+        line = live_tickets(waiting, now)
+        served = serve(
+            line, holder, busy=busy, queue=queue, now=now, lease_seconds=self.lease_seconds
+        )
+        if served.take:
+            self._write(fd, _record(lease, served.line), length)
+        elif served.changed or _pruned(waiting, line):  # joined, renewed, or some left
+            self._write(fd, {**(current or {}), "queue": _stored(served.line)}, length)
+        return lease if served.take else served.ahead
+
+    def _leave(self, fd: int, session: str, holder: str) -> None:
+        """``holder`` gave up waiting: its ticket leaves the line, and a lease taken for it
+        by an attempt whose answer it no longer waited for is given back."""
+        current, length = self._read(fd)
+        if current is None:
+            return
+        data = dict(current)
+        if data.get("holder") == holder:
+            for key in ("session", "holder", "expires_at"):
+                data.pop(key, None)
+        waiting = data.pop("queue", None)
+        line = without(live_tickets(waiting, time.time()), holder)
+        if line:
+            data["queue"] = _stored(line)
+        if data != current:
+            self._write(fd, data, length)
 
     def _renew(self, fd: int, lease: TurnLease) -> TurnLease:
         current, length = self._read(fd)
@@ -249,14 +280,54 @@ class FileTurnGate:
                 f"the lease on session {lease.session!r} expired and was taken over"
             )
         renewed = TurnLease(lease.session, lease.holder, time.time() + self.lease_seconds)
-        data = {"session": lease.session, "holder": lease.holder, "expires_at": renewed.expires_at}
-        self._write(fd, data, length)
+        self._write(fd, {**current, "expires_at": renewed.expires_at}, length)  # line kept
         return renewed
 
     def _release(self, fd: int, lease: TurnLease) -> None:
         current, length = self._read(fd)
         if current is not None and current.get("holder") == lease.holder:
-            self._write(fd, None, length)
+            waiting = current.get("queue")  # the line stays: its first turn is next
+            self._write(fd, {"queue": waiting} if waiting else None, length)
+
+
+_READ = 1 << 16
+
+
+def _lease_in(current: dict[str, object] | None, session: str, now: float) -> TurnLease | None:
+    """The live lease a lease file holds (``None``: free — also when it expired, is malformed
+    or its holder was a process of this host that is gone)."""
+    if current is None:
+        return None
+    holder = current.get("holder")
+    if not isinstance(holder, str):
+        return None
+    try:
+        expires_at = float(str(current.get("expires_at", 0)))
+    except ValueError:
+        return None
+    if not expires_at > now or holder_is_gone(holder):
+        return None
+    return TurnLease(session, holder, expires_at)
+
+
+def _pruned(waiting: object, line: list[Ticket]) -> bool:
+    """Whether tickets of the stored line ``waiting`` are not in ``line`` (its live ones)."""
+    return waiting is not None and (not isinstance(waiting, list) or len(waiting) != len(line))
+
+
+def _record(lease: TurnLease, line: list[Ticket]) -> dict[str, object]:
+    data: dict[str, object] = {
+        "session": lease.session,
+        "holder": lease.holder,
+        "expires_at": lease.expires_at,
+    }
+    if line:
+        data["queue"] = _stored(line)
+    return data
+
+
+def _stored(line: list[Ticket]) -> list[list[object]]:
+    return [[ticket.holder, ticket.expires_at] for ticket in line]
 
 
 def default_turn_gate(local_root: Path | None) -> TurnGate:

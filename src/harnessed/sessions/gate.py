@@ -2,25 +2,28 @@
 
 A turn holds a *lease* on its session while it runs. The holder renews the lease while it
 works; a holder that crashed (or hangs) stops renewing and loses the lease once it expires, so
-the session is never blocked for ever. :class:`FileTurnGate` keeps leases in small files beside
-a local workspace (processes on one machine); a shared deployment plugs in another
-:class:`TurnGate` (for example on PostgreSQL) without changing anything else. The gates here
-also carry notes to a lease's holder (:class:`~harnessed.sessions.notes.TurnNotes`: steering
-and interrupts sent from another process).
+the session is never blocked for ever. Turns waiting for a busy session are served first come,
+first served, across processes (:mod:`harnessed.sessions.line`). :class:`FileTurnGate` keeps
+leases in small files beside a local workspace (processes on one machine); a shared deployment
+plugs in another :class:`TurnGate` (for example on PostgreSQL) without changing anything else.
+The gates here also carry notes to a lease's holder
+(:class:`~harnessed.sessions.notes.TurnNotes`: steering and interrupts sent from another
+process).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
-import os
-import socket
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+
+from harnessed.sessions.holders import holder_id, holder_is_gone
+from harnessed.sessions.line import Ticket, live_tickets, serve, without
 
 __all__ = [
     "InMemoryTurnGate",
@@ -32,7 +35,12 @@ __all__ = [
     "busy_error",
     "holder_id",
     "holder_is_gone",
+    "to_the_end",
 ]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 DEFAULT_LEASE_SECONDS = 30.0
 
@@ -64,8 +72,9 @@ class TurnGate(Protocol):
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        """Take the session's lease; waits for the holder to finish, or (``wait=False``, or
-        after ``timeout`` seconds) raises :class:`SessionBusyError`."""
+        """Take the session's lease; waits its turn behind the holder and the turns that
+        asked before it (first come, first served), or (``wait=False``, or after ``timeout``
+        seconds) raises :class:`SessionBusyError`."""
         ...
 
     async def renew(self, lease: TurnLease) -> TurnLease:
@@ -77,52 +86,6 @@ class TurnGate(Protocol):
         ...
 
 
-@functools.cache
-def _host() -> str:
-    """This host and pid namespace (a pid names the same process only inside one)."""
-    try:
-        namespace = os.readlink("/proc/self/ns/pid").strip("pid:[]")
-    except OSError:
-        namespace = "0"
-    return f"{socket.gethostname()}:{namespace}"
-
-
-@functools.cache
-def _this_process(pid: int) -> str:
-    return f"{_host()}:{pid}"
-
-
-def holder_id() -> str:
-    """A lease holder's id: host, pid namespace, process and a random part (unique per
-    acquire)."""
-    return f"{_this_process(os.getpid())}:{os.urandom(6).hex()}"
-
-
-def holder_is_gone(holder: object) -> bool:
-    """Whether ``holder`` (a :func:`holder_id`) names a process of this host and pid namespace
-    that no longer exists: its lease can be taken at once instead of after it expires (a
-    process killed mid-turn does not block its sessions). Anything else — another host or
-    namespace, a live or unknown process, an id of another form — counts as alive."""
-    if not isinstance(holder, str):
-        return False
-    parts = holder.split(":")
-    if len(parts) != 4 or f"{parts[0]}:{parts[1]}" != _host():
-        return False
-    try:
-        pid = int(parts[2])
-    except ValueError:
-        return False
-    if pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # it exists (another user's process) or cannot be asked
-    return False
-
-
 def busy_error(session: str, detail: str = "") -> SessionBusyError:
     """The error of a turn that asked not to wait for a busy session."""
     return SessionBusyError(
@@ -131,11 +94,20 @@ def busy_error(session: str, detail: str = "") -> SessionBusyError:
     )
 
 
-class LeaseWaiter:
-    """Polling with back-off, woken early when a lease is released in this process."""
+Attempt: TypeAlias = Callable[[str, bool], Awaitable["TurnLease | int"]]
+"""A gate's try at a session's lease for a holder: ``attempt(holder, queue)`` returns the lease,
+or how many tickets are before the holder's place in the session's line; with ``queue`` the
+holder joins the line (or renews its ticket), atomically with the lease check. It runs to its
+end even when its caller is cancelled."""
 
-    def __init__(self, poll_interval: float) -> None:
-        self.poll_interval = poll_interval
+
+class LeaseWaiter:
+    """Waiting in a session's line (:mod:`harnessed.sessions.line`): asking again with back-off,
+    woken early when a lease is released in this process, and sooner when the line moves."""
+
+    def __init__(self, poll_interval: float, lease_seconds: float) -> None:
+        # a ticket expires when not renewed for a lease's length: look again well before
+        self.poll_interval = min(poll_interval, lease_seconds / 4)
         self._released: dict[str, asyncio.Event] = {}
 
     async def until(self, session: str, deadline: float | None, attempt: int) -> bool:
@@ -154,28 +126,64 @@ class LeaseWaiter:
     async def acquire(
         self,
         session: str,
-        take: Callable[[str], Awaitable[TurnLease | None]],
+        attempt: Attempt,
+        leave: Callable[[str], Awaitable[None]],
         *,
         wait: bool,
         timeout: float | None,
     ) -> TurnLease:
-        """A gate's ``acquire``: ``take(holder)`` (a lease, or ``None`` while another holds the
-        session) tried until it succeeds, ``timeout`` passes or, with ``wait=False``, once."""
+        """A gate's ``acquire``: ``attempt(holder, wait)``, then (a busy session) again until
+        the holder is served, ``timeout`` passes or (``wait=False``) at once
+        :class:`SessionBusyError`. A waiter that gives up calls ``leave(holder)``: its ticket
+        leaves the line, and a lease an attempt took for it meanwhile is given back. An attempt
+        runs to its end when the waiter is cancelled (see :func:`to_the_end`), so leaving comes
+        after whatever it took."""
         holder = holder_id()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        attempt = 0
-        while True:
-            lease = await take(holder)
-            if lease is not None:
-                return lease
-            if not wait or not await self.until(session, deadline, attempt):
-                raise busy_error(session)
-            attempt += 1
+        try:
+            got = await attempt(holder, wait)
+            if isinstance(got, TurnLease):
+                return got
+            if not wait:
+                raise busy_error(session, _waiting(got))
+            deadline = None if timeout is None else time.monotonic() + timeout
+            tries = 0
+            while True:
+                if not await self.until(session, deadline, tries):
+                    raise busy_error(session, _waiting(got))
+                ahead = got
+                got = await attempt(holder, True)
+                if isinstance(got, TurnLease):
+                    return got
+                tries = 0 if got < ahead else tries + 1  # the line moved: look again soon
+        except BaseException:
+            if wait:
+                try:
+                    await asyncio.shield(leave(holder))
+                except Exception:  # its ticket then expires unrenewed
+                    logger.warning("could not leave the line of %s", session, exc_info=True)
+            raise
 
     def released(self, session: str) -> None:
         event = self._released.pop(session, None)
         if event is not None:
             event.set()
+
+
+async def to_the_end(step: Awaitable[_T]) -> _T:
+    """Await ``step``; when the caller is cancelled meanwhile, ``step`` still finishes before
+    the cancellation goes on (a lease attempt that may put its holder in line, or give it the
+    lease, is never left running behind the waiter's back)."""
+    future = asyncio.ensure_future(step)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait([future])
+        raise
+
+
+def _waiting(ahead: int) -> str:
+    return f", {ahead} more waiting for it" if ahead > 0 else ""
 
 
 class InMemoryTurnGate:
@@ -188,21 +196,50 @@ class InMemoryTurnGate:
             raise ValueError("InMemoryTurnGate.lease_seconds must be positive")
         self.lease_seconds = lease_seconds
         self._leases: dict[str, TurnLease] = {}
+        self._lines: dict[str, list[Ticket]] = {}
         self._notes: dict[str, list[tuple[str, str, float]]] = {}
-        self._waiting = LeaseWaiter(poll_interval)
+        self._waiting = LeaseWaiter(poll_interval, lease_seconds)
 
     async def acquire(
         self, session: str, *, wait: bool = True, timeout: float | None = None
     ) -> TurnLease:
-        async def take(holder: str) -> TurnLease | None:
+        async def attempt(holder: str, queue: bool) -> TurnLease | int:
             now = time.time()
             current = self._leases.get(session)
-            if current is not None and current.expires_at > now:
-                return None
+            busy = current is not None and current.expires_at > now
+            line = self._lines.get(session)
+            if not busy and not line:  # the usual case: free, and nobody waits
+                lease = TurnLease(session, holder, now + self.lease_seconds)
+                self._leases[session] = lease
+                return lease
+            served = serve(
+                live_tickets(line, now),
+                holder,
+                busy=busy,
+                queue=queue,
+                now=now,
+                lease_seconds=self.lease_seconds,
+            )
+            self._keep_line(session, served.line)
+            if not served.take:
+                return served.ahead
             lease = self._leases[session] = TurnLease(session, holder, now + self.lease_seconds)
             return lease
 
-        return await self._waiting.acquire(session, take, wait=wait, timeout=timeout)
+        async def leave(holder: str) -> None:
+            self._keep_line(session, without(self._lines.get(session, []), holder))
+            current = self._leases.get(session)
+            if current is not None and current.holder == holder:
+                del self._leases[session]
+            self._waiting.released(session)
+
+        return await self._waiting.acquire(session, attempt, leave, wait=wait, timeout=timeout)
+
+    def _keep_line(self, session: str, line: list[Ticket]) -> None:
+        if line:
+            self._lines[session] = line
+        else:
+            self._lines.pop(session, None)
 
     async def renew(self, lease: TurnLease) -> TurnLease:
         current = self._leases.get(lease.session)

@@ -112,6 +112,24 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX harnessed_turn_notes_session ON harnessed_turn_notes (session, holder);
         """,
     ),
+    Migration(
+        4,
+        "turns waiting for a lease are served in order",
+        """
+        -- until when a ticket may still be waiting (0: nobody): a free lease is taken in one
+        -- statement only when nobody can be waiting for it
+        ALTER TABLE harnessed_turns
+            ADD COLUMN queued_until double precision NOT NULL DEFAULT 0;
+        CREATE TABLE harnessed_turn_queue (
+            id         bigserial PRIMARY KEY,
+            session    text NOT NULL,
+            holder     text NOT NULL,
+            expires_at double precision NOT NULL,
+            UNIQUE (session, holder)
+        );
+        CREATE INDEX harnessed_turn_queue_line ON harnessed_turn_queue (session, id);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
