@@ -41,6 +41,7 @@ from harnessed.session.checkpoint import checkpoint_ops
 from harnessed.session.record import NewRecord, RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
 from harnessed.session.view import (
+    RENAMED_CALL_IDS,
     LogView,
     interrupted_results,
     process_stamp,
@@ -48,6 +49,7 @@ from harnessed.session.view import (
 )
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.store import AgentStateStore
+from harnessed.tool_call_ids import CallIdIndex, repair_call_ids
 
 __all__ = ["ConversationStore"]
 
@@ -67,6 +69,9 @@ class _Entry:
     is alive the entry is not dropped, so a step's commit never replays the log or saves an
     unchanged state because many other sessions were loaded in between."""
     loading: int = 0
+    call_ids: CallIdIndex = field(default_factory=CallIdIndex)
+    """The tool-call ids of the history last looked at (the view's, or a call's working
+    history): each look reads only what changed since the one before."""
 
     def in_use(self) -> bool:
         self.runs = [ref for ref in self.runs if ref() is not None]
@@ -133,6 +138,12 @@ class ConversationStore:
                 entry.view.apply(records)
         return entry
 
+    def call_ids(self, key: SessionKey, history: Sequence[Msg]) -> CallIdIndex:
+        """The tool-call ids ``history`` (the session's working history) uses: a model
+        response's calls get ids that are not among them."""
+        entry = self._entries.get(key) or self._entry(key)
+        return entry.call_ids.sync(history)
+
     async def history(self, key: SessionKey) -> list[Msg]:
         """The working history of a session as its log says now."""
         return list((await self._sync(key)).view.messages)
@@ -168,13 +179,21 @@ class ConversationStore:
             await self._convert(skey, entry, state)
         parked = _parked_message_id(state)
         view = entry.view
-        start, missing = unanswered_step(view.messages, skip=parked)
+        history = view.messages
+        if not entry.call_ids.sync(history).sound:
+            repaired = repair_call_ids(history, skip=parked)
+            if repaired is not None and settle:
+                await self._rename_call_ids(skey, entry, *repaired)
+                history = view.messages
+            elif repaired is not None:  # read only: the same repair, not written
+                history = repaired[0]
+        start, missing = unanswered_step(history, skip=parked)
         repair = bool(missing) and view.tail_logged and not view.run_alive(view.last_message_run)
         abandoned = repair and view.run_ended(view.last_message_run)
         if repair and settle:
             await self._settle(skey, entry, start, missing, abandoned=abandoned)
             abandoned = False
-        history = view.messages
+            history = view.messages
         if abandoned:
             history = history[:start]  # what settling will drop (see _settle)
         elif parked is not None and history and history[-1].id == parked:
@@ -217,6 +236,27 @@ class ConversationStore:
         for message in interrupted_results(missing):
             records.append(NewRecord.message(message, run_id=None, turn_id=None))
         await self._write(key, entry, records)
+
+    async def _rename_call_ids(
+        self, key: SessionKey, entry: _Entry, repaired: list[Msg], renamed: list[list[str]]
+    ) -> None:
+        """The history holds tool-call ids that repeat or that a provider refuses (logged
+        before every response's ids were checked): the log takes the history with those calls
+        and their results renamed as a checkpoint, which lists each renaming. The original
+        messages stay in the log as they were."""
+        view = entry.view
+        payload = {
+            "after": view.checkpoint,
+            "base_len": len(view.messages),
+            "ops": checkpoint_ops(view.messages, repaired) or [],
+            "messages": len(repaired),
+            "reason": "tool call ids repaired",
+            RENAMED_CALL_IDS: renamed,
+        }
+        tail_logged = view.tail_logged
+        await self._write(key, entry, [NewRecord(RecordType.CHECKPOINT, payload)], adopt=repaired)
+        view.tail_logged = tail_logged  # a renamed step left unanswered is still settled
+        entry.call_ids.sync(view.messages)
 
     async def _convert(self, key: SessionKey, entry: _Entry, state: AgentState) -> None:
         """A state saved with its history (the previous format, or an application that set
