@@ -548,3 +548,40 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") for part in content)
+
+
+async def test_openai_calls_without_index_that_share_an_id_stay_two_calls(
+    openai_agent: tuple[HarnessAgent, LocalServer],
+) -> None:
+    """Gemini's compatible API sends each call whole and without ``index``: a repeated id
+    must not glue the second call's arguments to the first one."""
+    agent, server = openai_agent
+    ctx = RuntimeContext(session_id="s")
+    whole = [
+        openai_chunk(
+            {
+                "tool_calls": [
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": "echo", "arguments": json.dumps({"text": text})},
+                    }
+                ]
+            }
+        )
+        for cid, text in (("same", "a"), ("same", "b"), ("", "c"))
+    ]
+    server.queue(openai_sse(*whole, openai_chunk({}, "tool_calls")), openai_text("done"))
+    assert (await agent.call("go", ctx)).text == "done"
+    sent = server.requests[1].json()["messages"]
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    calls_sent = [c for m in sent for c in m.get("tool_calls") or ()]
+    assert [results[c["id"]] for c in calls_sent] == ["echo:a", "echo:b", "echo:c"]
+    await openai_three_more(agent, server, ctx)
+
+
+def test_a_pairing_problem_quotes_a_huge_id_clipped() -> None:
+    huge = "x" * 100_000
+    history = [Msg.assistant([ToolUseBlock(huge, "echo", {})])]
+    (problem,) = tool_pair_problems(history)
+    assert len(problem) < 200 and problem.startswith("tool call 'xxx")

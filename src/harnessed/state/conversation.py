@@ -16,9 +16,12 @@ changed:
   was last read (by this process or another one), so a process keeps recently used sessions
   loaded (bounded LRU) and never re-reads a whole log it already knows.
 
-On load under the session lock (``settle=True``) two repairs happen, each recorded in the log:
-a state file of the previous format (which held the working history itself) is converted once
-into a checkpoint, and a step whose tool calls have no results is settled: if its process
+On load under the session lock (``settle=True``) three repairs happen, each recorded in the
+log: a state file of the previous format (which held the working history itself) is converted
+once into a checkpoint; tool-call ids that repeat or that a provider refuses (logged before
+every response's ids were checked, see :mod:`harnessed.tool_call_ids`) are renamed, calls and
+results, by a checkpoint that lists each renaming; and a step whose tool calls have no results
+is settled: if its process
 stopped (no end of its run in the log) each call gets an "interrupted" error result (never a
 fabricated success); if its run ended (the step failed or was cancelled, and the loop logged
 why) the step is dropped from the history, as a failed step always was.
