@@ -69,12 +69,15 @@ def _call_ids(message: Msg) -> tuple[str, ...]:
 class CallIdIndex:
     """The tool-call ids of the last history seen, kept up to date as it changes.
 
-    A history usually only grows between two looks, so :meth:`sync` reads only the messages
-    after the prefix it shares with the last one (messages are immutable: an unchanged
-    message is the same object). ``sound`` says whether every id is well formed and used once.
+    :meth:`sync` reads only the messages after the prefix ``history`` shares with the history
+    it saw last (messages are immutable: an unchanged message is the same object). The list
+    of a working history is only ever appended to or replaced by another list, so when it is
+    the very list seen last, longer and with the same last message, only its new end is read:
+    keeping the index of a growing history costs what was added. ``sound`` says whether every
+    id is well formed and used once.
     """
 
-    __slots__ = ("_bad", "_counts", "_ids", "_messages")
+    __slots__ = ("_bad", "_counts", "_ids", "_messages", "_source")
 
     def __init__(self) -> None:
         self._messages: list[Msg] = []
@@ -82,23 +85,35 @@ class CallIdIndex:
         self._counts: dict[str, int] = {}
         self._bad = 0
         """Malformed ids plus repeated uses of an id, over the indexed history."""
+        self._source: Sequence[Msg] | None = None
+        """The list indexed last."""
 
     def sync(self, history: Sequence[Msg]) -> CallIdIndex:
         """Index ``history`` (re-reading only what changed since the last call)."""
-        shared = shared_prefix(self._messages, history)
-        if shared == len(self._messages) == len(history):
+        known = len(self._messages)
+        if (
+            history is self._source
+            and len(history) >= known
+            and (not known or history[known - 1] is self._messages[-1])
+        ):
+            shared = known  # the same list, grown
+        else:
+            shared = shared_prefix(self._messages, history)
+            self._source = history
+        if shared == known == len(history):
             return self
         for ids in self._ids[shared:]:
             for call_id in ids:
                 self._remove(call_id)
         del self._messages[shared:]
         del self._ids[shared:]
-        for message in history[shared:]:
-            ids = _call_ids(message)
+        added = history[shared:]
+        found = [_call_ids(m) if m.role == "assistant" else _NONE for m in added]
+        self._messages.extend(added)
+        self._ids.extend(found)
+        for ids in found:
             for call_id in ids:
                 self._add(call_id)
-            self._messages.append(message)
-            self._ids.append(ids)
         return self
 
     @property
@@ -129,15 +144,16 @@ class CallIdIndex:
 class ResponseIds:
     """Gives the calls of one model response ids that are well formed and new to the session.
 
-    ``taken`` holds the ids the working history uses already. :meth:`call` takes each call as
-    the model streams it; :meth:`message` takes the final message and gives its calls the ids
-    their streamed copies got (the n-th call sent with an id is the n-th call of the message
-    with that id), so the events, the log and the tools all see the same ids.
+    ``taken`` (one or more containers) holds the ids the working history uses already.
+    :meth:`call` takes each call as the model streams it; :meth:`message` takes the final
+    message and gives its calls the ids their streamed copies got (the n-th call sent with an
+    id is the n-th call of the message with that id), so the events, the log and the tools
+    all see the same ids.
     """
 
     __slots__ = ("_assigned", "_renamed", "_seen", "_taken", "_used")
 
-    def __init__(self, taken: Container[str]) -> None:
+    def __init__(self, *taken: Container[str]) -> None:
         self._taken = taken
         self._used: set[str] = set()
         self._seen: dict[str, int] = {}
@@ -173,14 +189,17 @@ class ResponseIds:
         metadata = {**message.metadata, RENAMED_KEY: {**_old_renames(message), **renamed}}
         return message.replace(content=blocks, metadata=metadata)
 
+    def _is_taken(self, call_id: str) -> bool:
+        return call_id in self._used or any(call_id in ids for ids in self._taken)
+
     def _with_id(self, call: ToolUseBlock, occurrence: int) -> ToolUseBlock:
         key = (call.id, occurrence)
         given = self._assigned.get(key)
         if given is None:
             given = call.id
-            if not well_formed(given) or given in self._taken or given in self._used:
+            if not well_formed(given) or self._is_taken(given):
                 given = new_id("call_")
-                while given in self._taken or given in self._used:  # pragma: no cover
+                while self._is_taken(given):  # pragma: no cover - a 128-bit collision
                     given = new_id("call_")
                 self._renamed[given] = call.id[:_SHOWN_CHARS]
             self._used.add(given)

@@ -585,3 +585,55 @@ def test_a_pairing_problem_quotes_a_huge_id_clipped() -> None:
     history = [Msg.assistant([ToolUseBlock(huge, "echo", {})])]
     (problem,) = tool_pair_problems(history)
     assert len(problem) < 200 and problem.startswith("tool call 'xxx")
+
+
+async def test_an_answer_to_one_of_two_calls_sharing_an_id_decides_that_call_only(
+    tmp_path: Path,
+) -> None:
+    """Approvals are kept by call id: with a shared id, declining the call that asked also
+    refused the harmless call beside it (and the session then failed for good)."""
+    deployed: list[str] = []
+    reads: list[str] = []
+
+    @tool
+    def deploy(target: str) -> str:
+        """Deploy to a target."""
+        deployed.append(target)
+        return f"deployed to {target}"
+
+    @tool(read_only=True)
+    def status() -> str:
+        """Read the deployment status."""
+        reads.append("status")
+        return "green"
+
+    orders = [
+        (("deploy", {"target": "prod"}), ("status", {})),
+        (("status", {}), ("deploy", {"target": "prod"})),
+    ]
+    for order in orders:
+        deployed.clear()
+        reads.clear()
+        script = ScriptedResponse(
+            tool_calls=[ScriptedToolCall(name, args, id="same") for name, args in order]
+        )
+        model = ScriptedModel([script, "declined, status read"])
+        agent = HarnessAgent(
+            "ids",
+            model,
+            tools=[deploy, status],
+            permission_mode="default",
+            workspace=tmp_path / order[0][0],
+        )
+        ctx = RuntimeContext(session_id="s")
+        asked = 0
+        async for event in agent.stream_events("ship it", ctx):
+            if event.type == "confirmation_request":
+                asked += 1
+                assert event.call.name == "deploy"
+                await agent.respond(ctx, event.request_id, False)
+        assert asked == 1
+        assert deployed == [] and reads == ["status"]
+        assert conversation_problems(model.requests[-1].messages) == []
+        await three_more(agent, model, ctx)
+        await agent.close()

@@ -79,8 +79,11 @@ class ModelSteps(RunBase):
         texts: list[str] = []
         ready: list[ToolUseBlock] = []
         # every call gets an id that is well formed and new to the session before it is
-        # shown, logged or run (servers repeat ids, or send none): see harnessed.tool_call_ids
-        ids = ResponseIds(agent.conversation.call_ids(self.key, self.state.history))
+        # shown, logged or run (servers repeat ids, or send none): see harnessed.tool_call_ids.
+        # The working history is the log's (with compaction's views of the same calls) and
+        # what this run added but has not written yet.
+        unwritten = {c.id for r in self.records if r.msg is not None for c in r.msg.tool_uses}
+        ids = ResponseIds(agent.conversation.call_ids(self.key), unwritten)
         stream = agent.model.stream(request)
         stop = (
             asyncio.ensure_future(self.control.wait_interrupted())

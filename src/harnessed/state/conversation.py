@@ -73,8 +73,7 @@ class _Entry:
     unchanged state because many other sessions were loaded in between."""
     loading: int = 0
     call_ids: CallIdIndex = field(default_factory=CallIdIndex)
-    """The tool-call ids of the history last looked at (the view's, or a call's working
-    history): each look reads only what changed since the one before."""
+    """The tool-call ids of the view's history: each look reads only what it gained since."""
 
     def in_use(self) -> bool:
         self.runs = [ref for ref in self.runs if ref() is not None]
@@ -141,11 +140,12 @@ class ConversationStore:
                 entry.view.apply(records)
         return entry
 
-    def call_ids(self, key: SessionKey, history: Sequence[Msg]) -> CallIdIndex:
-        """The tool-call ids ``history`` (the session's working history) uses: a model
-        response's calls get ids that are not among them."""
+    def call_ids(self, key: SessionKey) -> CallIdIndex:
+        """The tool-call ids of the session's history as this store has written and read it
+        (a model response's calls get ids that are not among them). Kept up to date as the
+        history grows: a look costs the messages added since the last one."""
         entry = self._entries.get(key) or self._entry(key)
-        return entry.call_ids.sync(history)
+        return entry.call_ids.sync(entry.view.messages)
 
     async def history(self, key: SessionKey) -> list[Msg]:
         """The working history of a session as its log says now."""
