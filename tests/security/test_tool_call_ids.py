@@ -637,3 +637,27 @@ async def test_an_answer_to_one_of_two_calls_sharing_an_id_decides_that_call_onl
         assert conversation_problems(model.requests[-1].messages) == []
         await three_more(agent, model, ctx)
         await agent.close()
+
+
+async def test_a_log_holding_a_duplicate_pair_on_postgres_opens_and_continues() -> None:
+    from tests.support.postgres import postgres_store
+
+    async for pg in postgres_store():
+        key = SessionKey("ids", "default", "s")
+        ctx = RuntimeContext(session_id="s")
+        model = ScriptedModel(["after"])
+        agent = HarnessAgent("ids", model, tools=[echo], store=pg, memory=False)
+        logged = bad_pair_log(("dup", "dup"))
+        await write_log(agent, key, logged, "run_old")
+        await agent.session_store.append(key, [NewRecord("run/end", {"status": "ok"}, "run_old")])
+        assert (await agent.call("and now?", ctx)).text == "after"
+        assert conversation_problems(model.requests[0].messages) == []
+        await three_more(agent, model, ctx)
+        other = ScriptedModel(["again"])
+        second = HarnessAgent("ids", other, tools=[echo], store=pg, memory=False)
+        assert (await second.call("still there?", ctx)).text == "again"
+        assert results_by_call(other.requests[0].messages) == {"a": "echo:a", "b": "echo:b"}
+        log = await second.session_store.read(key)
+        assert sum(r.type == "history/checkpoint" for r in log) == 1
+        await second.close()
+        await agent.close()
