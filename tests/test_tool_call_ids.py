@@ -97,3 +97,22 @@ def test_repair_renames_calls_and_their_results_in_order_and_is_deterministic() 
 def test_repair_leaves_a_skipped_message_alone() -> None:
     history = [Msg.user("go"), *step("x", "x")]
     assert repair_call_ids(history, skip=history[1].id) is None
+
+
+def test_repair_moves_compaction_markers_to_the_new_ids() -> None:
+    first = step("c1")
+    again = step("c1")  # an id reused by a later response
+    offloaded = again[1].replace(
+        metadata={"harness_offload": {"c1": {"path": "x"}}, "other": {"c1": 1}}
+    )
+    cut = again[0].replace(metadata={"harness_args_truncated": {"c1": ["n"]}})
+    history = [*first, cut, offloaded]
+    repaired = repair_call_ids(history)
+    assert repaired is not None
+    fixed = repaired[0]
+    new = fixed[2].tool_uses[0].id
+    assert new != "c1" and fixed[3].tool_results[0].tool_use_id == new
+    assert fixed[2].metadata["harness_args_truncated"] == {new: ["n"]}
+    assert fixed[3].metadata["harness_offload"] == {new: {"path": "x"}}
+    assert fixed[3].metadata["other"] == {new: 1}
+    assert fixed[1].metadata == {}  # the first use is untouched

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
+from typing import Any
 
 from harnessed.messages import (
     ContentBlock,
@@ -254,7 +255,9 @@ def repair_call_ids(
                 pending.setdefault(original, []).append(given)
             blocks.append(block)
         if renamed:
-            metadata = {**message.metadata, RENAMED_KEY: {**_old_renames(message), **renamed}}
+            kept = {b.id for b in blocks if type(b) is ToolUseBlock}
+            metadata = _rekeyed(message.metadata, renamed, kept=kept)
+            metadata[RENAMED_KEY] = {**_old_renames(message), **renamed}
             message = message.replace(content=blocks, metadata=metadata)
         else:
             pending = {}  # no result to rename
@@ -269,19 +272,38 @@ def _old_renames(message: Msg) -> dict[str, str]:
 
 def _rename_results(message: Msg, pending: dict[str, list[str]]) -> Msg:
     blocks: list[ContentBlock] = []
-    changed = False
+    renamed: dict[str, str] = {}
     for block in message.content:
         if isinstance(block, ToolResultBlock):
             queue = pending.get(block.tool_use_id)
             if queue:
                 given = queue.pop(0)
                 if given != block.tool_use_id:
+                    renamed[given] = block.tool_use_id
                     block = ToolResultBlock(
                         given, block.content, block.is_error, block.name, block.images
                     )
-                    changed = True
         blocks.append(block)
-    return message.replace(content=blocks) if changed else message
+    if not renamed:
+        return message
+    kept = {b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)}
+    metadata = _rekeyed(message.metadata, renamed, kept=kept)
+    return message.replace(content=blocks, metadata=metadata)
+
+
+def _rekeyed(
+    metadata: Mapping[str, Any], renamed: dict[str, str], kept: set[str]
+) -> dict[str, Any]:
+    """``metadata`` with the notes kept by call id (compaction's markers: an offloaded
+    result's file, a pruned result's length, cut arguments) moved to the new ids. A note of
+    an id that a call of the message still has stays where it is."""
+    moves = {old: new for new, old in renamed.items() if old not in kept}
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, Mapping) and key != RENAMED_KEY and moves.keys() & value.keys():
+            value = {moves.get(k, k): v for k, v in value.items()}
+        out[key] = value
+    return out
 
 
 def _derived(message_id: str, position: int, every: set[str], used: set[str]) -> str:
