@@ -211,7 +211,7 @@ class ResponseIds:
 
 
 def repair_call_ids(
-    history: Sequence[Msg], *, skip: str | None = None
+    history: Sequence[Msg], *, skip: str | None = None, taken: Container[str] = ()
 ) -> tuple[list[Msg], list[list[str]]] | None:
     """``history`` with every malformed or reused call id renamed, and what was renamed as
     ``[message id, old id, new id]`` rows; ``None`` when nothing needs renaming.
@@ -222,7 +222,8 @@ def repair_call_ids(
     results are renamed with it: the n-th result with an id, in the tool messages right after
     the call's message, answers the n-th call of that message with that id (results are
     written in call order). ``skip`` names a message left as it is (a step parked for
-    approval keeps its own copy of its calls).
+    approval keeps its own copy of its calls); ``taken`` holds ids used before ``history``
+    (messages given as a call's input are checked against the session's).
     """
     every = {call_id for message in history for call_id in _call_ids(message)}
     used: set[str] = set()
@@ -246,8 +247,8 @@ def repair_call_ids(
         for position, block in enumerate(message.content):
             if type(block) is ToolUseBlock:
                 original = given = block.id
-                if not well_formed(given) or given in used:
-                    given = _derived(message.id, position, every, used)
+                if not well_formed(given) or given in used or given in taken:
+                    given = _derived(message.id, position, every, used, taken)
                     renamed[given] = original[:_SHOWN_CHARS]
                     rows.append([message.id, original[:_SHOWN_CHARS], given])
                     block = ToolUseBlock(given, block.name, block.input)
@@ -306,11 +307,13 @@ def _rekeyed(
     return out
 
 
-def _derived(message_id: str, position: int, every: set[str], used: set[str]) -> str:
+def _derived(
+    message_id: str, position: int, every: set[str], used: set[str], taken: Container[str]
+) -> str:
     attempt = 0
     while True:
         seed = f"{message_id}\0{position}\0{attempt}".encode("utf-8", "surrogatepass")
         given = "call_" + hashlib.sha256(seed).hexdigest()[:32]
-        if given not in every and given not in used:
+        if given not in every and given not in used and given not in taken:
             return given
         attempt += 1  # pragma: no cover - a 128-bit collision

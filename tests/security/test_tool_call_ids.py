@@ -661,3 +661,24 @@ async def test_a_log_holding_a_duplicate_pair_on_postgres_opens_and_continues() 
         assert sum(r.type == "history/checkpoint" for r in log) == 1
         await second.close()
         await agent.close()
+
+
+async def test_a_history_handed_in_as_input_gets_the_same_checks(tmp_path: Path) -> None:
+    """An application that passes earlier turns as input (messages with tool calls) with a
+    repeated id, or an id the session used already: the call goes on, never a 400."""
+    model = ScriptedModel([calls(("seen", "a")), "first", "second"])
+    agent = HarnessAgent("ids", model, tools=[echo], workspace=tmp_path)
+    ctx = RuntimeContext(session_id="s")
+    assert (await agent.call("go", ctx)).text == "first"
+    handed = [
+        *bad_pair_log(("dup", "dup")),
+        Msg.assistant([ToolUseBlock("seen", "echo", {"text": "c"})]),
+        Msg("tool", (ToolResultBlock("seen", "echo:c", name="echo"),), name="echo"),
+        Msg.user("and now?"),
+    ]
+    assert (await agent.call(handed, ctx)).text == "second"
+    request = model.requests[-1].messages
+    assert conversation_problems(request) == []
+    assert results_by_call(request) == {"a": "echo:a", "b": "echo:b", "c": "echo:c"}
+    await three_more(agent, model, ctx)
+    await agent.close()
