@@ -13,6 +13,13 @@ from harnessed.messages import Msg
 
 __all__ = ["group_boundaries", "tool_pair_problems"]
 
+_SHOWN = 60
+"""Characters of an id quoted in a problem (a model chooses ids: one may be huge)."""
+
+
+def _id(call_id: str) -> str:
+    return repr(call_id if len(call_id) <= _SHOWN else call_id[:_SHOWN] + "…")
+
 
 def tool_pair_problems(messages: Sequence[Msg], start: int = 0) -> list[str]:
     """Describe every pairing problem (ids only, never message text); empty when valid.
@@ -36,9 +43,11 @@ def tool_pair_problems(messages: Sequence[Msg], start: int = 0) -> list[str]:
             for result in message.tool_results:
                 cid = result.tool_use_id
                 if cid in answered:
-                    problems.append(f"tool result for call {cid!r} appears more than once")
+                    problems.append(f"tool result for call {_id(cid)} appears more than once")
                 elif cid not in open_calls:
-                    problems.append(f"tool result for call {cid!r} (message {index}) has no call")
+                    problems.append(
+                        f"tool result for call {_id(cid)} (message {index}) has no call"
+                    )
                 else:
                     answered.add(cid)
             continue
@@ -47,7 +56,7 @@ def tool_pair_problems(messages: Sequence[Msg], start: int = 0) -> list[str]:
         if message.role == "assistant":
             for call in message.tool_uses:
                 if call.id in open_calls:
-                    problems.append(f"tool call id {call.id!r} is used twice in one message")
+                    problems.append(f"tool call id {_id(call.id)} is used twice in one message")
                 open_calls[call.id] = call.name
     problems.extend(_unanswered(open_calls, answered))
     return problems
@@ -55,7 +64,7 @@ def tool_pair_problems(messages: Sequence[Msg], start: int = 0) -> list[str]:
 
 def _unanswered(open_calls: dict[str, str], answered: set[str]) -> list[str]:
     return [
-        f"tool call {cid!r} ({name}) has no result"
+        f"tool call {_id(cid)} ({name[:_SHOWN]}) has no result"
         for cid, name in open_calls.items()
         if cid not in answered
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -32,6 +33,7 @@ from harnessed.models.base import (
     ToolCallReady,
 )
 from harnessed.models.errors import ContextOverflowError, ModelError
+from harnessed.tool_call_ids import ResponseIds
 
 __all__ = ["ModelSteps"]
 
@@ -76,6 +78,12 @@ class ModelSteps(RunBase):
         produced = False
         texts: list[str] = []
         ready: list[ToolUseBlock] = []
+        # every call gets an id that is well formed and new to the session before it is
+        # shown, logged or run (servers repeat ids, or send none): see harnessed.tool_call_ids.
+        # The working history is the log's (with compaction's views of the same calls) and
+        # what this run added but has not written yet.
+        unwritten = {c.id for r in self.records if r.msg is not None for c in r.msg.tool_uses}
+        ids = ResponseIds(agent.conversation.call_ids(self.key), unwritten)
         stream = agent.model.stream(request)
         stop = (
             asyncio.ensure_future(self.control.wait_interrupted())
@@ -104,12 +112,16 @@ class ModelSteps(RunBase):
                         model_call_id=model_call_id, thinking=chunk.thinking, **self.base
                     )
                 elif isinstance(chunk, ToolCallReady):
-                    ready.append(chunk.call)
-                    yield ToolCallEvent(model_call_id=model_call_id, call=chunk.call, **self.base)
+                    call = ids.call(chunk.call)
+                    ready.append(call)
+                    yield ToolCallEvent(model_call_id=model_call_id, call=call, **self.base)
                 elif isinstance(chunk, ModelResponse):
                     response = chunk
             if response is None:
                 raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
+            settled = ids.message(response.message)
+            if settled is not response.message:
+                response = dataclasses.replace(response, message=settled)
             observe = getattr(agent.prepare, "after_response", None)
             if observe is not None:
                 observe(info, response)

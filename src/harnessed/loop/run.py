@@ -34,6 +34,7 @@ from harnessed.loop.tool_step import ToolSteps
 from harnessed.messages import Msg
 from harnessed.models.base import ModelResponse
 from harnessed.session.record import RecordType
+from harnessed.tool_call_ids import repair_call_ids
 
 __all__ = ["AgentRun"]
 
@@ -141,6 +142,9 @@ class AgentRun(ModelSteps, ToolSteps):
                     f"nothing to continue: session {self.ctx.session!r} has no history yet; "
                     "pass the user's input"
                 )
+            if any(m.tool_uses for m in messages):  # a history handed in: ids as a model's
+                repaired = repair_call_ids(messages, taken=agent.conversation.call_ids(self.key))
+                messages = repaired[0] if repaired is not None else messages
             self.record_messages(*messages)
             await self.flush()
             state.append(*messages)

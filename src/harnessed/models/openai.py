@@ -343,9 +343,16 @@ class _StreamState:
 
     def _add_fragment(self, fragment: ChoiceDeltaToolCall) -> None:
         index, call_id, function = fragment.index, fragment.id, fragment.function
-        if index is None:  # some servers (Gemini) omit it: a new id starts a new call
+        if index is None:  # some servers (Gemini) omit it: a new id or a new name starts a
+            # new call (a call's later fragments repeat neither; two calls may share an id)
             known = {c.id for c in self.calls.values()}
-            new = not self.calls or (call_id and call_id not in known)
+            last = self.calls[max(self.calls)] if self.calls else None
+            named = function is not None and bool(function.name)
+            new = (
+                last is None
+                or bool(call_id and call_id not in known)
+                or (named and bool(last.name))
+            )
             index = len(self.calls) if new else max(self.calls)
         pending = self.calls.setdefault(index, _PendingCall())
         if call_id and not pending.id:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
-from harnessed.messages import Msg
+from harnessed.messages import Msg, clean_text
 from harnessed.session.record import RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
 
@@ -233,11 +233,13 @@ def indexable(record: SessionRecord) -> tuple[str, str, str | None] | None:
     content = data.get("content")
     if not isinstance(content, list | tuple):
         return None
-    text = _dict_text(content)
+    # a lone UTF-16 surrogate (logged as it came) is repaired here, once for every backend:
+    # SQLite, tantivy and PostgreSQL cannot store it, and a hit's text is always valid UTF-8
+    text = clean_text(_dict_text(content))
     if not text.strip():
         return None
     name = data.get("name")
-    return str(data.get("role")), text, name if isinstance(name, str) else None
+    return str(data.get("role")), text, clean_text(name) if isinstance(name, str) else None
 
 
 def timestamp_micros(timestamp: str) -> int:

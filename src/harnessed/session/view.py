@@ -21,6 +21,7 @@ from harnessed.session.record import NewRecord, RecordType, SessionRecord
 
 __all__ = [
     "INTERRUPTED_TEXT",
+    "RENAMED_CALL_IDS",
     "LogView",
     "interrupted_results",
     "process_stamp",
@@ -34,6 +35,10 @@ INTERRUPTED_TEXT = (
     "its work; check its effects before running it again."
 )
 _HOST = socket.gethostname()
+
+RENAMED_CALL_IDS = "renamed_call_ids"
+"""Checkpoint payload key of a checkpoint that only renames tool-call ids: rows of
+``[message id, old id, new id]`` (see :mod:`harnessed.tool_call_ids`)."""
 
 
 def process_stamp() -> dict[str, Any]:
@@ -103,7 +108,8 @@ class LogView:
             logger.warning("skipping unreadable checkpoint %d: %s", seq, exc)
             return
         self.checkpoint = seq
-        if not self.messages or self.messages[-1] is not tail:
+        renaming = bool(payload.get(RENAMED_CALL_IDS))  # the same messages, other call ids
+        if not renaming and (not self.messages or self.messages[-1] is not tail):
             self.tail_logged = False
 
     def run_ended(self, run_id: str | None) -> bool:

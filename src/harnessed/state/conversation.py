@@ -16,9 +16,12 @@ changed:
   was last read (by this process or another one), so a process keeps recently used sessions
   loaded (bounded LRU) and never re-reads a whole log it already knows.
 
-On load under the session lock (``settle=True``) two repairs happen, each recorded in the log:
-a state file of the previous format (which held the working history itself) is converted once
-into a checkpoint, and a step whose tool calls have no results is settled: if its process
+On load under the session lock (``settle=True``) three repairs happen, each recorded in the
+log: a state file of the previous format (which held the working history itself) is converted
+once into a checkpoint; tool-call ids that repeat or that a provider refuses (logged before
+every response's ids were checked, see :mod:`harnessed.tool_call_ids`) are renamed, calls and
+results, by a checkpoint that lists each renaming; and a step whose tool calls have no results
+is settled: if its process
 stopped (no end of its run in the log) each call gets an "interrupted" error result (never a
 fabricated success); if its run ended (the step failed or was cancelled, and the loop logged
 why) the step is dropped from the history, as a failed step always was.
@@ -41,6 +44,7 @@ from harnessed.session.checkpoint import checkpoint_ops
 from harnessed.session.record import NewRecord, RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
 from harnessed.session.view import (
+    RENAMED_CALL_IDS,
     LogView,
     interrupted_results,
     process_stamp,
@@ -48,6 +52,7 @@ from harnessed.session.view import (
 )
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.store import AgentStateStore
+from harnessed.tool_call_ids import CallIdIndex, repair_call_ids
 
 __all__ = ["ConversationStore"]
 
@@ -67,6 +72,8 @@ class _Entry:
     is alive the entry is not dropped, so a step's commit never replays the log or saves an
     unchanged state because many other sessions were loaded in between."""
     loading: int = 0
+    call_ids: CallIdIndex = field(default_factory=CallIdIndex)
+    """The tool-call ids of the view's history: each look reads only what it gained since."""
 
     def in_use(self) -> bool:
         self.runs = [ref for ref in self.runs if ref() is not None]
@@ -133,6 +140,13 @@ class ConversationStore:
                 entry.view.apply(records)
         return entry
 
+    def call_ids(self, key: SessionKey) -> CallIdIndex:
+        """The tool-call ids of the session's history as this store has written and read it
+        (a model response's calls get ids that are not among them). Kept up to date as the
+        history grows: a look costs the messages added since the last one."""
+        entry = self._entries.get(key) or self._entry(key)
+        return entry.call_ids.sync(entry.view.messages)
+
     async def history(self, key: SessionKey) -> list[Msg]:
         """The working history of a session as its log says now."""
         return list((await self._sync(key)).view.messages)
@@ -168,13 +182,21 @@ class ConversationStore:
             await self._convert(skey, entry, state)
         parked = _parked_message_id(state)
         view = entry.view
-        start, missing = unanswered_step(view.messages, skip=parked)
+        history = view.messages
+        if not entry.call_ids.sync(history).sound:
+            repaired = repair_call_ids(history, skip=parked)
+            if repaired is not None and settle:
+                await self._rename_call_ids(skey, entry, *repaired)
+                history = view.messages
+            elif repaired is not None:  # read only: the same repair, not written
+                history = repaired[0]
+        start, missing = unanswered_step(history, skip=parked)
         repair = bool(missing) and view.tail_logged and not view.run_alive(view.last_message_run)
         abandoned = repair and view.run_ended(view.last_message_run)
         if repair and settle:
             await self._settle(skey, entry, start, missing, abandoned=abandoned)
             abandoned = False
-        history = view.messages
+            history = view.messages
         if abandoned:
             history = history[:start]  # what settling will drop (see _settle)
         elif parked is not None and history and history[-1].id == parked:
@@ -217,6 +239,27 @@ class ConversationStore:
         for message in interrupted_results(missing):
             records.append(NewRecord.message(message, run_id=None, turn_id=None))
         await self._write(key, entry, records)
+
+    async def _rename_call_ids(
+        self, key: SessionKey, entry: _Entry, repaired: list[Msg], renamed: list[list[str]]
+    ) -> None:
+        """The history holds tool-call ids that repeat or that a provider refuses (logged
+        before every response's ids were checked): the log takes the history with those calls
+        and their results renamed as a checkpoint, which lists each renaming. The original
+        messages stay in the log as they were."""
+        view = entry.view
+        payload = {
+            "after": view.checkpoint,
+            "base_len": len(view.messages),
+            "ops": checkpoint_ops(view.messages, repaired) or [],
+            "messages": len(repaired),
+            "reason": "tool call ids repaired",
+            RENAMED_CALL_IDS: renamed,
+        }
+        tail_logged = view.tail_logged
+        await self._write(key, entry, [NewRecord(RecordType.CHECKPOINT, payload)], adopt=repaired)
+        view.tail_logged = tail_logged  # a renamed step left unanswered is still settled
+        entry.call_ids.sync(view.messages)
 
     async def _convert(self, key: SessionKey, entry: _Entry, state: AgentState) -> None:
         """A state saved with its history (the previous format, or an application that set
