@@ -100,6 +100,12 @@ class BaseFilesystem(abc.ABC):
         """Run a blocking primitive; backends without real I/O may call it inline."""
         return await asyncio.to_thread(fn, *args, **kwargs)
 
+    def with_link_check(self, link_check: Callable[[str], None]) -> BaseFilesystem:
+        """This filesystem with every path a followed symbolic link leads to checked by
+        ``link_check`` (which raises to refuse; see :data:`~harnessed.workspace.local.LinkCheck`).
+        Backends without links (memory, object stores) return themselves."""
+        return self
+
     # ------------------------------------------------------------ helpers
     def normalize(self, path: str) -> str:
         return paths.normalize_path(path)

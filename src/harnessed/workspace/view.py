@@ -20,7 +20,10 @@ system instruction by itself.
 :class:`ViewFilesystem` applies the policy on top of any
 :class:`~harnessed.workspace.base.BaseFilesystem`. On a local directory every symlink a walk
 follows is checked too: a link may only lead to a place the view can read *and* write, so
-neither a hidden area nor an instruction file can be reached through one.
+neither a hidden area nor an instruction file can be reached through one. What is checked is
+the whole path the walk goes on with (the link's target followed by the rest of the path), at
+every link of a chain, and listings and walks that start through a link show only what such a
+path may reach: a link to the workspace root opens nothing the view hides.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from typing import TYPE_CHECKING, BinaryIO, ParamSpec, TypeVar
 from harnessed.workspace.base import BaseFilesystem
 from harnessed.workspace.errors import PathNotInViewError, ReadOnlyPathError
 from harnessed.workspace.filesystem import FileInfo
-from harnessed.workspace.local import LocalFilesystem
 
 if TYPE_CHECKING:
     from harnessed.workspace.layout import Workspace
@@ -145,10 +147,13 @@ class ViewPolicy:
             raise ReadOnlyPathError(rel, _READ_ONLY_REASON)
 
     def check_link(self, target: str) -> None:
-        """A symlink may lead only to where the view can read and write."""
+        """A symlink may lead only to where the view can read and write: ``target`` is the
+        whole path reached through it (its target and the rest of the path asked for)."""
         if not self.file_visible(target) or self.read_only(target):
             raise PathNotInViewError(
-                target, "a symbolic link leads there, and links may only lead to files you own"
+                target,
+                "a symbolic link leads there, and links may only lead to files you may read "
+                "and change",
             )
 
 
@@ -164,11 +169,7 @@ class ViewFilesystem(BaseFilesystem):
         super().__init__()
         self._locks = inner._locks  # edits through any view of one workspace are serialized
         self.policy = policy
-        self.inner: BaseFilesystem = (
-            inner.with_link_check(policy.check_link)
-            if isinstance(inner, LocalFilesystem)
-            else inner
-        )
+        self.inner: BaseFilesystem = inner.with_link_check(policy.check_link)
         self.count_lines_max_bytes = inner.count_lines_max_bytes
         self.metadata_inline = inner.metadata_inline
 
