@@ -81,6 +81,12 @@ class Shape:
         return f"{self.location or 'root'}:{self.form}"
 
     @property
+    def live(self) -> bool:
+        """Does the link work at all? One lying in a runtime area (Bob's own scope) is never
+        followed, whatever it leads to."""
+        return not self.location.startswith("agents")
+
+    @property
     def link(self) -> str:
         """The workspace path of the link."""
         return f"{self.location}/lnk" if self.location else "lnk"
@@ -104,17 +110,24 @@ HIDDEN_SHAPES = [
 """Links whose target itself is hidden (refused already before the fix)."""
 
 
-def build_workspace(tmp_path: Path) -> tuple[Path, Path]:
+RUN_MADE = (".harnessed/state/bot/alice/s1.json", "agents/bot/sessions/alice/s1.log.jsonl")
+"""The files of :data:`ALICE_FILES` a real run of Alice's writes itself."""
+
+
+def build_workspace(tmp_path: Path, *, run_made: bool = True) -> tuple[Path, Path]:
     """Alice's data, shared files and the helper links; returns ``(real root, given root)``.
 
     The workspace is given through an alias (a symlink to the real directory), as a
-    deployment that mounts it behind a link would.
+    deployment that mounts it behind a link would. ``run_made=False`` leaves out the files a
+    real run of Alice's writes (:data:`RUN_MADE`).
     """
     real = tmp_path / "real"
     given = tmp_path / "given"
     real.mkdir()
     given.symlink_to(real, target_is_directory=True)
     for rel, text in ALICE_FILES.items():
+        if not run_made and rel in RUN_MADE:
+            continue
         (real / rel).parent.mkdir(parents=True, exist_ok=True)
         (real / rel).write_text(text)
     (real / "notes").mkdir()

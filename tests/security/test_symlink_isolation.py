@@ -49,8 +49,11 @@ def bobs_view(given: Path, backend: str) -> ViewFilesystem:
     return Workspace(root).view("bot", "bob", "s1")
 
 
-async def assert_nothing_of_alice_through(view: ViewFilesystem, link: str) -> None:
-    """Every operation through ``link`` is refused, or shows nothing of Alice's."""
+async def assert_nothing_of_alice_through(
+    view: ViewFilesystem, link: str, *, live: bool = True
+) -> None:
+    """Every operation through ``link`` is refused, or shows nothing of Alice's; ``live``:
+    the link itself works (else everything through it is refused)."""
     for rel in ALICE_FILES:
         path = f"{link}/{rel}"
         with pytest.raises(REFUSED):
@@ -83,6 +86,15 @@ async def assert_nothing_of_alice_through(view: ViewFilesystem, link: str) -> No
             await view.ls(f"{link}/{hidden}")
         with pytest.raises(REFUSED):
             await view.glob("**/*", f"{link}/{hidden}")
+    for where in ("", "notes"):
+        assert await view.grep(SECRET, where) == []
+    if not live:
+        for action in (view.ls(link), view.glob("**/*", link), view.grep(SECRET, link)):
+            with pytest.raises(REFUSED):
+                await action
+        with pytest.raises(REFUSED):
+            await view.read(f"{link}/notes/shared.md")
+        return
     shown = [i.path for i in await view.ls(link)]
     assert f"{link}/notes" in shown  # the link works...
     assert not {f"{link}/agents", f"{link}/.harnessed", f"{link}/large_tool_results"} & set(
@@ -111,8 +123,9 @@ async def test_a_link_to_the_root_reaches_nothing_of_another_user(
     link = make_link(real, given, shape)
     before = alices_bytes(real)
     view = bobs_view(given, backend)
-    assert await view.read_text(f"{link}/notes/shared.md") == SHARED  # the link is live
-    await assert_nothing_of_alice_through(view, link)
+    if shape.live:
+        assert await view.read_text(f"{link}/notes/shared.md") == SHARED  # the link works
+    await assert_nothing_of_alice_through(view, link, live=shape.live)
     assert alices_bytes(real) == before
 
 
@@ -167,23 +180,70 @@ async def test_chains_loops_and_dangling_links(tmp_path: Path, backend: str) -> 
     assert alices_bytes(real) == before
 
 
-async def test_links_to_the_callers_own_scope_and_project_still_work(tmp_path: Path) -> None:
+async def test_project_links_work_and_no_link_leads_into_a_runtime_area(tmp_path: Path) -> None:
     real, given = build_workspace(tmp_path)
     (real / "mine").symlink_to("agents/bot/users/bob/memory")
     (real / "up").symlink_to(".")
     (real / "docs").symlink_to("notes")
+    (real / "notes" / "rel").symlink_to("shared.md")
     view = bobs_view(given, "local")
-    await view.write_text("mine/today.md", "- Bob's note\n")
-    assert (real / "agents/bot/users/bob/memory/today.md").read_text() == "- Bob's note\n"
-    await view.write_text("up/agents/bot/users/bob/memory/other.md", "x")  # his own, via root
-    assert await view.read_text("agents/bot/users/bob/memory/other.md") == "x"
-    assert [i.path for i in await view.ls("mine")] == ["mine/other.md", "mine/today.md"]
     await view.edit("docs/shared.md", "team", "our")
     assert (real / "notes/shared.md").read_text() == "our notes\n"
-    assert [m.path for m in await view.grep("Bob", "mine")] == ["mine/today.md"]
+    assert await view.read_text("up/notes/rel") == "our notes\n"
+    await view.write_text("up/docs/new.md", "via two links\n")
+    assert (real / "notes/new.md").read_text() == "via two links\n"
+    assert [m.path for m in await view.grep("two links", "docs")] == ["docs/new.md"]
+    # not even into Bob's own scope: his own files are reached by their real paths
+    await view.write_text("agents/bot/users/bob/memory/today.md", "- Bob's note\n")
+    for path in ("mine/today.md", "up/agents/bot/users/bob/memory/today.md"):
+        with pytest.raises(REFUSED):
+            await view.read(path)
+        with pytest.raises(REFUSED):
+            await view.write_text(path, PLANT)
+    with pytest.raises(REFUSED):
+        await view.ls("mine")
     with pytest.raises(REFUSED):  # instruction files stay read-only through a link
         await view.write_text("up/AGENTS.md", PLANT)
     assert not (real / "AGENTS.md").exists()
+    assert (real / "agents/bot/users/bob/memory/today.md").read_text() == "- Bob's note\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_the_harness_itself_follows_no_link_of_a_callers_own_scope(
+    tmp_path: Path, backend: str
+) -> None:
+    """Links a command made in Bob's own folders would turn the harness's own reads and
+    appends of Bob's memory (which go to the workspace, not through a view) into Alice's."""
+    real, given = build_workspace(tmp_path)
+    own = real / "agents/bot/users/bob"
+    (own / "memory" / "2026-01-02.md").symlink_to("../../alice/MEMORY.md")
+    (own / "memory" / "up").symlink_to("../../../../..")
+    (own / "plans").symlink_to("../alice/plans")
+    (own / "MEMORY.md").symlink_to("../alice/MEMORY.md")
+    before = alices_bytes(real)
+    root = given if backend == "local" else FsspecFilesystem(f"file://{given}")
+    fs = Workspace(root).fs
+    for path in (
+        "agents/bot/users/bob/memory/2026-01-02.md",
+        "agents/bot/users/bob/memory/up/agents/bot/users/alice/MEMORY.md",
+        "agents/bot/users/bob/memory/up/notes/shared.md",
+        "agents/bot/users/bob/plans/PLAN.md",
+        "agents/bot/users/bob/MEMORY.md",
+    ):
+        with pytest.raises(PathNotInViewError, match="symbolic link inside"):
+            await fs.read(path)
+        with pytest.raises(PathNotInViewError):
+            await fs.append_text(path, PLANT)
+        with pytest.raises(PathNotInViewError):
+            await fs.edit(path, SECRET, PLANT)
+    assert await fs.grep(SECRET, "agents/bot/users/bob") == []
+    assert [i.path for i in await fs.glob("**/*", "agents/bot/users/bob")] == []
+    assert alices_bytes(real) == before
+    # a project link into the runtime data is not followed by the harness either
+    (real / "notes" / "peek").symlink_to("../agents/bot/users/alice")
+    with pytest.raises(PathNotInViewError, match="leads into"):
+        await fs.read("notes/peek/MEMORY.md")
+    assert SECRET in await fs.read_text("agents/bot/users/alice/MEMORY.md")  # real paths work
 
 
 def _swapper(real: Path, stop: threading.Event, swaps: list[int]) -> None:

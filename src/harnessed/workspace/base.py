@@ -35,10 +35,18 @@ from harnessed.workspace.filesystem import (
 )
 from harnessed.workspace.textscan import apply_edit, grep_stream, scan_page
 
-__all__ = ["BaseFilesystem"]
+__all__ = ["BaseFilesystem", "LinkCheck"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+LinkCheck = Callable[[str, str], None]
+"""Called as ``check(link, reached)`` for every symbolic link a walk follows: ``link`` is where
+the link lies (workspace-relative), ``reached`` the whole path the walk goes on with (the
+link's target joined with the rest of the path asked for). A listing or a walk that starts
+through a link calls it again with the real path of each entry it would show. It raises to
+refuse. Workspaces use it so that no link leads into or lies in the harness's runtime data, and
+views so that no link, and no chain of links, leads where the caller may not go."""
 
 
 class BaseFilesystem(abc.ABC):
@@ -100,10 +108,10 @@ class BaseFilesystem(abc.ABC):
         """Run a blocking primitive; backends without real I/O may call it inline."""
         return await asyncio.to_thread(fn, *args, **kwargs)
 
-    def with_link_check(self, link_check: Callable[[str], None]) -> BaseFilesystem:
-        """This filesystem with every path a followed symbolic link leads to checked by
-        ``link_check`` (which raises to refuse; see :data:`~harnessed.workspace.local.LinkCheck`).
-        Backends without links (memory, object stores) return themselves."""
+    def with_link_check(self, link_check: LinkCheck) -> BaseFilesystem:
+        """This filesystem (same files, same edit locks) with every symbolic link it follows
+        checked by ``link_check`` as well as by the checks it already has (see
+        :data:`LinkCheck`). Backends without links (memory, object stores) return themselves."""
         return self
 
     # ------------------------------------------------------------ helpers

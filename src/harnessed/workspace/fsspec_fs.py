@@ -23,10 +23,10 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from harnessed.workspace.base import BaseFilesystem
+from harnessed.workspace.base import BaseFilesystem, LinkCheck
 from harnessed.workspace.errors import FileNotFoundInWorkspaceError
 from harnessed.workspace.filesystem import FileInfo
-from harnessed.workspace.local import LinkCheck, LocalFilesystem
+from harnessed.workspace.local import LocalFilesystem
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem  # type: ignore[import-untyped]
@@ -78,6 +78,7 @@ class FsspecFilesystem(BaseFilesystem):
             return self
         checked = FsspecFilesystem(self.url, fs=self.fs)
         checked._local = self._local.with_link_check(link_check)
+        checked._locks = self._locks
         return checked
 
     def normalize(self, path: str) -> str:

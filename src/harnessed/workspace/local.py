@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from harnessed.workspace import paths
 from harnessed.workspace.atomic import write_atomically_at
-from harnessed.workspace.base import BaseFilesystem
+from harnessed.workspace.base import BaseFilesystem, LinkCheck
 from harnessed.workspace.errors import (
     IsADirectoryInWorkspaceError,
     NotADirectoryInWorkspaceError,
@@ -41,12 +41,6 @@ from harnessed.workspace.errors import (
 from harnessed.workspace.filesystem import FileInfo
 
 __all__ = ["LinkCheck", "LocalFilesystem"]
-
-LinkCheck = Callable[[str], None]
-"""Called with the whole workspace-relative path a walk goes on with after following a symlink
-(the link's target joined with the rest of the path asked for), and with the real path of each
-entry a listing or a walk reaches through a link; raises to refuse. The view of one user uses
-it so that no link, and no chain of links, leads into data the user may not reach."""
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -111,15 +105,17 @@ class LocalFilesystem(BaseFilesystem):
         return f"LocalFilesystem({str(self.root)!r})"
 
     def with_link_check(self, link_check: LinkCheck) -> LocalFilesystem:
-        """The same directory, with every path a followed symlink leads to checked by
-        ``link_check`` (see :data:`LinkCheck`)."""
+        """The same directory (and edit locks), with every symlink a walk follows checked by
+        ``link_check`` after the checks this filesystem already makes (see :data:`LinkCheck`)."""
+        previous = self._link_check
         checked = LocalFilesystem(
             self.root,
             create=False,
-            link_check=link_check,
+            link_check=link_check if previous is None else _both(previous, link_check),
             metadata_inline=self.metadata_inline,
         )
         checked._given = self._given  # absolute links through the given path still resolve
+        checked._locks = self._locks
         return checked
 
     # ------------------------------------------------------------ path policy
@@ -237,7 +233,7 @@ class LocalFilesystem(BaseFilesystem):
             rel = "" if rel == "." else rel
         walked = [*(rel.split("/") if rel else []), *rest]
         if self._link_check is not None:
-            self._link_check("/".join(walked))
+            self._link_check(shown, "/".join(walked))
         return walked
 
     def _open_dir(self, rel: str) -> tuple[int, str]:
@@ -261,7 +257,7 @@ class LocalFilesystem(BaseFilesystem):
 
         def allowed(path: str) -> bool:
             try:
-                check(path)
+                check(rel, path)
             except WorkspaceError:
                 return False
             return True
@@ -417,6 +413,14 @@ class LocalFilesystem(BaseFilesystem):
                 ) from None
         finally:
             located.close()
+
+
+def _both(first: LinkCheck, second: LinkCheck) -> LinkCheck:
+    def check(link: str, reached: str) -> None:
+        first(link, reached)
+        second(link, reached)
+
+    return check
 
 
 def _file_info(rel: str, st: os.stat_result) -> FileInfo:
