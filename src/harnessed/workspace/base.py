@@ -118,6 +118,12 @@ class BaseFilesystem(abc.ABC):
     def normalize(self, path: str) -> str:
         return paths.normalize_path(path)
 
+    def real_path(self, path: str) -> str:
+        """The workspace path ``path`` really names, after following the symbolic links of
+        the part that exists (a guard keyed on paths must ask about this one, not the path
+        given). Backends without links return the normalized path."""
+        return self.normalize(path)
+
     def _require_file(self, rel: str, action: str = "read") -> FileInfo:
         info = self._info(rel)
         if info is None:

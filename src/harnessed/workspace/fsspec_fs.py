@@ -84,6 +84,9 @@ class FsspecFilesystem(BaseFilesystem):
     def normalize(self, path: str) -> str:
         return self._local.normalize(path) if self._local is not None else super().normalize(path)
 
+    def real_path(self, path: str) -> str:
+        return self._local.real_path(path) if self._local is not None else super().real_path(path)
+
     # ------------------------------------------------------------ mapping
     def _full(self, rel: str) -> str:
         if not rel:

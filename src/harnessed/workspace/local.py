@@ -133,6 +133,18 @@ class LocalFilesystem(BaseFilesystem):
             shown, "it is outside the workspace; use a path relative to the workspace root"
         )
 
+    def real_path(self, path: str) -> str:
+        rel = self.normalize(path)
+        try:
+            located = self._locate(rel)
+        except FileNotFoundError:  # a missing component is no link: the rest stays as given
+            if not rel:
+                raise
+            head, _, name = rel.rpartition("/")
+            return paths.join(self.real_path(head) if head else "", name)
+        located.close()
+        return located.real
+
     def resolve(self, path: str) -> Path:
         """The real local path of a workspace path, after the policy and symlink checks."""
         located = self._locate(self.normalize(path))
