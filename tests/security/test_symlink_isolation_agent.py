@@ -228,3 +228,31 @@ async def test_links_in_bobs_own_scope_never_turn_his_memory_into_alices(tmp_pat
     assert "not reachable" in results[1] or "symbolic link" in results[1], results[1]
     assert alices_bytes(real) == before
     assert PLANT not in (real / "agents/bot/users/alice/MEMORY.md").read_text()
+
+
+async def test_shared_workspace_material_linked_to_alices_memory_shows_nothing(
+    tmp_path: Path,
+) -> None:
+    """The harness puts the shared ``MEMORY.md`` and ``knowledge/`` into every request itself:
+    links a command makes there must not bring Alice's memory into Bob's request."""
+    require_bwrap(BubblewrapSandbox())
+    _real, given = build_workspace(tmp_path, run_made=False)
+    make = "\n".join(
+        [
+            "ln -s agents/bot/users/alice/MEMORY.md MEMORY.md",
+            "mkdir -p knowledge memory",
+            "ln -s ../agents/bot/users/alice/MEMORY.md knowledge/KNOWLEDGE.md",
+            "ln -s ../hop/agents/bot/users/alice/memory/2026-01-01.md knowledge/ledger.md",
+            "ln -s ../hop/agents/bot/users/alice/memory/2026-01-01.md memory/2026-01-01.md",
+            "ls -l MEMORY.md knowledge",
+        ]
+    )
+    results = await tool_texts(given, BOB, [execute(make)])
+    assert "KNOWLEDGE.md -> ../agents" in results[0], results[0]
+    model = ScriptedModel(["hello"], responder=_answer)
+    bob = agent(given, model, shell=False)
+    await bob.call("what do you know?", BOB)
+    await bob.close()
+    assert model.requests
+    for request in model.requests:
+        assert all(SECRET not in m.text for m in request.messages)
