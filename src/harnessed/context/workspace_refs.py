@@ -18,6 +18,7 @@ omission is reported (``workspace_budget_cut:<material-id>``,
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -25,7 +26,12 @@ from typing import Protocol
 from harnessed.context.materials import Material
 from harnessed.context.seam import PrepareInfo
 from harnessed.tokens import TokenEstimator
+from harnessed.workspace.errors import PathNotInViewError, PathOutsideWorkspaceError
 from harnessed.workspace.layout import Workspace
+
+logger = logging.getLogger(__name__)
+
+_REFUSED = (PathNotInViewError, PathOutsideWorkspaceError)
 
 __all__ = [
     "WorkspaceFiles",
@@ -50,6 +56,44 @@ class WorkspaceFiles(Protocol):
     async def read_text(self, path: str) -> str: ...
 
     async def list_tree(self, path: str) -> list[str]: ...
+
+
+class _Refusing:
+    """``files`` where a path the workspace refuses to open (a symbolic link that leads out of
+    it or into the harness's runtime data, e.g. a shared ``MEMORY.md`` a command linked to
+    another user's) counts as absent, and is reported as ``workspace_refused:<path>``: one
+    bad link in a shared file must not fail every user's calls."""
+
+    def __init__(self, files: WorkspaceFiles, transforms: list[str]) -> None:
+        self._files = files
+        self._transforms = transforms
+
+    def _refused(self, path: str, exc: Exception) -> None:
+        note = f"workspace_refused:workspace/{path}"
+        if note not in self._transforms:
+            self._transforms.append(note)
+            logger.warning("workspace material %r left out: %s", path, exc)
+
+    async def exists(self, path: str) -> bool:
+        try:
+            return await self._files.exists(path)
+        except _REFUSED as exc:
+            self._refused(path, exc)
+            return False
+
+    async def read_text(self, path: str) -> str:
+        try:
+            return await self._files.read_text(path)
+        except _REFUSED as exc:  # it became a link after exists() said yes
+            self._refused(path, exc)
+            return ""
+
+    async def list_tree(self, path: str) -> list[str]:
+        try:
+            return await self._files.list_tree(path)
+        except _REFUSED as exc:
+            self._refused(path, exc)
+            return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +176,7 @@ async def load_workspace_refs(
     own memory).
     """
     budget = _Budget(max_context_tokens, estimator)
+    files = _Refusing(files, budget.transforms)
     agents_path = Workspace.AGENTS_MD
     agents_md: str | None = None
     if await files.exists(agents_path):

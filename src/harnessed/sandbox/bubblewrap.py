@@ -44,7 +44,7 @@ from harnessed.sandbox.localdir import DirectorySession
 from harnessed.tools.shell import ShellConfig, run_command
 from harnessed.workspace import LocalFilesystem, WorkspaceError
 from harnessed.workspace.paths import encode_part
-from harnessed.workspace.view import INSTRUCTION_PATHS, ViewPolicy
+from harnessed.workspace.view import INSTRUCTION_PATHS, ViewPolicy, runtime_link_check
 
 __all__ = ["BubblewrapSandbox", "Network"]
 
@@ -313,7 +313,10 @@ class BubblewrapSession(DirectorySession):
         args = ["--bind", str(root), "/workspace"]
         if not self._bound:
             return args
-        fs = LocalFilesystem(root, create=False)
+        # links the commands made in the caller's own scope are not followed to find a mount
+        fs = LocalFilesystem(root, create=False).with_link_check(
+            runtime_link_check(self.policy.hidden_roots)
+        )
         try:
             for hidden in self.policy.hidden_roots:
                 fs._makedirs(hidden)

@@ -5,7 +5,8 @@ could write a ``SKILL.md`` into a skill layer and then load it, a file edit (whi
 ``accept_edits`` mode or an allow rule lets run without asking) would become any tool it
 likes, ``execute`` included. So ``write_file`` and ``edit_file`` are refused inside the skill
 layers of the workspace (``skills/``, the user's own skills folder, and any local
-``skill_dirs`` folder that lies inside the workspace) unless the application
+``skill_dirs`` folder that lies inside the workspace), also when the path reaches one through
+a symbolic link, unless the application
 opts in (``Skills(model_edits_skills=True)``). New skills come from the model only as drafts
 (``propose_skill``), which the application promotes.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harnessed.workspace import Filesystem, WorkspaceError
+from harnessed.workspace import BaseFilesystem, Filesystem, WorkspaceError
 
 __all__ = ["EDITING_TOOLS", "skill_write_refusal"]
 
@@ -31,12 +32,14 @@ def skill_write_refusal(
     if tool not in EDITING_TOOLS or not isinstance(path, str):
         return None
     try:
-        rel = fs.normalize(path).casefold()
-    except (WorkspaceError, ValueError):
+        named = {fs.normalize(path).casefold()}
+        if isinstance(fs, BaseFilesystem):  # and where its links really lead
+            named.add(fs.real_path(path).casefold())
+    except (WorkspaceError, OSError, ValueError):
         return None  # the tool itself reports a path it cannot use
     for root in roots:
         folded = root.strip("/").casefold()
-        if not folded or rel == folded or rel.startswith(folded + "/"):
+        if not folded or any(rel == folded or rel.startswith(folded + "/") for rel in named):
             where = f"{folded}/" if folded else "the whole workspace is a skill folder"
             return (
                 f"{tool} refused: {path!r} is inside the installed skills ({where}), which are "

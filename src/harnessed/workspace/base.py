@@ -35,10 +35,18 @@ from harnessed.workspace.filesystem import (
 )
 from harnessed.workspace.textscan import apply_edit, grep_stream, scan_page
 
-__all__ = ["BaseFilesystem"]
+__all__ = ["BaseFilesystem", "LinkCheck"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+LinkCheck = Callable[[str, str], None]
+"""Called as ``check(link, reached)`` for every symbolic link a walk follows: ``link`` is where
+the link lies (workspace-relative), ``reached`` the whole path the walk goes on with (the
+link's target joined with the rest of the path asked for). A listing or a walk that starts
+through a link calls it again with the real path of each entry it would show. It raises to
+refuse. Workspaces use it so that no link leads into or lies in the harness's runtime data, and
+views so that no link, and no chain of links, leads where the caller may not go."""
 
 
 class BaseFilesystem(abc.ABC):
@@ -100,9 +108,21 @@ class BaseFilesystem(abc.ABC):
         """Run a blocking primitive; backends without real I/O may call it inline."""
         return await asyncio.to_thread(fn, *args, **kwargs)
 
+    def with_link_check(self, link_check: LinkCheck) -> BaseFilesystem:
+        """This filesystem (same files, same edit locks) with every symbolic link it follows
+        checked by ``link_check`` as well as by the checks it already has (see
+        :data:`LinkCheck`). Backends without links (memory, object stores) return themselves."""
+        return self
+
     # ------------------------------------------------------------ helpers
     def normalize(self, path: str) -> str:
         return paths.normalize_path(path)
+
+    def real_path(self, path: str) -> str:
+        """The workspace path ``path`` really names, after following the symbolic links of
+        the part that exists (a guard keyed on paths must ask about this one, not the path
+        given). Backends without links return the normalized path."""
+        return self.normalize(path)
 
     def _require_file(self, rel: str, action: str = "read") -> FileInfo:
         info = self._info(rel)

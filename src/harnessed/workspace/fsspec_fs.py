@@ -8,6 +8,11 @@ Object stores have no real directories: a directory exists while something is st
 and ``mkdir`` does nothing. They also cannot append, so :meth:`append_text` rewrites the object
 (``appends_in_place`` is ``False``); append-only data should be written as segment objects
 (:class:`~harnessed.workspace.appendlog.AppendLog` does that).
+
+fsspec's own local filesystem (``file://``, ``local://``) follows symbolic links wherever they
+lead, outside the root too. A workspace on it is therefore served by
+:class:`~harnessed.workspace.local.LocalFilesystem` underneath: the same race-free walk, links
+confined to the root and checked by a view like on any local directory.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from harnessed.workspace.base import BaseFilesystem
+from harnessed.workspace.base import BaseFilesystem, LinkCheck
 from harnessed.workspace.errors import FileNotFoundInWorkspaceError
 from harnessed.workspace.filesystem import FileInfo
+from harnessed.workspace.local import LocalFilesystem
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem  # type: ignore[import-untyped]
@@ -53,13 +59,33 @@ class FsspecFilesystem(BaseFilesystem):
         self.fs: AbstractFileSystem = fs
         self.url = url
         self._root: str = str(root).rstrip("/")
+        self._local: LocalFilesystem | None = (
+            LocalFilesystem(self._root or "/") if _is_local(fs) else None
+        )
+        """The directory itself, for fsspec's local filesystem (see the module docstring)."""
+        if self._local is not None:
+            self.count_lines_max_bytes = self._local.count_lines_max_bytes
 
     def __repr__(self) -> str:
         return f"FsspecFilesystem({self.url!r})"
 
     @property
     def appends_in_place(self) -> bool:
-        return False
+        return self._local is not None
+
+    def with_link_check(self, link_check: LinkCheck) -> BaseFilesystem:
+        if self._local is None:
+            return self
+        checked = FsspecFilesystem(self.url, fs=self.fs)
+        checked._local = self._local.with_link_check(link_check)
+        checked._locks = self._locks
+        return checked
+
+    def normalize(self, path: str) -> str:
+        return self._local.normalize(path) if self._local is not None else super().normalize(path)
+
+    def real_path(self, path: str) -> str:
+        return self._local.real_path(path) if self._local is not None else super().real_path(path)
 
     # ------------------------------------------------------------ mapping
     def _full(self, rel: str) -> str:
@@ -83,6 +109,8 @@ class FsspecFilesystem(BaseFilesystem):
 
     # ------------------------------------------------------------ primitives
     def _info(self, rel: str) -> FileInfo | None:
+        if self._local is not None:
+            return self._local._info(rel)
         try:
             raw = self.fs.info(self._full(rel))
         except (FileNotFoundError, NotADirectoryError):
@@ -91,6 +119,8 @@ class FsspecFilesystem(BaseFilesystem):
         return self._to_info(rel, cast(dict[str, Any], raw))
 
     def _list_dir(self, rel: str) -> list[FileInfo]:
+        if self._local is not None:
+            return self._local._list_dir(rel)
         try:
             entries = self.fs.ls(self._full(rel), detail=True, refresh=True)
         except FileNotFoundError:
@@ -105,6 +135,9 @@ class FsspecFilesystem(BaseFilesystem):
         return result
 
     def _walk(self, rel: str) -> Iterator[FileInfo]:
+        if self._local is not None:
+            yield from self._local._walk(rel)
+            return
         try:
             found = self.fs.find(self._full(rel), detail=True)
         except FileNotFoundError:
@@ -115,12 +148,16 @@ class FsspecFilesystem(BaseFilesystem):
             yield self._to_info(self._rel(name), raw)
 
     def _read(self, rel: str) -> bytes:
+        if self._local is not None:
+            return self._local._read(rel)
         try:
             return cast(bytes, self.fs.cat_file(self._full(rel)))
         except FileNotFoundError:
             raise FileNotFoundInWorkspaceError(rel) from None
 
     def _write(self, rel: str, data: bytes) -> None:
+        if self._local is not None:
+            return self._local._write(rel, data)
         full = self._full(rel)
         try:
             self.fs.pipe_file(full, data)
@@ -130,6 +167,8 @@ class FsspecFilesystem(BaseFilesystem):
             self.fs.pipe_file(full, data)
 
     def _delete(self, rel: str, is_dir: bool) -> None:
+        if self._local is not None:
+            return self._local._delete(rel, is_dir)
         # fsspec's rm() expands glob characters; a path like "notes/[a].md" or "tmp/*" must
         # delete exactly that entry, so files go through rm_file and directories are emptied
         # entry by entry (find() takes the path literally), deepest first.
@@ -150,10 +189,14 @@ class FsspecFilesystem(BaseFilesystem):
             self.fs.rmdir(full)
 
     def _makedirs(self, rel: str) -> None:
+        if self._local is not None:
+            return self._local._makedirs(rel)
         with contextlib.suppress(FileExistsError):
             self.fs.makedirs(self._full(rel), exist_ok=True)
 
     def _open(self, rel: str) -> AbstractContextManager[BinaryIO]:
+        if self._local is not None:
+            return self._local._open(rel)
         try:
             return cast(
                 AbstractContextManager[BinaryIO],
@@ -161,6 +204,18 @@ class FsspecFilesystem(BaseFilesystem):
             )
         except FileNotFoundError:
             raise FileNotFoundInWorkspaceError(rel) from None
+
+    def _append(self, rel: str, data: bytes) -> None:
+        if self._local is not None:
+            return self._local._append(rel, data)
+        return super()._append(rel, data)
+
+
+def _is_local(fs: AbstractFileSystem) -> bool:
+    """Is ``fs`` fsspec's filesystem of this machine's files (which follows any link)?"""
+    from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
+
+    return isinstance(fs, LocalFileSystem)
 
 
 def _mtime(raw: dict[str, Any]) -> float | None:

@@ -43,7 +43,7 @@ from harnessed.workspace.filesystem import Filesystem
 from harnessed.workspace.fsspec_fs import FsspecFilesystem
 from harnessed.workspace.local import LocalFilesystem
 from harnessed.workspace.paths import encode_part, join, session_dir_parts
-from harnessed.workspace.view import ViewFilesystem, ViewPolicy
+from harnessed.workspace.view import ViewFilesystem, ViewPolicy, runtime_link_check
 
 __all__ = ["IsolationScope", "RuntimeKind", "Workspace"]
 
@@ -88,7 +88,12 @@ class Workspace:
         if scope not in _SCOPES:
             raise ValueError(f"Workspace scope must be one of {', '.join(_SCOPES)}; got {scope!r}")
         self.scope: IsolationScope = scope
-        self.fs: Filesystem = _make_filesystem(root, storage_options or {})
+        fs = _make_filesystem(root, storage_options or {})
+        if isinstance(fs, BaseFilesystem):  # a local one: no link into the runtime data
+            fs = fs.with_link_check(runtime_link_check(self.runtime_roots))
+        self.fs: Filesystem = fs
+        """The workspace's files. On a local directory, symbolic links that lie in or lead
+        into the runtime areas (:attr:`runtime_roots`) are not followed, by anyone."""
         self.local_root: Path | None = (
             self.fs.root if isinstance(self.fs, LocalFilesystem) else None
         )
@@ -96,6 +101,13 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"Workspace({self.fs!r}, scope={self.scope!r})"
+
+    @property
+    def runtime_roots(self) -> tuple[str, ...]:
+        """The top-level folders of the harness's runtime data (state, session logs, every
+        user's memory and tool results), hidden from the model apart from its own scope."""
+        third = "sessions" if self.scope == "global" else self.LARGE_TOOL_RESULTS_DIR
+        return (".harnessed", self.AGENTS_DIR, third)
 
     # ------------------------------------------------------------ fixed layout
     def skill_file(self, name: str) -> str:

@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from harnessed.workspace import paths
 from harnessed.workspace.atomic import write_atomically_at
-from harnessed.workspace.base import BaseFilesystem
+from harnessed.workspace.base import BaseFilesystem, LinkCheck
 from harnessed.workspace.errors import (
     IsADirectoryInWorkspaceError,
     NotADirectoryInWorkspaceError,
@@ -41,10 +41,6 @@ from harnessed.workspace.errors import (
 from harnessed.workspace.filesystem import FileInfo
 
 __all__ = ["LinkCheck", "LocalFilesystem"]
-
-LinkCheck = Callable[[str], None]
-"""Called with the workspace-relative target of every symlink a walk follows; raises to refuse
-(the view of one user uses it so a link cannot lead into data the user may not reach)."""
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -109,13 +105,18 @@ class LocalFilesystem(BaseFilesystem):
         return f"LocalFilesystem({str(self.root)!r})"
 
     def with_link_check(self, link_check: LinkCheck) -> LocalFilesystem:
-        """The same directory, with every followed symlink target checked by ``link_check``."""
-        return LocalFilesystem(
+        """The same directory (and edit locks), with every symlink a walk follows checked by
+        ``link_check`` after the checks this filesystem already makes (see :data:`LinkCheck`)."""
+        previous = self._link_check
+        checked = LocalFilesystem(
             self.root,
             create=False,
-            link_check=link_check,
+            link_check=link_check if previous is None else _both(previous, link_check),
             metadata_inline=self.metadata_inline,
         )
+        checked._given = self._given  # absolute links through the given path still resolve
+        checked._locks = self._locks
+        return checked
 
     # ------------------------------------------------------------ path policy
     def normalize(self, path: str) -> str:
@@ -131,6 +132,18 @@ class LocalFilesystem(BaseFilesystem):
         raise PathOutsideWorkspaceError(
             shown, "it is outside the workspace; use a path relative to the workspace root"
         )
+
+    def real_path(self, path: str) -> str:
+        rel = self.normalize(path)
+        try:
+            located = self._locate(rel)
+        except FileNotFoundError:  # a missing component is no link: the rest stays as given
+            if not rel:
+                raise
+            head, _, name = rel.rpartition("/")
+            return paths.join(self.real_path(head) if head else "", name)
+        located.close()
+        return located.real
 
     def resolve(self, path: str) -> Path:
         """The real local path of a workspace path, after the policy and symlink checks."""
@@ -151,7 +164,7 @@ class LocalFilesystem(BaseFilesystem):
             last = parts[-1] if parts else ""
             if redirect is None and follow and last:
                 try:
-                    redirect = self._link_at(fd, last, done)
+                    redirect = self._link_at(fd, last, done, [])
                 except BaseException:
                     os.close(fd)
                     raise
@@ -183,13 +196,13 @@ class LocalFilesystem(BaseFilesystem):
                     except OSError as exc:
                         if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                             raise
-                        target = self._link_at(fd, name, done)
+                        target = self._link_at(fd, name, done, parts[index + 1 :])
                         if target is None:
                             where = "/".join([*done, name])
                             raise NotADirectoryInWorkspaceError(
                                 "/".join(parts), "open", f"{where!r} is a file, not a directory"
                             ) from exc
-                        return fd, done, target + parts[index + 1 :]
+                        return fd, done, target
                     break
                 os.close(fd)
                 fd = child
@@ -199,8 +212,14 @@ class LocalFilesystem(BaseFilesystem):
             raise
         return fd, done, None
 
-    def _link_at(self, fd: int, name: str, done: list[str]) -> list[str] | None:
-        """The workspace path a symlink ``name`` in ``fd`` points to, or ``None`` if not a link."""
+    def _link_at(self, fd: int, name: str, done: list[str], rest: list[str]) -> list[str] | None:
+        """The path to walk instead when ``name`` in ``fd`` is a symlink (its target inside the
+        workspace followed by ``rest``, the components after it), or ``None`` if not a link.
+
+        The link check sees that whole path, not just the target: a link to the root (or to
+        any visible directory above a hidden one) must not open the hidden one to the path
+        that goes on through it.
+        """
         try:
             target = os.readlink(name, dir_fd=fd)
         except (FileNotFoundError, NotADirectoryError):
@@ -224,19 +243,38 @@ class LocalFilesystem(BaseFilesystem):
                     shown, "it leads outside the workspace through a symbolic link"
                 )
             rel = "" if rel == "." else rel
+        walked = [*(rel.split("/") if rel else []), *rest]
         if self._link_check is not None:
-            self._link_check(rel)
-        return rel.split("/") if rel else []
+            self._link_check(shown, "/".join(walked))
+        return walked
 
-    def _open_dir(self, rel: str) -> int:
-        """An fd of the directory ``rel`` (symlinks resolved inside the workspace)."""
+    def _open_dir(self, rel: str) -> tuple[int, str]:
+        """An fd of the directory ``rel`` (symlinks resolved inside the workspace) and its real
+        workspace path."""
         located = self._locate(rel)
         if not located.name:
-            return located.dir_fd
+            return located.dir_fd, located.real
         try:
-            return os.open(located.name, _DIR, dir_fd=located.dir_fd)
+            return os.open(located.name, _DIR, dir_fd=located.dir_fd), located.real
         finally:
             located.close()
+
+    def _reached_check(self, rel: str, real: str) -> Callable[[str], bool] | None:
+        """For a directory reached through a link (``real`` differs from ``rel``), a predicate
+        telling which real paths below it a listing or a walk may show and enter; ``None`` when
+        no check applies. The link check decides, as if each entry were a link's target."""
+        check = self._link_check
+        if check is None or real == rel:
+            return None
+
+        def allowed(path: str) -> bool:
+            try:
+                check(rel, path)
+            except WorkspaceError:
+                return False
+            return True
+
+        return allowed
 
     # ------------------------------------------------------------ primitives
     def _info(self, rel: str) -> FileInfo | None:
@@ -256,11 +294,14 @@ class LocalFilesystem(BaseFilesystem):
         return _file_info(rel, st)
 
     def _list_dir(self, rel: str) -> list[FileInfo]:
-        fd = self._open_dir(rel)
+        fd, real = self._open_dir(rel)
+        allowed = self._reached_check(rel, real)
         entries: list[FileInfo] = []
         try:
             with os.scandir(fd) as it:
                 for entry in it:
+                    if allowed is not None and not allowed(paths.join(real, entry.name)):
+                        continue  # reached through a link, and out of bounds there
                     child = paths.join(rel, entry.name)
                     info: FileInfo | None = None
                     if entry.is_symlink():
@@ -278,11 +319,15 @@ class LocalFilesystem(BaseFilesystem):
         return entries
 
     def _walk(self, rel: str) -> Iterator[FileInfo]:
-        top = self._open_dir(rel)
+        top, real = self._open_dir(rel)
+        allowed = self._reached_check(rel, real)
         try:
             # fwalk opens every directory relative to its parent and never follows links.
-            for dirpath, _dirs, names, dir_fd in os.fwalk(".", dir_fd=top):
+            for dirpath, dirs, names, dir_fd in os.fwalk(".", dir_fd=top):
                 sub = "" if dirpath == "." else dirpath[2:]
+                if allowed is not None:  # reached through a link: prune what is out of bounds
+                    dirs[:] = [d for d in dirs if allowed(paths.join(real, sub, d))]
+                    names = [n for n in names if allowed(paths.join(real, sub, n))]
                 for name in names:
                     child = paths.join(rel, sub, name)
                     try:
@@ -380,6 +425,14 @@ class LocalFilesystem(BaseFilesystem):
                 ) from None
         finally:
             located.close()
+
+
+def _both(first: LinkCheck, second: LinkCheck) -> LinkCheck:
+    def check(link: str, reached: str) -> None:
+        first(link, reached)
+        second(link, reached)
+
+    return check
 
 
 def _file_info(rel: str, st: os.stat_result) -> FileInfo:

@@ -19,8 +19,11 @@ system instruction by itself.
 
 :class:`ViewFilesystem` applies the policy on top of any
 :class:`~harnessed.workspace.base.BaseFilesystem`. On a local directory every symlink a walk
-follows is checked too: a link may only lead to a place the view can read *and* write, so
-neither a hidden area nor an instruction file can be reached through one.
+follows is checked too, against the whole path the walk goes on with (the link's target
+followed by the rest of the path), at every link of a chain: no link lies in or leads into a
+runtime area (not even the caller's own scope, where its commands can write links) or leads to
+an instruction file. Listings and walks that start through a link show and enter only what
+such a path may reach, so a link to the workspace root opens nothing the view hides.
 """
 
 from __future__ import annotations
@@ -30,15 +33,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, ParamSpec, TypeVar
 
-from harnessed.workspace.base import BaseFilesystem
+from harnessed.workspace.base import BaseFilesystem, LinkCheck
 from harnessed.workspace.errors import PathNotInViewError, ReadOnlyPathError
 from harnessed.workspace.filesystem import FileInfo
-from harnessed.workspace.local import LocalFilesystem
 
 if TYPE_CHECKING:
     from harnessed.workspace.layout import Workspace
 
-__all__ = ["INSTRUCTION_PATHS", "ViewFilesystem", "ViewPolicy"]
+__all__ = ["INSTRUCTION_PATHS", "ViewFilesystem", "ViewPolicy", "runtime_link_check"]
 
 INSTRUCTION_PATHS = ("AGENTS.md", "skills", "subagents")
 """Top-level entries the harness reads as instructions: read-only to the model by default."""
@@ -54,6 +56,38 @@ _READ_ONLY_REASON = (
     "instruction files (AGENTS.md, skills/, subagents/) are read-only; only the application "
     "can change them"
 )
+
+
+def _head_in(path: str, roots: Sequence[str]) -> bool:
+    head = path.split("/", 1)[0].casefold()
+    return any(head == root.casefold() for root in roots)
+
+
+def runtime_link_check(hidden_roots: Sequence[str]) -> LinkCheck:
+    """The rule every workspace keeps for links (its own code included): a symbolic link
+    inside the runtime areas ``hidden_roots`` is never followed, and no link leads into them.
+
+    The harness itself never puts a link there, and names runtime files by their real paths;
+    a link there can only come from a command that wrote into its caller's own scope, and
+    following it would let that caller's memory, plan or results be another user's files.
+    """
+    roots = tuple(hidden_roots)
+
+    def check(link: str, reached: str) -> None:
+        if _head_in(link, roots):
+            raise PathNotInViewError(
+                link,
+                "it is a symbolic link inside the harness's runtime data (memory, plans, "
+                "session logs, state, tool results), and links there are never followed",
+            )
+        if _head_in(reached, roots):
+            raise PathNotInViewError(
+                link,
+                f"it is a symbolic link that leads into the harness's runtime data "
+                f"({reached!r}), and links never lead there",
+            )
+
+    return check
 
 
 def editable_instructions(writable: bool | Sequence[str]) -> tuple[str, ...]:
@@ -97,19 +131,16 @@ class ViewPolicy:
         memory_dir = workspace.runtime_dir("memory", **ids)
         plans_dir = workspace.runtime_dir("plans", **ids)
         results = workspace.runtime_dir("large_tool_results", **ids)
-        hidden = [".harnessed", workspace.AGENTS_DIR]
         own = [p for p in (memory_file, memory_dir, plans_dir) if "/" in p]  # root: shared
-        if workspace.scope == "global":
-            hidden.append("sessions")
-        else:
-            hidden.append(workspace.LARGE_TOOL_RESULTS_DIR)
+        if workspace.scope != "global":
             own.append(results)
-        return cls(tuple(hidden), tuple(own), editable_instructions(writable_instructions))
+        return cls(
+            workspace.runtime_roots, tuple(own), editable_instructions(writable_instructions)
+        )
 
     # ------------------------------------------------------------ questions
     def _hidden_area(self, rel: str) -> bool:
-        head = rel.split("/", 1)[0].casefold()
-        return any(head == root.casefold() for root in self.hidden_roots)
+        return _head_in(rel, self.hidden_roots)
 
     def _owned(self, rel: str) -> bool:
         return any(rel == p or rel.startswith(p + "/") for p in self.own)
@@ -144,11 +175,16 @@ class ViewPolicy:
         if self.read_only(rel):
             raise ReadOnlyPathError(rel, _READ_ONLY_REASON)
 
-    def check_link(self, target: str) -> None:
-        """A symlink may lead only to where the view can read and write."""
-        if not self.file_visible(target) or self.read_only(target):
+    def check_link(self, link: str, reached: str) -> None:
+        """A symlink must not lie in or lead into a hidden area (the caller's own scope
+        included: see :func:`runtime_link_check`), nor lead to an instruction file the caller
+        may not change. ``reached`` is the whole path the walk goes on with."""
+        runtime_link_check(self.hidden_roots)(link, reached)
+        if self.read_only(reached):
             raise PathNotInViewError(
-                target, "a symbolic link leads there, and links may only lead to files you own"
+                link,
+                f"it is a symbolic link to {reached!r}; links may not lead to instruction "
+                "files (AGENTS.md, skills/, subagents/), which are read-only",
             )
 
 
@@ -164,11 +200,7 @@ class ViewFilesystem(BaseFilesystem):
         super().__init__()
         self._locks = inner._locks  # edits through any view of one workspace are serialized
         self.policy = policy
-        self.inner: BaseFilesystem = (
-            inner.with_link_check(policy.check_link)
-            if isinstance(inner, LocalFilesystem)
-            else inner
-        )
+        self.inner: BaseFilesystem = inner.with_link_check(policy.check_link)
         self.count_lines_max_bytes = inner.count_lines_max_bytes
         self.metadata_inline = inner.metadata_inline
 
