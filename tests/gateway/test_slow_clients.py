@@ -6,6 +6,10 @@ slow ones are closed, and a turn's event stream outlives every read timeout."""
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -269,6 +273,29 @@ async def test_a_slow_body_is_timed_out(tmp_path: Path, protocol: Any) -> None:
             assert r.json()["messages"] == []
 
 
+async def test_a_body_answered_before_it_ended_does_not_hold_the_connection(
+    tmp_path: Path, protocol: Any
+) -> None:
+    """A 2 MB chunked body gets 413 after its first megabyte; once the rest is drained the
+    connection is idle and closes after the keep-alive timeout (uvicorn alone kept it open
+    for ever)."""
+    agent = make_agent(tmp_path, Tools())
+    limits = ServerLimits(keep_alive_timeout=1.0)
+    with guarded_server(make_app(agent), limits, protocol) as (host, port):
+        async with httpx.AsyncClient(base_url=f"http://{host}:{port}", timeout=BOUND) as c:
+            sid = (await c.post("/v1/sessions", json={}, headers=ALICE)).json()["session_id"]
+        chunk = b"10000\r\n" + b"a" * 0x10000 + b"\r\n"
+        answer = await exchange(
+            host,
+            port,
+            f"POST /v1/sessions/{sid}/messages HTTP/1.1\r\nHost: x\r\n".encode()
+            + AUTH
+            + b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+            chunk * 32 + b"0\r\n\r\n",
+        )
+        assert answer.startswith(b"HTTP/1.1 413 "), answer[:80]
+
+
 async def test_a_turn_streams_for_longer_than_every_read_timeout(
     tmp_path: Path, protocol: Any
 ) -> None:
@@ -297,6 +324,65 @@ async def test_a_turn_streams_for_longer_than_every_read_timeout(
         events = sse(body.decode())
         assert events[-1][0] == "agent_end" and events[-1][1]["status"] == "completed"
         assert any(e == "tool_result" for e, _ in events)
+
+
+async def test_harnessed_serve_outlasts_more_slow_clients_than_it_has_descriptors(
+    tmp_path: Path,
+) -> None:
+    """The real command in a process of its own, its open-file limit far below the number of
+    slow clients (the head timeout long, so only the cap acts): it keeps serving."""
+    root = Path(__file__).resolve().parents[2]
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    open_files = 384  # 256 stay reserved: at most 128 connections
+
+    def low_file_limit() -> None:
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
+
+    code = "import sys; from harnessed.cli import main; sys.exit(main(sys.argv[1:]))"
+    args = ["serve", "--agent", "tests.cli.chat_app:make_agent", "--port", str(port)]
+    args += ["--token", "alice-token-123=alice", "--header-timeout", "600"]
+    env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}"}
+    env["CHAT_TEST_WORKSPACE"] = str(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=low_file_limit,
+    )
+    base = f"http://127.0.0.1:{port}"
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=BOUND) as client:
+
+            async def up() -> bool:
+                try:
+                    return (await client.get("/v1/agents", headers=ALICE)).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            async with asyncio.timeout(BOUND):
+                while not await up():
+                    assert proc.poll() is None, "harnessed serve exited"
+                    await asyncio.sleep(0.05)
+        slow = [SlowClient("127.0.0.1", port, _head(20_000), pace=0.2) for _ in range(400)]
+        tasks = [asyncio.create_task(c.run()) for c in slow]
+        await until(lambda: all(c.connected.is_set() for c in slow), "400 slow clients connected")
+        await until(
+            lambda: sum(not c.closed.is_set() for c in slow) <= open_files - 256,
+            "the slow clients beyond the connection cap closed",
+        )
+        assert await served(base, 20) == [200] * 20
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        proc.terminate()
+        proc.wait(20)
 
 
 def test_limits_are_validated_and_fit_the_open_file_limit() -> None:

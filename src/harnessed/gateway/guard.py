@@ -172,7 +172,7 @@ class ConnectionGuard:
         if self.lingering:
             return
         if self.awaiting_head and data:
-            if self.timer is None and not self._busy():
+            if self.head_bytes == 0 and not self._busy():  # a head begins: its clock starts
                 self._arm(self.limits.header_timeout, self._head_timed_out)
             room = self.limits.max_header_bytes - self.head_bytes
             if len(data) > room:
@@ -210,6 +210,11 @@ class ConnectionGuard:
         self.awaiting_head = True
         self.head_bytes = 0
         self._cancel()
+        if not self._busy() and not self.lingering:
+            # answered before its body ended (413, 401): uvicorn arms no keep-alive timer
+            # once the body is drained, so the connection would stay open, idle, for ever
+            self.registry.idle[self] = None
+            self._arm(self.limits.keep_alive_timeout, self._idle_timed_out)
 
     def response_done(self) -> None:
         """A response ended: the connection waits for its next request (idle, so it can
@@ -231,6 +236,11 @@ class ConnectionGuard:
         self.timer = None
         if self.awaiting_head and not self._busy():
             self._close(408, "the request head did not arrive in time")
+
+    def _idle_timed_out(self) -> None:
+        self.timer = None
+        if self.awaiting_head and self.head_bytes == 0 and not self._busy():
+            self._close(None, "")
 
     def _body_timed_out(self) -> None:
         self.timer = None
