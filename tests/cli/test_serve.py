@@ -83,7 +83,7 @@ def test_time_slice_is_set_for_the_server_or_refused_clearly(
 
     monkeypatch.setenv("CHAT_TEST_WORKSPACE", str(tmp_path))
     served: list[float | None] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(time_slice()))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, **kw: served.append(time_slice()))
     base = ["serve", "--agent", "tests.cli.chat_app:make_agent", "--token", "first-token-1=a"]
     try:
         assert main([*base, "--time-slice", "0.005"]) == 0

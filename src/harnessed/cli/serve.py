@@ -39,6 +39,43 @@ def register(sub: Any) -> None:
     serve.add_argument(
         "--max-body-bytes", type=int, default=1_000_000, help="largest request body accepted"
     )
+    limits = serve.add_argument_group(
+        "connection limits", "what a client may take or hold (slow or idle clients cannot pile up)"
+    )
+    defaults = _default_limits()
+    limits.add_argument(
+        "--header-timeout",
+        type=float,
+        default=defaults.header_timeout,
+        metavar="SECONDS",
+        help="time for a request head to arrive, else 408 (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--body-timeout",
+        type=float,
+        default=defaults.body_timeout,
+        metavar="SECONDS",
+        help="time for a request body to arrive after its head, else 408 (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=defaults.keep_alive_timeout,
+        metavar="SECONDS",
+        help="how long an idle connection stays open (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--max-connections",
+        type=int,
+        default=defaults.max_connections,
+        help="connections open at once; lowered to fit the open-file limit (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--max-header-bytes",
+        type=int,
+        default=defaults.max_header_bytes,
+        help="largest request head, else 431 (default: %(default)s)",
+    )
     serve.add_argument(
         "--time-slice",
         default=None,
@@ -47,6 +84,25 @@ def register(sub: Any) -> None:
         "requests (default 0.002; off: no checkpoints)",
     )
     serve.set_defaults(handler=_serve)
+
+
+def _default_limits() -> Any:
+    from harnessed.gateway.limits_server import ServerLimits
+
+    return ServerLimits()
+
+
+def server_limits(args: argparse.Namespace) -> Any:
+    """The :class:`~harnessed.gateway.limits_server.ServerLimits` of the command line."""
+    from harnessed.gateway.limits_server import ServerLimits
+
+    return ServerLimits(
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        keep_alive_timeout=args.keep_alive_timeout,
+        max_connections=args.max_connections,
+        max_header_bytes=args.max_header_bytes,
+    )
 
 
 def parse_time_slice(text: str) -> float | None:
@@ -109,8 +165,13 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
             "[red]harnessed serve needs the serve extra:[/] pip install 'harnessed[serve]'"
         )
         return 2
+    from harnessed.gateway.server import server_config
+
     try:
         app = build_app(args, os.environ)
+        config = server_config(
+            app, host=args.host, port=args.port, limits=server_limits(args), log_level="info"
+        )
         if args.time_slice is not None:
             from harnessed.loop.fair import set_time_slice
 
@@ -119,5 +180,5 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]cannot serve:[/] {exc}")
         return 2
     console.print(f"serving on http://{args.host}:{args.port}/ (chat page at /, API under /v1)")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", timeout_keep_alive=30)
+    uvicorn.Server(config).run()
     return 0

@@ -2,7 +2,10 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { session: null, busy: false, bubble: null, tools: {}, replay: false };
+// every text from the server (model replies, tool names, arguments and results, errors) is
+// set as textContent on elements built here, never parsed as markup; tool boxes are kept in a
+// Map, so a call id the model chose ("__proto__", "constructor") is only a key
+const state = { session: null, busy: false, bubble: null, tools: new Map(), replay: false };
 
 function headers() {
   return { "Authorization": "Bearer " + $("token").value, "Content-Type": "application/json" };
@@ -12,10 +15,16 @@ async function api(method, path, body) {
   const response = await fetch(path, { method, headers: headers(), body: body ? JSON.stringify(body) : undefined });
   if (!response.ok && response.status !== 204) {
     let detail = response.statusText;
-    try { detail = (await response.json()).detail || detail; } catch (e) { /* not JSON */ }
+    try { detail = describe((await response.json()).detail) || detail; } catch (e) { /* not JSON */ }
     throw new Error(response.status + ": " + detail);
   }
   return response;
+}
+
+function describe(detail) {
+  // FastAPI's validation errors are a list of problems; anything else is shown as text
+  if (Array.isArray(detail)) return detail.map((d) => (d && d.msg) || JSON.stringify(d)).join("; ");
+  return typeof detail === "string" ? detail : (detail ? JSON.stringify(detail) : "");
 }
 
 function agentQuery() {
@@ -55,13 +64,13 @@ function toolCall(call) {
   pre.textContent = "running...";
   box.append(summary, pre);
   $("log").appendChild(box);
-  state.tools[call.id] = box;
+  state.tools.set(call.id, box);
   state.bubble = null;
 }
 
 function toolResult(result) {
-  let box = state.tools[result.tool_use_id];
-  if (!box) { toolCall({ id: result.tool_use_id, name: result.name || "tool", input: {} }); box = state.tools[result.tool_use_id]; }
+  let box = state.tools.get(result.tool_use_id);
+  if (!box) { toolCall({ id: result.tool_use_id, name: result.name || "tool", input: {} }); box = state.tools.get(result.tool_use_id); }
   box.querySelector("pre").textContent = result.content;
   box.querySelector("summary").textContent += result.is_error ? "  (error)" : "  (done)";
   if (result.is_error) box.classList.add("error");
@@ -176,7 +185,7 @@ function render(message) {
 
 async function openSession(id) {
   state.session = id;
-  state.tools = {};
+  state.tools = new Map();
   $("log").textContent = "";
   for (const li of $("sessions").children) li.classList.toggle("current", li.dataset.id === id);
   try {
