@@ -379,7 +379,7 @@ class BubblewrapSession(DirectorySession):
             max_timeout=timeout,
         )
         limits = backend.limits
-        guard = self._guard()
+        guard = self._guard
         await asyncio.to_thread(guard.before)
         stop = asyncio.Event()
         watcher = asyncio.create_task(guard.watch(stop))
@@ -414,11 +414,12 @@ class BubblewrapSession(DirectorySession):
             if cgroup is not None:
                 cgroup.close()
             # even when cancelled: no setuid bit may stay behind
-            growth, stripped = await asyncio.shield(asyncio.to_thread(guard.after))
+            written, stripped = await asyncio.shield(asyncio.to_thread(guard.after))
         return dataclasses.replace(
-            ExecResult.of(result), notes=_notes(guard, growth, stripped, limits)
+            ExecResult.of(result), notes=_notes(guard, written, stripped, limits)
         )
 
+    @functools.cached_property
     def _guard(self) -> WorkspaceGuard:
         """The writable areas of this session's directory (see :mod:`~.guard`)."""
         backend = self.backend
@@ -472,19 +473,19 @@ class BubblewrapSession(DirectorySession):
 
 
 def _notes(
-    guard: WorkspaceGuard, growth: int, stripped: list[str], limits: SandboxLimits
+    guard: WorkspaceGuard, written: int | None, stripped: list[str], limits: SandboxLimits
 ) -> tuple[str, ...]:
     notes = []
     quota = _size(limits.workspace_quota_bytes)
     if guard.exceeded is not None:
         notes.append(
-            f"stopped by the sandbox: the command grew /workspace by {_size(guard.exceeded)}, "
+            f"stopped by the sandbox: the command wrote {_size(guard.exceeded)} to /workspace, "
             f"more than the {quota} one command may write; delete what is not needed"
         )
-    elif growth > limits.workspace_quota_bytes:
+    elif written is not None and written > limits.workspace_quota_bytes:
         notes.append(
-            f"the command grew /workspace by {_size(growth)}, more than the {quota} one command "
-            "may write"
+            f"the command wrote {_size(written)} to /workspace, more than the {quota} one "
+            "command may write; delete what is not needed"
         )
     if stripped:
         shown = ", ".join(stripped[:10]) + (

@@ -10,7 +10,7 @@ same time share it (``BubblewrapSandbox.process_limit`` says which one holds).
 
 Two limits are not rlimits: the sandbox's ``/tmp`` is a tmpfs of ``tmp_bytes`` (its pages are
 memory no ``RLIMIT_AS`` sees, so it is kept inside ``memory_bytes``), and
-``workspace_quota_bytes`` bounds how much one command may grow ``/workspace``
+``workspace_quota_bytes`` bounds how much one command may write to ``/workspace``
 (:mod:`harnessed.sandbox.guard` watches it).
 """
 
@@ -50,8 +50,8 @@ class SandboxLimits:
     """Size of the sandbox's ``/tmp`` (also ``/var/tmp``); at most ``memory_bytes``, by default
     half of it."""
     workspace_quota_bytes: int = 1 << 30
-    """How much one command may grow ``/workspace`` (files it writes, less what it deletes);
-    a command that goes past it is stopped."""
+    """How much one command may write to ``/workspace`` (the size of the files it creates or
+    changes); a command that goes past it is stopped."""
 
     def __post_init__(self) -> None:
         for name in (
