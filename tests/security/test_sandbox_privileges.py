@@ -11,6 +11,7 @@ past the workspace quota is stopped and told why.
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from pathlib import Path
 
@@ -45,6 +46,20 @@ MAKERS = {
     "agents/bot/users/bob/memory/sh": "cp /bin/sh agents/bot/users/bob/memory/sh && "
     "chmod u+s agents/bot/users/bob/memory/sh",
 }
+
+
+_SETNS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for fd in range(3, 64):
+    try:
+        link = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        continue
+    if link.startswith("user:"):
+        print("setns", libc.setns(fd, 0), ctypes.get_errno())
+print("checked")
+"""
 
 
 def _special_files(root: Path) -> list[str]:
@@ -107,6 +122,8 @@ async def test_the_command_is_not_root_on_the_host_and_cannot_become_it(
         # a setuid copy inside does not work: nosuid mounts, no_new_privs
         "cp /bin/id ./id-suid && chmod u+s ./id-suid && ./id-suid -u",
         "unshare -Ur sh -c 'id -u; echo x > /workspace/ns-root.txt'",
+        # the one descriptor bwrap leaves open (the user namespace) leads nowhere
+        f"python3 -c {shlex.quote(_SETNS)}",
     ]
     results = await run(root, bwrap, BOB, [execute(p) for p in probes])
     uid_map = results[0].split()
@@ -116,6 +133,9 @@ async def test_the_command_is_not_root_on_the_host_and_cannot_become_it(
     assert "nosuid" in results[2] and "nodev" in results[2]
     assert "1000" in results[3].splitlines()[0]  # still uid 1000: the bit gave nothing
     assert (root / "ns-root.txt").stat().st_uid == bwrap.host_id  # "root" of a nested userns
+    lines = results[5].splitlines()
+    assert "checked" in lines, results[5]
+    assert all(line.startswith("setns -1 ") for line in lines[: lines.index("checked")])
     # the file tools (root on the host) still read and change what commands made, and a
     # command can change what they wrote
     [_, after] = await run(

@@ -269,9 +269,13 @@ class BubblewrapSandbox:
     def command_args(self, command: str) -> list[str]:
         """What bwrap runs: the command in ``/workspace``, by way of ``setpriv`` for a root
         agent."""
-        if self._setpriv is None:
+        if self._setpriv is None or self._userns is None:
             return ["--chdir", "/workspace", "/bin/sh", "-c", command]
-        return [*setpriv_prefix(*self._setpriv, "/workspace"), "/bin/sh", "-c", command]
+        # bwrap 0.8 leaves the user namespace's descriptor open in the command: harmless (a
+        # process cannot setns() into its own user namespace, nor into an ancestor from a
+        # nested one), and dash cannot close a descriptor above 9 to tidy it away
+        prefix = setpriv_prefix(*self._setpriv, "/workspace")
+        return [*prefix, "/bin/sh", "-c", command]
 
 
 _MADE = frozenset({"/", "/dev", "/etc", "/proc", "/tmp", "/var", "/workspace", *_SYSTEM_DIRS})
