@@ -10,15 +10,18 @@ past the workspace quota is stopped and told why.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import stat
+import threading
 from pathlib import Path
 
 import pytest
 
 from harnessed import RuntimeContext
 from harnessed.sandbox import BubblewrapSandbox, SandboxLimits
+from harnessed.sandbox.guard import Area, WorkspaceGuard
 from tests.sandbox.conftest import require_bwrap
 from tests.sandbox.helpers import call, execute, run
 
@@ -209,3 +212,45 @@ async def test_a_command_writing_past_the_workspace_quota_is_stopped(tmp_path: P
     assert "more than the 16.0 MiB one command may write" in reported, reported
     assert "cleaned" in cleaned
     assert "fits" in fits and "more than" not in fits
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing files to another user needs root")
+def test_the_guard_never_follows_a_directory_swapped_for_a_symlink(tmp_path: Path) -> None:
+    # another sandbox shares the workspace root and may swap a directory for a link to a host
+    # folder while the guard hands entries to the sandbox user or strips bits
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim"
+    victim.write_text("root's\n")
+    victim.chmod(0o4755)
+    root = tmp_path / "ws"
+    for d in range(20):
+        (root / f"d{d}").mkdir(parents=True)
+        (root / f"d{d}" / "f").write_text("x")
+        (root / f"l{d}").symlink_to(outside)
+    guard = WorkspaceGuard(root, [Area("")], owner=65532, quota=1 << 30)
+    stop = threading.Event()
+
+    def swap() -> None:  # each dN is a directory, then a link to outside, then back
+        while not stop.is_set():
+            for d in range(20):
+                with contextlib.suppress(OSError):
+                    os.rename(root / f"d{d}", root / f"r{d}")
+                    os.rename(root / f"l{d}", root / f"d{d}")
+                    os.rename(root / f"d{d}", root / f"l{d}")
+                    os.rename(root / f"r{d}", root / f"d{d}")
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        for _ in range(300):
+            guard._known.clear()  # read every directory each time
+            guard.before()
+            guard.after()
+    finally:
+        stop.set()
+        swapper.join()
+    info = victim.stat()
+    assert (info.st_uid, info.st_gid) == (0, 0)
+    assert info.st_mode & 0o4000  # never stripped either: it is not in the workspace
+    assert outside.stat().st_uid == 0
