@@ -21,8 +21,9 @@ The walk trusts nothing it finds: every directory is opened relative to its pare
 descriptor, so another sandbox swapping a directory for a symlink meanwhile cannot redirect it.
 A file counts at its allocated or its apparent size, whichever is larger (a sparse file at its
 full length), a hard link once. Not counted: space held by files a command deleted while still
-holding them open (``RLIMIT_FSIZE`` caps each of those). The walk after each command costs
-about 10-30 µs per file: a tree of 20,000 files adds a few tenths of a second to a command.
+holding them open (``RLIMIT_FSIZE`` caps each of those). The walk after each command costs one
+``lstat`` per entry, about 5 µs of CPU: a tree of 20,000 files adds 0.1 s of CPU to a command
+(more wall time on a busy machine); the walk before it, one ``stat`` per directory.
 """
 
 from __future__ import annotations
@@ -232,16 +233,19 @@ class WorkspaceGuard:
         subdirs = []
         owner = self.owner
         owned = owner is not None
-        for name in names:
-            info = _lstat(fd, name)
-            if info is None:
+        lstat, isdir = os.lstat, stat.S_ISDIR
+        for name in names:  # the hot loop: one lstat per entry, the rest only when needed
+            try:
+                info = lstat(name, dir_fd=fd)
+            except OSError:
                 owned = False
                 continue
-            rel = f"{path}/{name}" if path else name
-            self._visit(fd, name, info, rel, how, report, seen)
-            if not how.grant and (info.st_uid != owner or info.st_gid != owner):
+            mine = info.st_uid == owner and info.st_gid == owner
+            if not mine and not how.grant:
                 owned = False
-            if stat.S_ISDIR(info.st_mode):
+            if (how.grant and not mine) or how.measure or (how.strip and info.st_mode & _SPECIAL):
+                self._visit(fd, name, info, _join(path, name), how, report, seen)
+            if isdir(info.st_mode):
                 subdirs.append(name)
         if how.grant or how.strip:
             if owned and time.time_ns() - here.st_mtime_ns > _SETTLED_NS:
@@ -275,6 +279,10 @@ class WorkspaceGuard:
         special = stat.S_ISREG(info.st_mode) and info.st_mode & _SPECIAL
         if how.strip and special and _strip(parent, name):
             report.stripped.append(rel)
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}/{name}" if path else name
 
 
 def _reopen(fd: int, name: str) -> int:
