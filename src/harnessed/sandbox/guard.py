@@ -130,10 +130,7 @@ class WorkspaceGuard:
         threshold = self.quota
         while True:
             await asyncio.sleep(POLL_SECONDS)
-            try:
-                shrunk = self._free - _free_bytes(self.directory)
-            except OSError:
-                return
+            shrunk = self._free - _free_bytes(self.directory)
             if shrunk <= threshold:
                 continue
             # the filesystem lost more than the quota: measure what this command wrote
@@ -322,5 +319,9 @@ def _strip(parent: int, name: str) -> bool:
 
 
 def _free_bytes(directory: Path) -> int:
-    info = os.statvfs(directory)
+    """Free bytes of the filesystem (0 when it cannot be asked: then nothing ever looks full)."""
+    try:
+        info = os.statvfs(directory)
+    except OSError:
+        return 0
     return info.f_bfree * info.f_frsize
