@@ -130,4 +130,4 @@ async def test_what_a_bubblewrap_server_did_about_a_command_reaches_the_model(
         process.terminate()
         process.wait(10)
     assert "made" in text
-    assert "[setuid/setgid bits are not allowed in the workspace; removed from x]" in text
+    assert "file capabilities are not allowed in the workspace; removed from x]" in text

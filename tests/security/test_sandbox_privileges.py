@@ -89,6 +89,31 @@ async def test_no_setuid_or_setgid_file_survives_on_the_host(
     assert any("setuid/setgid bits" in text for text in results)
 
 
+# a v2 capability set (cap_setuid, effective) written by "root" of a nested user namespace:
+# the kernel stores it as a namespaced capability of that root
+_SETCAP = """
+import os, struct
+os.setxattr("cap-id", "security.capability", struct.pack("<5I", 0x02000001, 1 << 7, 0, 0, 0))
+print("set", len(os.getxattr("cap-id", "security.capability")))
+"""
+
+
+async def test_file_capabilities_do_not_survive_on_the_host(
+    bwrap: BubblewrapSandbox, tmp_path: Path
+) -> None:
+    root = tmp_path / "ws"
+    [text] = await run(
+        root,
+        bwrap,
+        BOB,
+        [execute(f"cp /bin/id cap-id && unshare -Ur python3 -c {shlex.quote(_SETCAP)}")],
+    )
+    assert "set 20" in text, text  # the command did give the file a capability
+    with pytest.raises(OSError):
+        os.getxattr(root / "cap-id", "security.capability")
+    assert "removed from cap-id" in text
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the agent runs as root in this test")
 async def test_files_a_root_agents_command_makes_are_not_owned_by_root(
     bwrap: BubblewrapSandbox, tmp_path: Path

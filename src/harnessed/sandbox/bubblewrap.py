@@ -495,7 +495,10 @@ def _notes(
         shown = ", ".join(stripped[:10]) + (
             f" and {len(stripped) - 10} more" if len(stripped) > 10 else ""
         )
-        notes.append(f"setuid/setgid bits are not allowed in the workspace; removed from {shown}")
+        notes.append(
+            "setuid/setgid bits and file capabilities are not allowed in the workspace; removed "
+            f"from {shown}"
+        )
     return tuple(notes)
 
 

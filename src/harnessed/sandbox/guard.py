@@ -12,9 +12,10 @@ can write (the *areas*):
   it has shrunk by more than the quota, the files the command created or changed (``ctime``
   since it started) are measured, and a command that wrote more than
   ``workspace_quota_bytes`` is stopped;
-* **after**: setuid and setgid bits are removed from every file (a second line behind the
-  unprivileged identity and the ``nosuid`` mounts: such a bit must never survive on the host),
-  and what the command wrote is measured when the filesystem lost more than the quota.
+* **after**: setuid and setgid bits are removed from every file, and file capabilities from
+  every file the command changed (a second line behind the unprivileged identity and the
+  ``nosuid`` mounts: neither may survive on the host), and what the command wrote is measured
+  when the filesystem lost more than the quota.
 
 The walk trusts nothing it finds: every directory is opened relative to its parent with
 ``O_NOFOLLOW``, owners are changed without following links and modes through an open
@@ -42,6 +43,7 @@ __all__ = ["Area", "GuardReport", "WorkspaceGuard"]
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _SPECIAL = stat.S_ISUID | stat.S_ISGID
+_CAPABILITY = "security.capability"
 POLL_SECONDS = 0.1
 _SETTLED_NS = 2_000_000_000
 """A directory changed less than this long before it was read may change again within the
@@ -240,7 +242,7 @@ class WorkspaceGuard:
             mine = info.st_uid == owner and info.st_gid == owner
             if not mine and not how.grant:
                 owned = False
-            if (how.grant and not mine) or how.measure or (how.strip and info.st_mode & _SPECIAL):
+            if (how.grant and not mine) or how.measure or (how.strip and self._suspect(info)):
                 self._visit(fd, name, info, _join(path, name), how, report, seen)
             if isdir(info.st_mode):
                 subdirs.append(name)
@@ -273,9 +275,15 @@ class WorkspaceGuard:
                     os.chown(name, owner, owner, dir_fd=parent, follow_symlinks=False)
                 else:
                     os.fchown(parent, owner, owner)
-        special = stat.S_ISREG(info.st_mode) and info.st_mode & _SPECIAL
-        if how.strip and special and _strip(parent, name):
+        if how.strip and self._suspect(info) and _strip(parent, name):
             report.stripped.append(rel)
+
+    def _suspect(self, info: os.stat_result) -> bool:
+        """A regular file with setuid/setgid bits, or changed during the command (it may have
+        been given file capabilities)."""
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        return bool(info.st_mode & _SPECIAL) or info.st_ctime_ns >= self._started_ns
 
 
 def _join(path: str, name: str) -> str:
@@ -301,17 +309,25 @@ def _lstat(fd: int, name: str) -> os.stat_result | None:
 
 
 def _strip(parent: int, name: str) -> bool:
-    """Remove setuid/setgid from the regular file ``name`` through a descriptor of it."""
+    """Remove setuid/setgid bits and file capabilities from the regular file ``name``, through
+    a descriptor of it; whether there was anything to remove."""
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=parent)
     except OSError:
         return False
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or not info.st_mode & _SPECIAL:
+        if not stat.S_ISREG(info.st_mode):
             return False
-        os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~_SPECIAL)
-        return True
+        removed = False
+        if info.st_mode & _SPECIAL:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~_SPECIAL)
+            removed = True
+        with contextlib.suppress(OSError):  # none set, or no xattrs on this filesystem
+            os.getxattr(fd, _CAPABILITY)
+            os.removexattr(fd, _CAPABILITY)
+            removed = True
+        return removed
     except OSError:
         return False
     finally:
