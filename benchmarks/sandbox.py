@@ -9,8 +9,9 @@ with ``HostSandbox()`` and with the default ``BubblewrapSandbox()`` *interleaved
 alternating blocks of each, so both see the same machine load (this box is shared and busy).
 The difference of the medians is the sandbox's overhead per command (target: at most 20 ms).
 A last table times harnessed's own per-command preparation (the view's mount arguments, the
-system arguments, the pids cgroup made and removed) to show what is harnessed's and what is
-``bwrap`` and the kernel making namespaces.
+system arguments, the pids cgroup made and removed, the workspace guard before and after a
+command over a tree of GUARD_FILES files) to show what is harnessed's and what is ``bwrap``
+and the kernel making namespaces.
 
     python benchmarks/sandbox.py
 """
@@ -37,6 +38,7 @@ from harnessed.workspace.view import ViewPolicy
 
 ROUNDS = 20
 BLOCKS = 10
+GUARD_FILES = 1_000
 
 
 def cpu_ms() -> float:
@@ -102,10 +104,21 @@ def preparation_ms(bwrap: BubblewrapSandbox, root: Path) -> list[tuple[str, floa
             runs.append((time.perf_counter() - start) * 1000)
         return statistics.median(runs)
 
+    tree = root / "tree"
+    for d in range(GUARD_FILES // 50):
+        (tree / f"d{d}").mkdir(parents=True, exist_ok=True)
+        for f in range(50):
+            (tree / f"d{d}" / f"f{f}.txt").write_text("x" * 100)
+    guard = session._guard
+    guard.before()  # the first one hands every file to the sandbox user
+    time.sleep(2.1)  # directories read before they settle are read again
+    guard.after()
     return [
         ("view mount arguments", timed(session._workspace_args)),
         ("system arguments", timed(bwrap.system_args)),
         ("pids cgroup make + remove", timed(cgroup)),
+        (f"guard before ({GUARD_FILES:,} files)", timed(guard.before)),
+        (f"guard after ({GUARD_FILES:,} files)", timed(lambda: guard.after())),
     ]
 
 
@@ -137,6 +150,7 @@ async def main() -> int:
     print(f"CPU added per command (agent + every process it started): {boxed[3] - host[3]:.1f} ms")
     print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"process limit enforced by: {bwrap.process_limit}")
+    print(f"commands run as host uid: {bwrap.host_user}")
     print(f"\n{'harnessed per-command work':<30}{'median ms':>12}")
     for name, ms in steps:
         print(f"{name:<30}{ms:>12.2f}")

@@ -13,19 +13,20 @@ import httpx
 import pytest
 
 from harnessed import RuntimeContext
-from harnessed.sandbox import RemoteSandbox
+from harnessed.sandbox import BubblewrapSandbox, RemoteSandbox
+from tests.sandbox.conftest import require_bwrap
 from tests.sandbox.helpers import call, execute, run
 
 TOKEN = "test-token-0123456789abcdef"
 BOB = RuntimeContext("bob", "s1")
 
 
-def start_server(root: Path) -> tuple[subprocess.Popen[str], str]:
+def start_server(root: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     """``harnessed sandbox-server --port 0`` in a child process; its announced URL."""
     env = {**os.environ, "HARNESSED_SANDBOX_TOKEN": TOKEN}
     process = subprocess.Popen(
         [sys.executable, "-c", "from harnessed.cli import main; raise SystemExit(main())",
-         "sandbox-server", "--root", str(root), "--port", "0"],
+         "sandbox-server", "--root", str(root), "--port", "0", *extra],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -65,7 +66,7 @@ def test_every_request_needs_the_token(server: str) -> None:
     answer = httpx.post(f"{server}/sessions/a/execute", json={"command": "echo hi"}, headers=good)
     assert answer.json() == {
         "stdout": "hi\n", "stderr": "", "exit_code": 0, "timed_out": False,
-        "truncated": False, "total_bytes": 3,
+        "truncated": False, "total_bytes": 3, "notes": [],
     }  # fmt: skip
     escape = httpx.put(f"{server}/sessions/a/files/..%2F..%2Fevil", content=b"x", headers=good)
     assert escape.status_code == 400
@@ -111,3 +112,22 @@ async def test_remote_files_follow_the_workspace_and_survive_a_new_server(
         two.terminate()
         two.wait(10)
     assert "made remotely\nx\n" in text  # restored, with its own (never written back) AGENTS.md
+
+
+async def test_what_a_bubblewrap_server_did_about_a_command_reaches_the_model(
+    tmp_path: Path,
+) -> None:
+    require_bwrap(BubblewrapSandbox())
+    process, url = start_server(tmp_path / "server-root", "--backend", "bubblewrap")
+    try:
+        [text] = await run(
+            tmp_path / "ws",
+            RemoteSandbox(url, token=TOKEN),
+            BOB,
+            [execute("cp /bin/sh x && chmod u+s x && echo made")],
+        )
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert "made" in text
+    assert "file capabilities are not allowed in the workspace; removed from x]" in text

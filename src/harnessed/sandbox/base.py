@@ -61,6 +61,9 @@ class ExecResult:
     pipe_left_open: bool = False
     """Background processes still held the output when the command ended (host only: a
     sandbox kills them)."""
+    notes: tuple[str, ...] = ()
+    """What the sandbox did about the command (stopped it at the workspace quota, removed
+    setuid bits ...), one sentence each."""
 
     @classmethod
     def of(cls, result: CommandResult) -> ExecResult:

@@ -4,9 +4,14 @@ What a command sees (and does not):
 
 * new user, pid, ipc, uts, cgroup and network namespaces; it runs as uid 1000 ``sandbox``
   with no capabilities, in a new session (no terminal to inject keystrokes into);
+* on the host it is never root: a root agent's commands run as an unprivileged host user
+  (:mod:`harnessed.sandbox.hostuser`, uid 65532 by default), a non-root agent's as the agent's
+  user; every mount is ``nosuid,nodev``, and setuid/setgid bits are removed from the
+  workspace after each command (:mod:`harnessed.sandbox.guard`);
 * the system directories (``/usr``, ``/bin``, ``/lib`` ...) and a few harmless files of
   ``/etc`` read-only; its own ``/proc`` (only its processes), a minimal ``/dev``, an empty
-  ``/tmp``; no home directory, no other host file, no ``/etc/shadow``;
+  ``/tmp`` (``/var/tmp`` is the same) and ``/dev/shm`` whose sizes come out of the memory
+  limit; no home directory, no other host file, no ``/etc/shadow``;
 * the model's view of the workspace at ``/workspace``, read-write: for a local workspace the
   directory itself with the hidden areas (``.harnessed/``, ``agents/`` ...) covered by empty
   read-only mounts, the caller's own scope mounted back, and the instruction files mounted
@@ -14,14 +19,16 @@ What a command sees (and does not):
 * an environment of its own (``PATH``, ``HOME=/workspace``, ``LANG``): nothing of the agent
   process, whose environment and ``/proc`` entry are out of reach;
 * no network unless ``network="host"``;
-* resource limits (:class:`~harnessed.sandbox.limits.SandboxLimits`), and when the command
-  ends or times out every process it started is killed with the namespace.
+* resource limits (:class:`~harnessed.sandbox.limits.SandboxLimits`), a write quota on
+  ``/workspace``, and when the command ends or times out every process it started is killed
+  with the namespace.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import os
 import posixpath
@@ -38,6 +45,14 @@ from harnessed.sandbox.base import (
     SandboxError,
     SandboxSpec,
     SandboxUnavailableError,
+)
+from harnessed.sandbox.guard import Area, WorkspaceGuard
+from harnessed.sandbox.hostuser import (
+    DEFAULT_HOST_ID,
+    SANDBOX_ID,
+    HostUserError,
+    setpriv_prefix,
+    user_namespace,
 )
 from harnessed.sandbox.limits import PidsCgroup, SandboxLimits, find_pids_hierarchy
 from harnessed.sandbox.localdir import DirectorySession
@@ -91,6 +106,8 @@ class BubblewrapSandbox:
         state_dir: Where sandboxes with their own storage keep their directories (default: a
             private directory under the system temp dir).
         bwrap: The ``bwrap`` program.
+        host_id: The host uid and gid commands run as when the agent is root (default 65532;
+            never 0). A non-root agent's commands run as the agent's own user.
     """
 
     isolated = True
@@ -105,7 +122,12 @@ class BubblewrapSandbox:
         read_only_paths: Sequence[str] = (),
         state_dir: str | os.PathLike[str] | None = None,
         bwrap: str = "bwrap",
+        host_id: int = DEFAULT_HOST_ID,
     ) -> None:
+        if isinstance(host_id, bool) or not isinstance(host_id, int) or not 0 < host_id < 2**32 - 1:
+            raise ValueError(
+                f"BubblewrapSandbox host_id must be a uid between 1 and 4294967294, got {host_id!r}"
+            )
         if network not in ("none", "host"):
             raise ValueError(f"BubblewrapSandbox network must be 'none' or 'host', got {network!r}")
         for path in read_only_paths:
@@ -119,6 +141,9 @@ class BubblewrapSandbox:
         self.env = dict(env or {})
         self.read_only_paths = tuple(read_only_paths)
         self.bwrap = bwrap
+        self.host_id = host_id
+        self._userns: int | None = None
+        self._setpriv: tuple[str, str] | None = None
         self._state_dir = Path(state_dir) if state_dir is not None else None
         self._reason: str | None = None
         self._probed = False
@@ -134,18 +159,26 @@ class BubblewrapSandbox:
             program = shutil.which(self.bwrap)
             if program is not None:
                 self.bwrap = program
-            self._reason, self._cgroups = _probe(self.bwrap, program is not None)
+            host_id = self.host_id if os.geteuid() == 0 else None
+            self._reason, self._cgroups = _probe(self.bwrap, program is not None, host_id)
+            if self._reason is None and host_id is not None:
+                self._userns = user_namespace(host_id)  # made (and cached) by the probe
+                self._setpriv = _tools()
             self._probed = True
         return self._reason
 
     @property
+    def host_user(self) -> int:
+        """The host uid (and gid) commands run as: ``host_id`` for a root agent, else the
+        agent's own."""
+        return self.host_id if os.geteuid() == 0 else os.geteuid()
+
+    @property
     def process_limit(self) -> str:
-        """How the process limit is enforced: ``"cgroup"``, ``"rlimit"`` or ``"none"`` (root
-        without a usable pids cgroup: only the timeout stops a fork bomb)."""
+        """How the process limit is enforced: ``"cgroup"`` or ``"rlimit"`` (``RLIMIT_NPROC``
+        of the host user, shared by the commands running at the same time)."""
         self.unavailable_reason()
-        if self._cgroups is not None:
-            return "cgroup"
-        return "rlimit" if os.geteuid() != 0 else "none"
+        return "cgroup" if self._cgroups is not None else "rlimit"
 
     # ------------------------------------------------------------ sessions
     async def start(self, spec: SandboxSpec) -> BubblewrapSession:
@@ -196,17 +229,20 @@ class BubblewrapSandbox:
 
     def system_args(self) -> list[str]:
         """Namespaces, identity, environment and the read-only system."""
-        args = ["--unshare-all"]
-        if self.network == "host":
-            args.append("--share-net")
-        args += [
-            "--die-with-parent",
-            "--new-session",
-            "--uid", "1000", "--gid", "1000",
-            "--hostname", "sandbox",
-            "--cap-drop", "ALL",
-            "--clearenv",
-        ]  # fmt: skip
+        if self._userns is not None:  # a root agent: see harnessed.sandbox.hostuser
+            args = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+            if self.network != "host":
+                args.append("--unshare-net")
+            args += [
+                "--userns", str(self._userns), "--uid", "0", "--gid", "0",
+                "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+            ]  # fmt: skip
+        else:
+            args = ["--unshare-all"]
+            if self.network == "host":
+                args.append("--share-net")
+            args += ["--uid", str(SANDBOX_ID), "--gid", str(SANDBOX_ID), "--cap-drop", "ALL"]
+        args += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
         env = {"PATH": SANDBOX_PATH, "HOME": "/workspace", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
                "USER": "sandbox", **self.env}  # fmt: skip
         for key, value in env.items():
@@ -217,32 +253,100 @@ class BubblewrapSandbox:
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
         args += ["--ro-bind", str(self._etc()), "/etc"]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+        shm = max(1 << 20, self.limits.tmp_size // 8)
+        tmp = max(1 << 20, self.limits.tmp_size - shm)
+        args += [
+            "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--size", str(shm), "--tmpfs", "/dev/shm",
+            "--perms", "1777", "--size", str(tmp), "--tmpfs", "/tmp",
+            "--perms", "0755", "--dir", "/var", "--symlink", "../tmp", "/var/tmp",
+        ]  # fmt: skip
+        made = set(_MADE)
         for path in self.read_only_paths:  # after the tmpfs mounts, which would hide them
-            args += ["--ro-bind-try", path, path]
+            args += [*_way_to(path, made), "--ro-bind-try", path, path]
         return args
+
+    def command_args(self, command: str) -> list[str]:
+        """What bwrap runs: the command in ``/workspace``, by way of ``setpriv`` for a root
+        agent."""
+        if self._setpriv is None or self._userns is None:
+            return ["--chdir", "/workspace", "/bin/sh", "-c", command]
+        # bwrap 0.8 leaves the user namespace's descriptor open in the command: harmless (a
+        # process cannot setns() into its own user namespace, nor into an ancestor from a
+        # nested one), and dash cannot close a descriptor above 9 to tidy it away
+        prefix = setpriv_prefix(*self._setpriv, "/workspace")
+        return [*prefix, "/bin/sh", "-c", command]
+
+
+_MADE = frozenset({"/", "/dev", "/etc", "/proc", "/tmp", "/var", "/workspace", *_SYSTEM_DIRS})
+
+
+def _way_to(path: str, made: set[str]) -> list[str]:
+    """``--dir`` arguments for the directories above ``path`` not made yet (bwrap would make
+    them itself, mode 0700: closed to the sandbox user)."""
+    args: list[str] = []
+    parts = [p for p in path.split("/") if p]
+    for depth in range(1, len(parts)):
+        way = "/" + "/".join(parts[:depth])
+        if way not in made:
+            made.add(way)
+            args += ["--perms", "0755", "--dir", way]
+    return args
+
+
+def _tools() -> tuple[str, str] | None:
+    """``setpriv`` and ``env`` as the sandbox sees them (it shows the same system dirs)."""
+    setpriv = shutil.which("setpriv", path=SANDBOX_PATH)
+    env = shutil.which("env", path=SANDBOX_PATH)
+    return (setpriv, env) if setpriv is not None and env is not None else None
 
 
 @functools.cache
-def _probe(program: str, installed: bool) -> tuple[str | None, Path | None]:
+def _probe(program: str, installed: bool, host_id: int | None) -> tuple[str | None, Path | None]:
     """Why ``program`` cannot sandbox here (``None`` when it can) and the pids cgroup to use;
     probed once per process (agents are built often; the host does not change)."""
     if not sys.platform.startswith("linux"):
         return f"bubblewrap needs Linux (this is {sys.platform})", None
     if not installed:
         return f"{program!r} is not installed (on Debian/Ubuntu: apt-get install bubblewrap)", None
+    # every feature a command uses: sized tmpfs mounts (bwrap 0.7+), and for a root agent the
+    # unprivileged identity (a prepared user namespace, setpriv inside)
+    tmpfs = ["--perms", "1777", "--size", str(1 << 20), "--tmpfs", "/tmp"]
+    fds: tuple[int, ...] = ()
+    if host_id is None:
+        argv = [program, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", *tmpfs]
+        argv += ["true"]
+    else:
+        tools = _tools()
+        if tools is None:
+            return "'setpriv' (util-linux) and 'env' are needed to run commands unprivileged", None
+        try:
+            userns = user_namespace(host_id)
+        except HostUserError as exc:
+            return f"cannot run commands as an unprivileged user: {exc}", None
+        fds = (userns,)
+        argv = [
+            program, "--unshare-pid", "--unshare-net", "--userns", str(userns),
+            "--uid", "0", "--gid", "0", "--cap-drop", "ALL",
+            "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--die-with-parent",
+            "--ro-bind", "/", "/", *tmpfs, *setpriv_prefix(*tools, "/"),
+            "/bin/sh", "-c", f'test "$(id -u):$(id -g)" = "{SANDBOX_ID}:{SANDBOX_ID}"',
+        ]  # fmt: skip
     try:
         done = subprocess.run(
-            [program, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+            argv,
             capture_output=True,
             timeout=30,
             env={"PATH": SANDBOX_PATH},
             check=False,
+            pass_fds=fds,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not be started: {exc}", None
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+        if "--size" in detail or "--perms" in detail:
+            return f"bwrap is too old ({detail}): sized /tmp mounts need bubblewrap 0.7+", None
         return f"bwrap cannot create namespaces here ({detail}); user namespaces may be off", None
     return None, find_pids_hierarchy()
 
@@ -266,22 +370,29 @@ class BubblewrapSession(DirectorySession):
         mounts: Sequence[tuple[str, str]] = (),
     ) -> ExecResult:
         binds = self._workspace_args()  # a few quick syscalls: not worth a thread hop
+        made = {*_MADE, *self.backend.read_only_paths}
         for source, target in mounts:
             if not target.startswith("/") or target.rstrip("/") in ("", "/workspace"):
                 raise SandboxError(f"cannot mount {source!r} at {target!r}: not a free path")
-            binds += ["--ro-bind", source, target]
-        args = [*self.backend.system_args(), *binds, "--chdir", "/workspace"]
+            binds += [*_way_to(target, made), "--ro-bind", source, target]
+        backend = self.backend
+        args = [*backend.system_args(), *binds]
         config = ShellConfig(
             max_output_bytes=max_output_bytes,
             default_timeout=timeout,
             max_timeout=timeout,
         )
-        limits = self.backend.limits
-        base = self.backend._cgroups
+        limits = backend.limits
+        guard = self._guard
+        await asyncio.to_thread(guard.before)
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(guard.watch(stop))
+        base = backend._cgroups
         cgroup = PidsCgroup(base, limits.max_processes) if base else None
         # The arguments go through a memfd (--args), so the sandbox's /proc/1/cmdline shows no
         # host paths.
         args_fd = os.memfd_create("bwrap-args", 0)
+        fds = (args_fd,) if backend._userns is None else (args_fd, backend._userns)
         try:
             os.write(args_fd, b"".join(a.encode() + b"\0" for a in args))
             os.lseek(args_fd, 0, os.SEEK_SET)
@@ -292,21 +403,39 @@ class BubblewrapSession(DirectorySession):
                 config=config,
                 argv=[
                     *limits.launcher(cgroup),
-                    self.backend.bwrap,
+                    backend.bwrap,
                     "--args",
                     str(args_fd),
-                    "/bin/sh",
-                    "-c",
-                    command,
+                    *backend.command_args(command),
                 ],
                 env={"PATH": SANDBOX_PATH},  # bwrap's own environment: nothing of the agent's
-                pass_fds=(args_fd,),
+                pass_fds=fds,
+                stop=stop,
             )
         finally:
+            watcher.cancel()
             os.close(args_fd)
             if cgroup is not None:
                 cgroup.close()
-        return ExecResult.of(result)
+            # even when cancelled: no setuid bit may stay behind
+            written, stripped = await asyncio.shield(asyncio.to_thread(guard.after))
+        return dataclasses.replace(
+            ExecResult.of(result), notes=_notes(guard, written, stripped, limits)
+        )
+
+    @functools.cached_property
+    def _guard(self) -> WorkspaceGuard:
+        """The writable areas of this session's directory (see :mod:`~.guard`)."""
+        backend = self.backend
+        owner = backend.host_id if backend._userns is not None else None
+        quota = backend.limits.workspace_quota_bytes
+        if not self._bound:
+            return WorkspaceGuard(self.directory, [Area("")], owner=owner, quota=quota)
+        policy = self.policy
+        read_only = [n for n in INSTRUCTION_PATHS if policy.read_only(n)]
+        skip = frozenset(n.casefold() for n in (*policy.hidden_roots, *read_only))
+        areas = [Area("", skip), *(Area(own) for own in policy.own)]
+        return WorkspaceGuard(self.directory, areas, owner=owner, quota=quota)
 
     def _workspace_args(self) -> list[str]:
         root = self.directory
@@ -321,11 +450,19 @@ class BubblewrapSession(DirectorySession):
             for hidden in self.policy.hidden_roots:
                 fs._makedirs(hidden)
                 args += ["--perms", "0555", "--tmpfs", f"/workspace/{hidden}"]
+            made: set[str] = set()
             for own in self.policy.own:
                 if posixpath.basename(own) != "MEMORY.md":
                     fs._makedirs(own)
                 elif fs._info(own) is None:
                     continue
+                # the way there, inside the empty mount: enterable by the sandbox user
+                parts = own.split("/")
+                for depth in range(2, len(parts)):
+                    way = "/".join(parts[:depth])
+                    if way not in made:
+                        made.add(way)
+                        args += ["--perms", "0555", "--dir", f"/workspace/{way}"]
                 args += ["--bind", str(fs.resolve(own)), f"/workspace/{own}"]
             for name in INSTRUCTION_PATHS:
                 if name.casefold() not in self.policy.writable_instructions:
@@ -340,3 +477,33 @@ class BubblewrapSession(DirectorySession):
                 f"cannot prepare the sandbox's view of the workspace: {exc}"
             ) from exc
         return args
+
+
+def _notes(
+    guard: WorkspaceGuard, written: int | None, stripped: list[str], limits: SandboxLimits
+) -> tuple[str, ...]:
+    notes = []
+    quota = _size(limits.workspace_quota_bytes)
+    if guard.exceeded is not None:
+        notes.append(
+            f"stopped by the sandbox: the command wrote {_size(guard.exceeded)} to /workspace, "
+            f"more than the {quota} one command may write; delete what is not needed"
+        )
+    elif written is not None and written > limits.workspace_quota_bytes:
+        notes.append(
+            f"the command wrote {_size(written)} to /workspace, more than the {quota} one "
+            "command may write; delete what is not needed"
+        )
+    if stripped:
+        shown = ", ".join(stripped[:10]) + (
+            f" and {len(stripped) - 10} more" if len(stripped) > 10 else ""
+        )
+        notes.append(
+            "setuid/setgid bits and file capabilities are not allowed in the workspace; removed "
+            f"from {shown}"
+        )
+    return tuple(notes)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB" if n >= 1 << 20 else f"{n:,} bytes"

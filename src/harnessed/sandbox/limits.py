@@ -3,11 +3,15 @@
 ``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NOFILE`` and ``RLIMIT_CORE`` are set
 by a small shell prefix just before ``bwrap`` starts and hold for every process of the
 command. The number of
-processes is the hard one: Linux does not apply ``RLIMIT_NPROC`` to processes whose user is
-root outside the sandbox. So the process limit is a *pids cgroup* when this process may create
-one (cgroup v2 with the pids controller delegated, or a writable v1 pids hierarchy — the usual
-case for root in a container), else ``RLIMIT_NPROC`` (effective for non-root agents), and the
-sandbox reports which one holds (:attr:`ProcessLimit.kind`).
+processes is a *pids cgroup* when this process may create one (cgroup v2 with the pids
+controller delegated, or a writable v1 pids hierarchy — the usual case for root in a
+container), else ``RLIMIT_NPROC``, which Linux counts per host user: commands running at the
+same time share it (``BubblewrapSandbox.process_limit`` says which one holds).
+
+Two limits are not rlimits: the sandbox's ``/tmp`` is a tmpfs of ``tmp_bytes`` (its pages are
+memory no ``RLIMIT_AS`` sees, so it is kept inside ``memory_bytes``), and
+``workspace_quota_bytes`` bounds how much one command may write to ``/workspace``
+(:mod:`harnessed.sandbox.guard` watches it).
 """
 
 from __future__ import annotations
@@ -42,17 +46,52 @@ class SandboxLimits:
     """Largest file a process may write (``RLIMIT_FSIZE``)."""
     open_files: int = 4096
     """Open file descriptors per process (``RLIMIT_NOFILE``)."""
+    tmp_bytes: int | None = None
+    """Size of the sandbox's ``/tmp`` (also ``/var/tmp``); at most ``memory_bytes``, by default
+    half of it."""
+    workspace_quota_bytes: int = 1 << 30
+    """How much one command may write to ``/workspace`` (the size of the files it creates or
+    changes); a command that goes past it is stopped."""
 
     def __post_init__(self) -> None:
-        for name in ("cpu_seconds", "memory_bytes", "max_processes", "file_size_bytes"):
+        for name in (
+            "cpu_seconds",
+            "memory_bytes",
+            "max_processes",
+            "file_size_bytes",
+            "workspace_quota_bytes",
+        ):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"SandboxLimits.{name} must be a positive integer, got {value!r}")
+        if isinstance(self.open_files, bool) or not isinstance(self.open_files, int):
+            raise ValueError(
+                f"SandboxLimits.open_files must be an integer, got {self.open_files!r}"
+            )
         if self.open_files < 16:
             raise ValueError("SandboxLimits.open_files must be at least 16")
+        tmp = self.tmp_bytes
+        if tmp is not None:
+            if isinstance(tmp, bool) or not isinstance(tmp, int) or tmp < 1 << 20:
+                raise ValueError(f"SandboxLimits.tmp_bytes must be at least 1 MiB, got {tmp!r}")
+            if tmp > self.memory_bytes:
+                raise ValueError(
+                    f"SandboxLimits.tmp_bytes ({tmp}) must not exceed memory_bytes "
+                    f"({self.memory_bytes}): /tmp is memory"
+                )
+
+    @property
+    def tmp_size(self) -> int:
+        """The size of ``/tmp`` in bytes (``tmp_bytes``, or half of ``memory_bytes``)."""
+        if self.tmp_bytes is not None:
+            return self.tmp_bytes
+        return max(1 << 20, self.memory_bytes // 2)
 
     def launcher(self, cgroup: PidsCgroup | None) -> list[str]:
         """A ``/bin/sh`` prefix that joins the cgroup, sets the rlimits and execs the rest.
+
+        Without a cgroup ``RLIMIT_NPROC`` holds: commands never run as host root, which the
+        kernel would exempt (bwrap's own processes may be root: they are exempt, harmlessly).
 
         Done by a shell rather than a ``preexec_fn`` so Python can start the child with
         ``vfork`` (forking a large agent process costs tens of milliseconds).
@@ -68,7 +107,7 @@ class SandboxLimits:
             f"ulimit -n {self.open_files}",
             "ulimit -c 0",
         ]
-        if cgroup is None and os.geteuid() != 0:
+        if cgroup is None:
             steps.append(f"ulimit -p {self.max_processes}")
         script = " && ".join(steps) + ' && unset PWD OLDPWD && exec "$@"'
         return ["/bin/sh", "-c", script, "harnessed-sandbox"]

@@ -134,6 +134,7 @@ class RemoteSession:
             timed_out=bool(data.get("timed_out")),
             truncated=bool(data.get("truncated")),
             total_bytes=int(data.get("total_bytes") or len(output)),
+            notes=tuple(str(n) for n in data.get("notes") or () if isinstance(n, str)),
         )
 
     async def upload(self, path: str, data: bytes) -> None:

@@ -4,8 +4,9 @@ Every request carries ``Authorization: Bearer <token>``; anything else is refuse
 Each session has its own directory under the server's root (its ``/workspace``):
 
 * ``POST /sessions/{id}/execute`` ``{"command": str, "timeout": float}`` →
-  ``{"stdout", "stderr", "exit_code", "timed_out", "truncated", "total_bytes"}`` (the output
-  is interleaved as written and returned as ``stdout``; ``stderr`` is empty)
+  ``{"stdout", "stderr", "exit_code", "timed_out", "truncated", "total_bytes", "notes"}`` (the
+  output is interleaved as written and returned as ``stdout``; ``stderr`` is empty; ``notes``:
+  what the sandbox did about the command, e.g. stopped it at the workspace quota)
 * ``PUT /sessions/{id}/files/{path}`` (body: the bytes) — upload
 * ``GET /sessions/{id}/files/{path}`` — download
 * ``DELETE /sessions/{id}/files/{path}``
@@ -96,6 +97,7 @@ def create_app(root: str | Path, token: str, backend: Sandbox | None = None) -> 
             "timed_out": result.timed_out,
             "truncated": result.truncated,
             "total_bytes": result.total_bytes,
+            "notes": list(result.notes),
         }
 
     @app.put("/sessions/{session_id}/files/{path:path}", status_code=204)

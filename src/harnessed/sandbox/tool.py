@@ -111,6 +111,8 @@ def execute_tool(manager: SandboxManager, config: ShellConfig | None = None) -> 
         except SandboxError as exc:
             raise ToolError(f"the sandbox failed: {exc}") from exc
         text = format_result(result, timeout=effective, config=settings)
+        for note in result.notes:
+            text += f"\n[{note}]"
         if notes:
             text += "\n[not saved to the workspace: " + "; ".join(notes) + "]"
         if effective < timeout:

@@ -57,6 +57,8 @@ async def _copy_tree(skill: Skill, files: Sequence[FileInfo], target: Path) -> N
     copying the same skill at the same time: the first complete copy wins)."""
     staging = Path(tempfile.mkdtemp(prefix=f".{skill.name}-", dir=_parent(target)))
     try:
+        # readable like a local skill folder: a root agent's sandbox reads it as another user
+        staging.chmod(0o755)
         prefix = skill.folder + "/"
         for info in files:
             dest = staging.joinpath(*info.path[len(prefix) :].split("/"))

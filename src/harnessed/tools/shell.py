@@ -173,11 +173,13 @@ async def run_command(
     env: Mapping[str, str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
     pass_fds: Sequence[int] = (),
+    stop: asyncio.Event | None = None,
 ) -> CommandResult:
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` under the bounds of ``config``.
 
     A sandbox passes its own ``argv`` (the program that runs the command, e.g. ``bwrap ...``),
-    ``env`` for that program, and a ``preexec_fn`` (resource limits) run in the child.
+    ``env`` for that program, and a ``preexec_fn`` (resource limits) run in the child. Setting
+    ``stop`` kills the command like a timeout does (the caller says why).
     """
     loop = asyncio.get_running_loop()
     read_fd, write_fd = os.pipe()
@@ -205,14 +207,16 @@ async def run_command(
     )
     exited = asyncio.ensure_future(process.wait())
     runaway = asyncio.ensure_future(capture.runaway.wait())
+    waiters = {exited, runaway}
+    stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    if stopper is not None:
+        waiters.add(stopper)
     timed_out = stopped_for_output = pipe_left_open = False
     try:
-        done, _ = await asyncio.wait(
-            {exited, runaway}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if exited not in done:
             stopped_for_output = runaway in done
-            timed_out = not stopped_for_output
+            timed_out = not stopped_for_output and stopper not in done
             await _kill_group(process, config.kill_grace)
         try:
             await asyncio.wait_for(capture.closed.wait(), _DRAIN_SECONDS)
@@ -222,7 +226,7 @@ async def run_command(
         if process.returncode is None:  # cancelled, or an error above: never leave it running
             await asyncio.shield(_kill_group(process, config.kill_grace))
         transport.close()
-        for task in (exited, runaway):
+        for task in waiters:
             task.cancel()
     output, truncated = capture.text()
     return CommandResult(
