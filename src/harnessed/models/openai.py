@@ -44,6 +44,16 @@ from harnessed.models.errors import ContextOverflowError, ModelError
 from harnessed.models.retry import RetryPolicy, error_from_status, retrying_stream
 from harnessed.models.sanitize import sanitize
 from harnessed.models.windows import WindowKnowledge, WindowSource
+from harnessed.models.wire import (
+    BodyTap,
+    body_says_nothing,
+    broken,
+    content_type,
+    error_body,
+    malformed,
+    origin,
+    retire,
+)
 
 if TYPE_CHECKING:
     from openai import APIError, AsyncOpenAI, AsyncStream
@@ -215,61 +225,178 @@ class OpenAIChatModel:
 
     # ------------------------------------------------------------ response
     async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
-        """One attempt: send the request and translate the chunk stream into events."""
+        """One attempt: send the request and translate the chunk stream into events.
+
+        Whatever the server sends that is not a chunk stream (an HTML page, a JSON error, a
+        truncated or empty body, an event that is not JSON) becomes a retryable
+        :class:`ModelError` naming the HTTP status and URL; a connection cut mid-stream says
+        so, and how much of the answer had been shown.
+        """
         import openai
 
         state = _StreamState()
-        yielded = False
+        shown = 0  # characters of answer (text and thinking) already yielded
+        response: Any = None
+        tap: BodyTap | None = None
         try:
             client = self._clients.get()
             chunks: AsyncStream[ChatCompletionChunk] = await client.chat.completions.create(
                 **params
             )
+            response = chunks.response
+            streaming = content_type(response) == "text/event-stream"
+            tap = BodyTap(response, keep=_STREAM_HEAD if streaming else _WHOLE_BODY)
             async with chunks:
                 async for chunk in chunks:
-                    for event in state.feed(chunk):
-                        yielded = True
+                    try:
+                        events = state.feed(chunk)
+                    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+                        raise _malformed(
+                            response, f"a stream event is not a chat completion chunk ({exc})", tap
+                        ) from exc
+                    for event in events:
+                        shown += len(getattr(event, "text", ""))
                         yield event
+        except ModelError:
+            await retire(response)
+            raise
+        except openai.APIConnectionError as exc:
+            await retire(response)
+            if response is None:  # no answer at all: the server could not be reached
+                raise _map_error(exc) from exc
+            raise _cut(response, exc, shown, self.timeout) from exc
         except openai.OpenAIError as exc:
+            await retire(response)
             raise _map_error(exc) from exc
         except json.JSONDecodeError as exc:
-            raise _transient(f"malformed event in the model's stream: {exc}") from exc
+            await retire(response)
+            raise _malformed(response, f"a stream event is not JSON ({exc})", tap) from exc
         if state.finish_reason is not None:
             for event in state.finish():
+                yield event
+            return
+        await retire(response)  # an answer that ended wrong: its connection is not reused
+        if not state.received and tap is not None and not _empty(tap):
+            for event in _unstreamed_answer(response, tap):
                 yield event
             return
         # Some servers (llama.cpp's, for one) answer a streamed request they cannot serve with
         # an empty 200 or a stream cut short, and give the real reason (a 400 "context length
         # exceeded") only to a request without streaming. Ask once that way, unless part of
         # the answer was shown already: then the failure stays a failure of this attempt.
+        if shown:
+            raise broken(
+                _PROVIDER,
+                response,
+                "the stream was cut: it ended before the model finished (no finish_reason) "
+                f"after {shown} characters of the answer had been shown{_NOT_AGAIN}",
+            )
         why = (
             "the server closed the stream without sending any chunk"
             if not state.received
             else "the stream ended before the model finished (no finish_reason)"
         )
-        if yielded:
-            raise _transient(why)
         for event in await self._ask_without_streaming(params, why):
             yield event
 
     async def _ask_without_streaming(self, params: dict[str, Any], why: str) -> list[ModelEvent]:
-        """The same request without streaming: the server's real answer or its real error."""
+        """The same request without streaming: the server's real answer or its real error.
+
+        It goes out on a fresh connection: the stream's connection was retired, as a server
+        that sent an empty stream may be about to drop it.
+        """
         import openai
 
         plain = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
+        client = self._clients.get()
         try:
-            completion: ChatCompletion = await self._clients.get().chat.completions.create(
-                **plain, stream=False
-            )
+            raw = await client.chat.completions.with_raw_response.create(**plain, stream=False)
+            response = raw.http_response
+            body = await response.aread()
         except openai.OpenAIError as exc:
             error = _map_error(exc)
             error.message = f"{why}; asked again without streaming, the server said: {error}"
             error.args = (error.message,)
             raise error from exc
-        choices = getattr(completion, "choices", None)
-        if not choices:
-            raise _transient(f"{why}, and asked again without streaming it sent no answer")
-        return _StreamState.of_completion(completion).finish()
+        try:
+            return _completion_events(response, body)
+        except ModelError as error:
+            await retire(response)
+            error.message = f"{why}; asked again without streaming: {error.message}"
+            error.args = (error.message,)
+            raise
+
+
+_NOT_AGAIN = "; not asked again, as that would repeat what was shown"
+_STREAM_HEAD = 4096
+"""Bytes of an event stream kept to describe it should it turn out not to be one."""
+_WHOLE_BODY = 4 << 20
+"""Bytes kept of a streamed request's body that is not an event stream (a server that
+ignored ``stream`` answers with the whole completion as JSON)."""
+
+
+def _empty(tap: BodyTap) -> bool:
+    return tap.received == 0 or body_says_nothing(tap.head)
+
+
+def _malformed(response: Any, what: str, tap: BodyTap | None) -> ModelError:
+    body = tap.head if tap is not None else None
+    return malformed(_PROVIDER, response, what, body)
+
+
+def _cut(response: Any, exc: Exception, shown: int, timeout: float) -> ModelError:
+    """The error for a connection lost while the answer was streaming."""
+    import openai
+
+    cause = exc.__cause__ or exc
+    if isinstance(exc, openai.APITimeoutError):
+        what = f"the server sent nothing for {timeout:g} s in the middle of the stream"
+    else:
+        what = f"the stream was cut: the connection was lost mid-answer ({cause!r})"
+    if shown:
+        what += f" after {shown} characters of the answer had been shown{_NOT_AGAIN}"
+    return broken(_PROVIDER, response, what)
+
+
+def _unstreamed_answer(response: Any, tap: BodyTap) -> list[ModelEvent]:
+    """A streamed request answered with a whole body that is not an event stream: the
+    completion it holds, the error it states, or an error saying what it was."""
+    if content_type(response) == "text/event-stream" or tap.received > len(tap.head):
+        raise _malformed(
+            response, "the server answered the streamed request with no chunk it could read", tap
+        )
+    return _completion_events(response, tap.head, streamed=True)
+
+
+def _completion_events(response: Any, body: bytes, *, streamed: bool = False) -> list[ModelEvent]:
+    """The events of a non-streamed completion body, or the error it states or is."""
+    from openai.types.chat import ChatCompletion
+
+    asked = "the streamed request" if streamed else "the request"
+    if not body.strip():
+        raise malformed(_PROVIDER, response, f"the server answered {asked} with an empty body")
+    stated = error_body(body)
+    if stated is not None:
+        kind, message = stated
+        text = f"{kind}: {message}" if kind else message
+        raise error_from_status(None, f"{text} ({origin(response)})", provider=_PROVIDER)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise malformed(
+            _PROVIDER, response, f"the server answered {asked} with a body that is not JSON", body
+        ) from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices:
+        raise malformed(
+            _PROVIDER, response, f"the server answered {asked} with JSON that holds no choice", body
+        )
+    try:
+        return _StreamState.of_completion(ChatCompletion.construct(**data)).finish()
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+        raise malformed(
+            _PROVIDER, response, f"the completion the server sent is malformed ({exc})", body
+        ) from exc
 
 
 @dataclass
@@ -479,9 +606,10 @@ def _map_error(exc: Exception) -> ModelError:
     import openai
 
     if isinstance(exc, openai.APIStatusError):
+        where = origin(exc.response)  # named when the body is not the API's error JSON
         return error_from_status(
             exc.status_code,
-            _describe(exc),
+            _describe(exc) if isinstance(exc.body, Mapping) else f"{_describe(exc)} ({where})",
             provider=_PROVIDER,
             retry_after=_retry_after(exc.response.headers),
         )
