@@ -8,6 +8,7 @@ the answer was shown says it was cut, and is not asked again.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -294,3 +295,75 @@ async def test_stream_cut_before_any_text_is_retried_and_says_so(adapter: str) -
     assert error.retryable and "the stream was cut" in str(error)
     assert "could not reach" not in str(error)
     assert len(server.requests) == ATTEMPTS
+
+
+# ------------------------------------------------------------------- silent servers
+
+
+class SilentServer:
+    """Reads each request, then (optionally after the start of a stream) says nothing."""
+
+    def __init__(self, first_bytes: bytes = b"") -> None:
+        self.first_bytes = first_bytes
+        self.requests = 0
+        self._server: asyncio.Server | None = None
+        self._idle: set[asyncio.StreamWriter] = set()
+
+    async def __aenter__(self) -> SilentServer:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        for writer in self._idle:
+            writer.close()
+        self._server.close()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._idle.add(writer)
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            (
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if b"length:" in line.lower()
+            ),
+            0,
+        )
+        await reader.readexactly(length)
+        self.requests += 1
+        if self.first_bytes:
+            writer.write(self.first_bytes)
+            await writer.drain()
+        await reader.read()  # until the client gives up and closes
+
+
+async def test_a_server_that_never_answers_is_not_called_unreachable() -> None:
+    async with SilentServer() as server:
+        model = OpenAIChatModel(
+            "m", api_key="k", base_url=server.url + "/v1", timeout=0.5, retry=POLICY
+        )
+        error = await fail(model)
+        assert server.requests == ATTEMPTS
+    assert error.retryable and "took the request but sent no answer" in str(error)
+    assert "could not reach" not in str(error)
+
+
+async def test_a_stream_that_falls_silent_after_text_says_so() -> None:
+    start = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        + openai_chunk("Half an answer").encode()
+    )
+    async with SilentServer(start) as server:
+        model = OpenAIChatModel(
+            "m", api_key="k", base_url=server.url + "/v1", timeout=0.5, retry=POLICY
+        )
+        error = await fail(model)
+        assert server.requests == 1  # part of the answer was shown: not asked again
+    assert "sent nothing for 0.5 s in the middle of the stream" in str(error)
+    assert f"after {len('Half an answer')} characters" in str(error)

@@ -51,6 +51,8 @@ from harnessed.models.wire import (
     malformed,
     origin,
     retire,
+    shown_chars,
+    silent_server,
 )
 
 if TYPE_CHECKING:
@@ -244,10 +246,10 @@ class AnthropicModel:
                         outs = state.feed(event)
                     except (AttributeError, TypeError, ValueError, KeyError) as exc:
                         raise malformed(
-                            _PROVIDER, response, f"a stream event is malformed ({exc})", tap.head
+                            _PROVIDER, response, f"a stream event is malformed ({exc})", tap
                         ) from exc
                     for out in outs:
-                        shown += len(getattr(out, "text", ""))
+                        shown += shown_chars(out)
                         yield out
                     if state.finished:
                         break
@@ -255,22 +257,31 @@ class AnthropicModel:
             await retire(response)
             raise
         except sdk.APIStatusError as exc:
-            await retire(response)
-            raise _status_error(exc) from exc
+            error = _status_error(exc)
+            # a server failing with a 5xx may be going down: its connection is not reused
+            await retire(response or (exc.response if error.retryable else None))
+            raise error from exc
         except (sdk.APIConnectionError, httpx2.HTTPError) as exc:
             await retire(response)
+            server = self.base_url or "api.anthropic.com"
+            if response is None and silent_server(exc):
+                raise ModelError(
+                    f"anthropic server {server} took the request but sent no answer within "
+                    "the timeout",
+                    provider=_PROVIDER,
+                    retryable=True,
+                ) from exc
             if response is None:
                 raise ModelError(
-                    f"anthropic connection to {self.base_url or 'api.anthropic.com'} failed: {exc}",
+                    f"anthropic connection to {server} failed: {exc}",
                     provider=_PROVIDER,
                     retryable=True,
                 ) from exc
             raise _cut(response, exc, shown) from exc
         except json.JSONDecodeError as exc:
             await retire(response)
-            body = tap.head if tap is not None else None
             raise malformed(
-                _PROVIDER, response, f"a stream event is not JSON ({exc})", body
+                _PROVIDER, response, f"a stream event is not JSON ({exc})", tap
             ) from exc
         except sdk.AnthropicError as exc:
             await retire(response)
@@ -300,7 +311,7 @@ def _not_a_stream(response: Any, tap: BodyTap) -> ModelError:
     if tap.received == 0 or (
         content_type(response) == "text/event-stream" and body_says_nothing(tap.head)
     ):
-        return malformed(_PROVIDER, response, "the server sent a stream with no event", tap.head)
+        return malformed(_PROVIDER, response, "the server sent a stream with no event", tap)
     stated = error_body(tap.head)
     if stated is not None:
         kind, message = stated
@@ -308,7 +319,7 @@ def _not_a_stream(response: Any, tap: BodyTap) -> ModelError:
         status = _STATUS_OF_ERROR_TYPE.get(kind)
         return error_from_status(status, f"{text} ({origin(response)})", provider=_PROVIDER)
     return malformed(
-        _PROVIDER, response, "the server answered with a body that is not an event stream", tap.head
+        _PROVIDER, response, "the server answered with a body that is not an event stream", tap
     )
 
 

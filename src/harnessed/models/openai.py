@@ -53,6 +53,8 @@ from harnessed.models.wire import (
     malformed,
     origin,
     retire,
+    shown_chars,
+    silent_server,
 )
 
 if TYPE_CHECKING:
@@ -255,7 +257,7 @@ class OpenAIChatModel:
                             response, f"a stream event is not a chat completion chunk ({exc})", tap
                         ) from exc
                     for event in events:
-                        shown += len(getattr(event, "text", ""))
+                        shown += shown_chars(event)
                         yield event
         except ModelError:
             await retire(response)
@@ -266,8 +268,10 @@ class OpenAIChatModel:
                 raise _map_error(exc) from exc
             raise _cut(response, exc, shown, self.timeout) from exc
         except openai.OpenAIError as exc:
-            await retire(response)
-            raise _map_error(exc) from exc
+            error = _map_error(exc)
+            # a server failing with a 5xx may be going down: its connection is not reused
+            await retire(response or (getattr(exc, "response", None) if error.retryable else None))
+            raise error from exc
         except json.JSONDecodeError as exc:
             await retire(response)
             raise _malformed(response, f"a stream event is not JSON ({exc})", tap) from exc
@@ -340,8 +344,7 @@ def _empty(tap: BodyTap) -> bool:
 
 
 def _malformed(response: Any, what: str, tap: BodyTap | None) -> ModelError:
-    body = tap.head if tap is not None else None
-    return malformed(_PROVIDER, response, what, body)
+    return malformed(_PROVIDER, response, what, tap)
 
 
 def _cut(response: Any, exc: Exception, shown: int, timeout: float) -> ModelError:
@@ -616,6 +619,11 @@ def _map_error(exc: Exception) -> ModelError:
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         url = getattr(getattr(exc, "request", None), "url", None)
         where = f" at {url}" if url else ""
+        if silent_server(exc):
+            return _transient(
+                f"the OpenAI-compatible server{where} took the request but sent no answer "
+                "within the timeout"
+            )
         return _transient(f"could not reach the OpenAI-compatible server{where}: {exc}")
     if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIResponseValidationError):
         # An error event sent inside an otherwise successful stream.

@@ -28,6 +28,8 @@ __all__ = [
     "malformed",
     "origin",
     "retire",
+    "shown_chars",
+    "silent_server",
     "snippet",
 ]
 
@@ -67,6 +69,27 @@ class BodyTap:
     def head(self) -> bytes:
         """The first bytes of the body (at most ``keep``)."""
         return bytes(self._head)
+
+
+def shown_chars(event: object) -> int:
+    """Characters of answer (text or thinking) an event shows the user."""
+    text = getattr(event, "text", None)
+    if not isinstance(text, str):
+        text = getattr(event, "thinking", None)
+    return len(text) if isinstance(text, str) else 0
+
+
+def silent_server(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a read timeout: the server took the request
+    and then sent nothing, which is not the same as not being reachable."""
+    import httpx2
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, httpx2.ReadTimeout):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def origin(response: Any) -> str:
@@ -127,11 +150,16 @@ def error_body(body: bytes | str) -> tuple[str, str] | None:
 
 
 def malformed(
-    provider: str, response: Any, what: str, body: bytes | str | None = None
+    provider: str, response: Any, what: str, body: bytes | str | BodyTap | None = None
 ) -> ModelError:
     """A retryable error for a body that is not the wire format: what was wrong, the HTTP
-    status and URL, the content type and size, and the start of the body."""
-    size = len(body) if body is not None else None
+    status and URL, the content type and size, and the start of the body (``body`` is the
+    body, or the tap that watched it being read)."""
+    if isinstance(body, BodyTap):
+        size: int | None = body.received
+        body = body.head
+    else:
+        size = len(body) if body is not None else None
     shown = snippet(body) if body else ""
     described = f"{content_type(response)}" + (f", {size} bytes" if size is not None else "")
     message = f"{what} ({origin(response)}, {described})" + (f": {shown}" if shown else "")
