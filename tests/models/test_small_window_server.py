@@ -26,10 +26,15 @@ WINDOW = 4096
 
 
 class SmallWindow:
-    """The server's behaviour: a window of ``WINDOW`` tokens of 4 characters of JSON."""
+    """The server's behaviour: a window of ``WINDOW`` tokens of 4 characters of JSON.
 
-    def __init__(self, *, states_window: bool = True) -> None:
+    ``rude`` is llama-cpp-python's manner: the empty streamed answer says ``Connection:
+    keep-alive``, then the server resets the connection when the next request arrives on it.
+    """
+
+    def __init__(self, *, states_window: bool = True, rude: bool = False) -> None:
         self.states_window = states_window
+        self.rude = rude
         self.streamed_empty = 0
         self.rejected = 0
         self.answers = 0
@@ -42,7 +47,7 @@ class SmallWindow:
         if tokens > WINDOW:
             if body.get("stream"):
                 self.streamed_empty += 1
-                return Reply(200, sse=[])
+                return Reply(200, sse=[], drop_next=self.rude)
             self.rejected += 1
             said = (
                 f"This model's maximum context length is {WINDOW} tokens. However, you "
@@ -175,3 +180,43 @@ async def test_a_stream_cut_before_any_text_is_asked_again_without_streaming():
         server.stop()
     assert response.message.text == "complete answer"
     assert [bool(r.json().get("stream")) for r in server.requests] == [True, False]
+
+
+async def test_keep_alive_then_drop_the_fallback_goes_out_on_a_fresh_connection():
+    """The empty stream's connection is not reused for the request without streaming: the
+    server would reset it, and the overflow it would have reported would never be seen."""
+    behaviour = SmallWindow(rude=True)
+    server = serve(behaviour)
+    model = model_for(server)
+    try:
+        with pytest.raises(ContextOverflowError) as caught:
+            await collect(model, ModelRequest(messages=(Msg.user("x" * 20_000),)))
+    finally:
+        await model.aclose()
+        server.stop()
+    assert "maximum context length is 4096" in str(caught.value)
+    assert behaviour.streamed_empty == 1 and behaviour.rejected == 1
+    assert server.dropped == []  # nothing was sent on the doomed connection
+
+
+async def test_keep_alive_then_drop_server_the_agent_recovers_by_compaction(tmp_path):
+    """A HarnessAgent against the rude server with the default retry policy: the history
+    outgrows the window, the overflow is seen, compaction runs and every call succeeds."""
+    behaviour = SmallWindow(rude=True)
+    server = serve(behaviour)
+    model = OpenAIChatModel(MODEL, base_url=server.url + "/v1", timeout=5.0)
+    agent = HarnessAgent("a", model, workspace=tmp_path)
+    ctx = RuntimeContext(user_id="u", session_id="s")
+    replies = []
+    try:
+        for turn in range(6):
+            reply = await agent.call(f"note {turn}: " + "lorem ipsum " * 400, ctx)
+            replies.append(reply.text)
+        logged = await agent.session_log(ctx, types=["custom"])
+    finally:
+        await agent.close()
+        server.stop()
+    assert all(text.startswith("answer") for text in replies), replies
+    assert behaviour.streamed_empty >= 1 and behaviour.rejected >= 1
+    assert "overflow_recovery" in [r.payload["name"] for r in logged]
+    assert server.dropped == []

@@ -3,11 +3,17 @@
 The server answers each POST with the next queued :class:`Reply` (status, headers, body or a
 list of server-sent-event chunks written one at a time) and records every request it received.
 It listens on 127.0.0.1 on a free port and runs in a background thread.
+
+It can be as rude as real servers are: cut a stream mid-body (``Reply.cut``), or answer with
+``Connection: keep-alive`` and then reset the connection when the client sends its next request
+on it (``Reply.drop_next``), as llama-cpp-python's server does after an empty streamed answer.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +33,13 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     pause: float = 0.0
     """Seconds to wait before the last SSE chunk (a model that is slow to finish)."""
+    cut: bool = False
+    """Reset the connection after the last SSE chunk instead of ending the body (a stream
+    that is cut: no terminating chunk, no ``[DONE]``)."""
+    drop_next: bool = False
+    """Say ``Connection: keep-alive``, then reset the connection as soon as the client sends
+    its next request on it (that request is read, counted in ``LocalServer.dropped``, and
+    never answered)."""
 
 
 @dataclass
@@ -60,6 +73,8 @@ class LocalServer:
         chunked transfer encoding); ``False`` closes the connection after every stream."""
         self.connections = 0
         """How many TCP connections the server accepted."""
+        self.dropped: list[Recorded] = []
+        """Requests read on a connection a ``drop_next`` reply doomed, then reset unanswered."""
         self.replies: list[Reply] = []
         self.requests: list[Recorded] = []
         self.unrouted: list[Recorded] = []
@@ -73,10 +88,20 @@ class LocalServer:
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
 
+            doomed = False
+            """A ``drop_next`` reply was sent on this connection."""
+
             def setup(self) -> None:
                 super().setup()
                 with server._lock:
                     server.connections += 1
+
+            def _reset(self) -> None:
+                """Close the connection with a TCP reset, as a crashing server does."""
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.close_connection = True
 
             def do_POST(self) -> None:
                 self._serve()
@@ -88,6 +113,11 @@ class LocalServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 recorded = Recorded(self.command, self.path, dict(self.headers.items()), body)
+                if self.doomed:
+                    with server._lock:
+                        server.dropped.append(recorded)
+                    self._reset()
+                    return
                 with server._lock:
                     reply = server.handler(recorded) if server.handler is not None else None
                     if reply is None and not _is_model_request(recorded):
@@ -102,11 +132,15 @@ class LocalServer:
                         if server.replies
                         else Reply(500, {"error": {"message": "no reply queued in test server"}})
                     )
+                if reply.drop_next:
+                    self.doomed = True
                 if reply.sse is not None:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "text/event-stream")
                     self.send_header("Cache-Control", "no-cache")
-                    if server.keep_alive:
+                    if reply.drop_next:
+                        self.send_header("Connection", "keep-alive")
+                    if server.keep_alive or reply.drop_next:
                         self.send_header("Transfer-Encoding", "chunked")
                     else:
                         self.send_header("Connection", "close")
@@ -117,11 +151,13 @@ class LocalServer:
                         if reply.pause and number == len(reply.sse) - 1:
                             time.sleep(reply.pause)
                         data = chunk.encode()
-                        if server.keep_alive and data:
+                        if (server.keep_alive or reply.drop_next) and data:
                             data = b"%x\r\n%s\r\n" % (len(data), data)
                         self.wfile.write(data)
                         self.wfile.flush()
-                    if server.keep_alive:
+                    if reply.cut:
+                        self._reset()
+                    elif server.keep_alive or reply.drop_next:
                         self.wfile.write(b"0\r\n\r\n")
                         self.wfile.flush()
                     else:
@@ -138,7 +174,9 @@ class LocalServer:
                 self.send_header("Content-Length", str(len(payload)))
                 for key, value in headers.items():
                     self.send_header(key, value)
-                if not server.keep_alive:
+                if reply.drop_next:
+                    self.send_header("Connection", "keep-alive")
+                elif not server.keep_alive:
                     self.send_header("Connection", "close")
                     self.close_connection = True
                 self.end_headers()

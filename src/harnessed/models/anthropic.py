@@ -42,6 +42,18 @@ from harnessed.models.errors import ContextOverflowError, ModelError
 from harnessed.models.retry import RetryPolicy, error_from_status, retrying_stream
 from harnessed.models.sanitize import sanitize
 from harnessed.models.windows import WindowKnowledge, WindowSource
+from harnessed.models.wire import (
+    BodyTap,
+    body_says_nothing,
+    broken,
+    content_type,
+    error_body,
+    malformed,
+    origin,
+    retire,
+    shown_chars,
+    silent_server,
+)
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -209,36 +221,119 @@ class AnthropicModel:
         return sanitize(params)
 
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
-        """One request: its events, with every SDK or transport failure as a ModelError."""
+        """One request: its events, with every SDK or transport failure as a ModelError.
+
+        A body that is not an event stream, an event that is not JSON, a stream that stops
+        before ``message_stop`` or a connection lost mid-answer are all retryable errors that
+        name the HTTP status and URL (and say how much of the answer had been shown).
+        """
         sdk = self._sdk
         import httpx2  # the SDK's HTTP library; stream reads can fail with its errors
 
+        response: Any = None
+        tap: BodyTap | None = None
+        received = shown = 0
         try:
             events = await self._clients.get().messages.create(**params, stream=True)
+            response = events.response
+            streaming = content_type(response) == "text/event-stream"
+            tap = BodyTap(response, keep=_STREAM_HEAD if streaming else _ERROR_BODY)
             async with events:
                 state = _StreamState(model=self._model)
                 async for event in events:
-                    for out in state.feed(event):
+                    received += 1
+                    try:
+                        outs = state.feed(event)
+                    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+                        raise malformed(
+                            _PROVIDER, response, f"a stream event is malformed ({exc})", tap
+                        ) from exc
+                    for out in outs:
+                        shown += shown_chars(out)
                         yield out
                     if state.finished:
                         break
-            if not state.finished:
+        except ModelError:
+            await retire(response)
+            raise
+        except sdk.APIStatusError as exc:
+            error = _status_error(exc)
+            # a server failing with a 5xx may be going down: its connection is not reused
+            await retire(response or (exc.response if error.retryable else None))
+            raise error from exc
+        except (sdk.APIConnectionError, httpx2.HTTPError) as exc:
+            await retire(response)
+            server = self.base_url or "api.anthropic.com"
+            if response is None and silent_server(exc):
                 raise ModelError(
-                    "anthropic stream ended before message_stop",
+                    f"anthropic server {server} took the request but sent no answer within "
+                    "the timeout",
                     provider=_PROVIDER,
                     retryable=True,
-                )
-            yield state.response()
-        except sdk.APIStatusError as exc:
-            raise _status_error(exc) from exc
-        except (sdk.APIConnectionError, httpx2.HTTPError) as exc:
-            raise ModelError(
-                f"anthropic connection to {self.base_url or 'api.anthropic.com'} failed: {exc}",
-                provider=_PROVIDER,
-                retryable=True,
+                ) from exc
+            if response is None:
+                raise ModelError(
+                    f"anthropic connection to {server} failed: {exc}",
+                    provider=_PROVIDER,
+                    retryable=True,
+                ) from exc
+            raise _cut(response, exc, shown) from exc
+        except json.JSONDecodeError as exc:
+            await retire(response)
+            raise malformed(
+                _PROVIDER, response, f"a stream event is not JSON ({exc})", tap
             ) from exc
-        except (sdk.AnthropicError, json.JSONDecodeError) as exc:
+        except sdk.AnthropicError as exc:
+            await retire(response)
             raise ModelError(f"anthropic request failed: {exc}", provider=_PROVIDER) from exc
+        if not state.finished:
+            await retire(response)  # an answer that ended wrong: its connection is not reused
+            assert tap is not None
+            if not received:
+                raise _not_a_stream(response, tap)
+            what = "the stream was cut: it ended before message_stop"
+            if shown:
+                what += f" after {shown} characters of the answer had been shown{_NOT_AGAIN}"
+            raise broken(_PROVIDER, response, what)
+        yield state.response()
+
+
+_NOT_AGAIN = "; not asked again, as that would repeat what was shown"
+_STREAM_HEAD = 4096
+"""Bytes of an event stream kept to describe it should it turn out not to be one."""
+_ERROR_BODY = 64 << 10
+"""Bytes kept of a body that is not an event stream (an error page or JSON error)."""
+
+
+def _not_a_stream(response: Any, tap: BodyTap) -> ModelError:
+    """The error for a streamed request whose body held no event: the error it states, or
+    an error saying what it was."""
+    if tap.received == 0 or (
+        content_type(response) == "text/event-stream" and body_says_nothing(tap.head)
+    ):
+        return malformed(_PROVIDER, response, "the server sent a stream with no event", tap)
+    stated = error_body(tap.head)
+    if stated is not None:
+        kind, message = stated
+        text = f"{kind}: {message}" if kind else message
+        status = _STATUS_OF_ERROR_TYPE.get(kind)
+        return error_from_status(status, f"{text} ({origin(response)})", provider=_PROVIDER)
+    return malformed(
+        _PROVIDER, response, "the server answered with a body that is not an event stream", tap
+    )
+
+
+def _cut(response: Any, exc: Exception, shown: int) -> ModelError:
+    """The error for a connection lost while the answer was streaming."""
+    import httpx2
+
+    if isinstance(exc, httpx2.TimeoutException) or type(exc).__name__ == "APITimeoutError":
+        what = "the server stopped sending in the middle of the stream (read timeout)"
+    else:
+        what = f"the stream was cut: the connection was lost mid-answer ({exc!r})"
+    if shown:
+        what += f" after {shown} characters of the answer had been shown{_NOT_AGAIN}"
+    return broken(_PROVIDER, response, what)
 
 
 # --------------------------------------------------------------------------- requests
@@ -466,6 +561,8 @@ def _status_error(exc: Any) -> ModelError:
     """Translate an SDK ``APIStatusError`` (also raised for ``error`` stream events)."""
     error_type, detail = _error_details(exc.body)
     message = f"{error_type}: {detail}" if error_type and detail else str(exc.message)
+    if not isinstance(exc.body, Mapping):  # not the API's error JSON (a proxy's page ...)
+        message = f"{message} ({origin(exc.response)})"
     status: int | None = exc.status_code
     retry_after: float | None = None
     if status is not None and status < 400:

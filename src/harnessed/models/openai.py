@@ -14,42 +14,49 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from harnessed.messages import (
-    INVALID_ARGUMENTS_KEY,
-    ContentBlock,
     ImageBlock,
     Msg,
     TextBlock,
-    ThinkingBlock,
     ToolUseBlock,
-    clean_text,
-    new_id,
 )
 from harnessed.models.base import (
     ModelEvent,
     ModelRequest,
-    ModelResponse,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallReady,
-    Usage,
 )
 from harnessed.models.clients import PerLoop, close_client, keep_open
 from harnessed.models.discovery import ask_window
 from harnessed.models.errors import ContextOverflowError, ModelError
+from harnessed.models.openai_answers import (
+    NOT_AGAIN,
+    STREAM_HEAD,
+    WHOLE_BODY,
+    StreamState,
+    completion_events,
+    cut_stream,
+    malformed_stream,
+    says_nothing,
+    unstreamed_answer,
+)
 from harnessed.models.retry import RetryPolicy, error_from_status, retrying_stream
 from harnessed.models.sanitize import sanitize
 from harnessed.models.windows import WindowKnowledge, WindowSource
+from harnessed.models.wire import (
+    BodyTap,
+    broken,
+    content_type,
+    origin,
+    retire,
+    shown_chars,
+    silent_server,
+)
 
 if TYPE_CHECKING:
     from openai import APIError, AsyncOpenAI, AsyncStream
-    from openai.types import CompletionUsage
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-    from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+    from openai.types.chat import ChatCompletionChunk
 
 __all__ = ["OpenAIChatModel"]
 
@@ -215,200 +222,108 @@ class OpenAIChatModel:
 
     # ------------------------------------------------------------ response
     async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
-        """One attempt: send the request and translate the chunk stream into events."""
+        """One attempt: send the request and translate the chunk stream into events.
+
+        Whatever the server sends that is not a chunk stream (an HTML page, a JSON error, a
+        truncated or empty body, an event that is not JSON) becomes a retryable
+        :class:`ModelError` naming the HTTP status and URL; a connection cut mid-stream says
+        so, and how much of the answer had been shown.
+        """
         import openai
 
-        state = _StreamState()
-        yielded = False
+        state = StreamState()
+        shown = 0  # characters of answer (text and thinking) already yielded
+        response: Any = None
+        tap: BodyTap | None = None
         try:
             client = self._clients.get()
             chunks: AsyncStream[ChatCompletionChunk] = await client.chat.completions.create(
                 **params
             )
+            response = chunks.response
+            streaming = content_type(response) == "text/event-stream"
+            tap = BodyTap(response, keep=STREAM_HEAD if streaming else WHOLE_BODY)
             async with chunks:
                 async for chunk in chunks:
-                    for event in state.feed(chunk):
-                        yielded = True
+                    try:
+                        events = state.feed(chunk)
+                    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+                        raise malformed_stream(
+                            response, f"a stream event is not a chat completion chunk ({exc})", tap
+                        ) from exc
+                    for event in events:
+                        shown += shown_chars(event)
                         yield event
+        except ModelError:
+            await retire(response)
+            raise
+        except openai.APIConnectionError as exc:
+            await retire(response)
+            if response is None:  # no answer at all: the server could not be reached
+                raise _map_error(exc) from exc
+            raise cut_stream(response, exc, shown, self.timeout) from exc
         except openai.OpenAIError as exc:
-            raise _map_error(exc) from exc
+            error = _map_error(exc)
+            # a server failing with a 5xx may be going down: its connection is not reused
+            await retire(response or (getattr(exc, "response", None) if error.retryable else None))
+            raise error from exc
         except json.JSONDecodeError as exc:
-            raise _transient(f"malformed event in the model's stream: {exc}") from exc
+            await retire(response)
+            raise malformed_stream(response, f"a stream event is not JSON ({exc})", tap) from exc
         if state.finish_reason is not None:
             for event in state.finish():
+                yield event
+            return
+        await retire(response)  # an answer that ended wrong: its connection is not reused
+        if not state.received and tap is not None and not says_nothing(tap):
+            for event in unstreamed_answer(response, tap):
                 yield event
             return
         # Some servers (llama.cpp's, for one) answer a streamed request they cannot serve with
         # an empty 200 or a stream cut short, and give the real reason (a 400 "context length
         # exceeded") only to a request without streaming. Ask once that way, unless part of
         # the answer was shown already: then the failure stays a failure of this attempt.
+        if shown:
+            raise broken(
+                _PROVIDER,
+                response,
+                "the stream was cut: it ended before the model finished (no finish_reason) "
+                f"after {shown} characters of the answer had been shown{NOT_AGAIN}",
+            )
         why = (
             "the server closed the stream without sending any chunk"
             if not state.received
             else "the stream ended before the model finished (no finish_reason)"
         )
-        if yielded:
-            raise _transient(why)
         for event in await self._ask_without_streaming(params, why):
             yield event
 
     async def _ask_without_streaming(self, params: dict[str, Any], why: str) -> list[ModelEvent]:
-        """The same request without streaming: the server's real answer or its real error."""
+        """The same request without streaming: the server's real answer or its real error.
+
+        It goes out on a fresh connection: the stream's connection was retired, as a server
+        that sent an empty stream may be about to drop it.
+        """
         import openai
 
         plain = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
+        client = self._clients.get()
         try:
-            completion: ChatCompletion = await self._clients.get().chat.completions.create(
-                **plain, stream=False
-            )
+            raw = await client.chat.completions.with_raw_response.create(**plain, stream=False)
+            response = raw.http_response
+            body = await response.aread()
         except openai.OpenAIError as exc:
             error = _map_error(exc)
             error.message = f"{why}; asked again without streaming, the server said: {error}"
             error.args = (error.message,)
             raise error from exc
-        choices = getattr(completion, "choices", None)
-        if not choices:
-            raise _transient(f"{why}, and asked again without streaming it sent no answer")
-        return _StreamState.of_completion(completion).finish()
-
-
-@dataclass
-class _PendingCall:
-    id: str | None = None
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _StreamState:
-    """Accumulates the chunks of one streamed completion."""
-
-    received: bool = False
-    received_deltas: bool = False
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-    calls: dict[int, _PendingCall] = field(default_factory=dict)
-    usage: Usage | None = None
-    finish_reason: str | None = None
-    model: str | None = None
-
-    def feed(self, chunk: ChatCompletionChunk) -> list[ModelEvent]:
-        """Take in one chunk and return the deltas it carries."""
-        self.received = True
-        self.model = chunk.model or self.model
-        if chunk.usage is not None:
-            self.usage = _usage(chunk.usage)
-        events: list[ModelEvent] = []
-        for choice in chunk.choices or ():
-            if choice.index:  # only the first choice is requested
-                continue
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-            delta = choice.delta
-            if delta is None:
-                continue
-            reasoning = _reasoning_of(delta.model_extra)
-            if reasoning:
-                self.thinking.append(reasoning)
-                events.append(ThinkingDelta(reasoning))
-            if delta.content:
-                self.received_deltas = True
-                self.text.append(delta.content)
-                events.append(TextDelta(delta.content))
-            for fragment in delta.tool_calls or ():
-                self._add_fragment(fragment)
-        return events
-
-    @classmethod
-    def of_completion(cls, completion: ChatCompletion) -> _StreamState:
-        """The state a stream would have reached, from a non-streamed answer."""
-        state = cls(received=True, model=completion.model)
-        if completion.usage is not None:
-            state.usage = _usage(completion.usage)
-        choice = completion.choices[0]
-        state.finish_reason = choice.finish_reason or "stop"
-        message = choice.message
-        reasoning = _reasoning_of(message.model_extra)
-        if reasoning:
-            state.thinking.append(reasoning)
-        if message.content:
-            state.text.append(message.content)
-        for index, call in enumerate(message.tool_calls or ()):
-            function = getattr(call, "function", None)
-            if function is not None:
-                state.calls[index] = _PendingCall(
-                    call.id, function.name or "", [function.arguments or ""]
-                )
-        return state
-
-    def _add_fragment(self, fragment: ChoiceDeltaToolCall) -> None:
-        index, call_id, function = fragment.index, fragment.id, fragment.function
-        if index is None:  # some servers (Gemini) omit it: a new id or a new name starts a
-            # new call (a call's later fragments repeat neither; two calls may share an id)
-            known = {c.id for c in self.calls.values()}
-            last = self.calls[max(self.calls)] if self.calls else None
-            named = function is not None and bool(function.name)
-            new = (
-                last is None
-                or bool(call_id and call_id not in known)
-                or (named and bool(last.name))
-            )
-            index = len(self.calls) if new else max(self.calls)
-        pending = self.calls.setdefault(index, _PendingCall())
-        if call_id and not pending.id:
-            pending.id = call_id
-        if function is not None:
-            if function.name and not pending.name:
-                pending.name = function.name
-            if function.arguments:
-                pending.arguments.append(function.arguments)
-
-    def finish(self) -> list[ModelEvent]:
-        """The tool calls, in index order, followed by the final response."""
-        calls = [
-            ToolUseBlock(
-                p.id or new_id("call_"), p.name, _parse_arguments(clean_text("".join(p.arguments)))
-            )
-            for _, p in sorted(self.calls.items())
-        ]
-        blocks: list[ContentBlock] = []
-        if self.thinking:
-            blocks.append(ThinkingBlock(clean_text("".join(self.thinking))))
-        if self.text:
-            blocks.append(TextBlock(clean_text("".join(self.text))))
-        blocks.extend(calls)
-        final = ModelResponse(Msg.assistant(blocks), self.usage, self.finish_reason, self.model)
-        text: list[ModelEvent] = []
-        if not self.received_deltas and self.text:
-            text.append(TextDelta("".join(self.text)))
-        return [*text, *(ToolCallReady(call) for call in calls), final]
-
-
-def _usage(usage: CompletionUsage) -> Usage:
-    details = usage.prompt_tokens_details
-    return Usage(
-        input_tokens=usage.prompt_tokens or 0,
-        output_tokens=usage.completion_tokens or 0,
-        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
-        cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
-    )
-
-
-def _reasoning_of(extra: Mapping[str, Any] | None) -> str | None:
-    """Reasoning text that DeepSeek / vLLM / others put beside ``content`` in a delta."""
-    values = [(extra or {}).get(key) for key in ("reasoning_content", "reasoning")]
-    return next((v for v in values if isinstance(v, str) and v), None)
-
-
-def _parse_arguments(raw: str) -> dict[str, Any]:
-    """Decode tool-call arguments; anything but a JSON object is kept raw for the toolkit."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = None
-    return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: raw}
+        try:
+            return completion_events(response, body)
+        except ModelError as error:
+            await retire(response)
+            error.message = f"{why}; asked again without streaming: {error.message}"
+            error.args = (error.message,)
+            raise
 
 
 def _convert_messages(messages: Sequence[Msg]) -> list[dict[str, Any]]:
@@ -486,15 +401,21 @@ def _map_error(exc: Exception) -> ModelError:
     import openai
 
     if isinstance(exc, openai.APIStatusError):
+        where = origin(exc.response)  # named when the body is not the API's error JSON
         return error_from_status(
             exc.status_code,
-            _describe(exc),
+            _describe(exc) if isinstance(exc.body, Mapping) else f"{_describe(exc)} ({where})",
             provider=_PROVIDER,
             retry_after=_retry_after(exc.response.headers),
         )
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         url = getattr(getattr(exc, "request", None), "url", None)
         where = f" at {url}" if url else ""
+        if silent_server(exc):
+            return _transient(
+                f"the OpenAI-compatible server{where} took the request but sent no answer "
+                "within the timeout"
+            )
         return _transient(f"could not reach the OpenAI-compatible server{where}: {exc}")
     if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIResponseValidationError):
         # An error event sent inside an otherwise successful stream.
