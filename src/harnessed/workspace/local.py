@@ -33,6 +33,7 @@ from harnessed.workspace import paths
 from harnessed.workspace.atomic import write_atomically_at
 from harnessed.workspace.base import BaseFilesystem, LinkCheck
 from harnessed.workspace.errors import (
+    FileNotFoundInWorkspaceError,
     IsADirectoryInWorkspaceError,
     NotADirectoryInWorkspaceError,
     PathOutsideWorkspaceError,
@@ -356,7 +357,14 @@ class LocalFilesystem(BaseFilesystem):
         try:
             if not located.name:
                 raise IsADirectoryInWorkspaceError(rel)
-            fd = os.open(located.name, _FILE, dir_fd=located.dir_fd)
+            try:
+                fd = os.open(located.name, _FILE, dir_fd=located.dir_fd)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                # the file was swapped for a link after it was checked: O_NOFOLLOW refused it;
+                # to a reader (and a walk) the file is gone, never followed
+                raise FileNotFoundInWorkspaceError(rel) from exc
         finally:
             located.close()
         if stat_mod.S_ISDIR(os.fstat(fd).st_mode):
