@@ -20,6 +20,9 @@ OPTIONAL = {
     "harnessed.mcp": "mcp",
     "harnessed.gateway.http": "serve",
     "harnessed.gateway.fastpath": "serve",
+    "harnessed.gateway.guard": "serve",
+    "harnessed.gateway.guard_httptools": "serve",
+    "harnessed.gateway.server": "serve",
     "harnessed.sandbox.server": "serve",
 }
 """Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""
