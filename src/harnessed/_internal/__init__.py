@@ -1,0 +1,1 @@
+"""Private helpers shared by the library: clock, lazy imports, GC pause, durability."""

@@ -1,0 +1,1 @@
+"""The task contract: a session's task, its requirements and their verification."""

@@ -1,0 +1,1 @@
+"""Session tools: the model lists, reads and searches its earlier sessions."""

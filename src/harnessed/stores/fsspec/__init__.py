@@ -1,0 +1,1 @@
+"""Back ends on fsspec filesystems (object stores, network mounts)."""

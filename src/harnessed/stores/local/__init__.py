@@ -1,0 +1,1 @@
+"""Back ends on local files: JSONL logs, SQLite and tantivy indexes, the file gate."""

@@ -1,0 +1,1 @@
+"""Back ends in memory, for tests and short-lived agents."""
