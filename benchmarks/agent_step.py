@@ -144,7 +144,7 @@ def wchar() -> int:
 
 
 async def seed(root: Path, size: int) -> None:
-    from harnessed.session import JsonlSessionLogStore, NewRecord, SessionKey
+    from harnessed.log import JsonlSessionLogStore, NewRecord, SessionKey
 
     store = JsonlSessionLogStore(root / "agents")
     key = SessionKey("bench", "u", "s")
@@ -158,7 +158,7 @@ async def seed(root: Path, size: int) -> None:
 
 def make_agent(root: Path, model: InstantModel, durable: bool) -> Any:
     from harnessed import CompactionConfig, HarnessAgent
-    from harnessed.session import JsonlSessionLogStore
+    from harnessed.log import JsonlSessionLogStore
 
     store = JsonlSessionLogStore(root / "agents", durable=True) if durable else None
     return HarnessAgent(

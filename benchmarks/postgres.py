@@ -53,9 +53,7 @@ from session_log import (
 from session_log import measure as measure_files
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.messages import Msg
-from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.session import (
+from harnessed.log import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
     NewRecord,
@@ -64,6 +62,8 @@ from harnessed.session import (
     SessionRecord,
     SqliteSearchIndex,
 )
+from harnessed.messages import Msg
+from harnessed.models import ModelRequest, ScriptedModel
 from harnessed.stores.postgres import PostgresStore
 from harnessed.stores.postgres.lexemes import search_row
 

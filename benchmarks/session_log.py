@@ -41,8 +41,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from harnessed.messages import Msg
-from harnessed.session import (
+from harnessed.log import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
     NewRecord,
@@ -52,6 +51,7 @@ from harnessed.session import (
     SqliteSearchIndex,
     TantivySearchIndex,
 )
+from harnessed.messages import Msg
 
 AGENT, USER = "bench", "u"
 SESSION_SIZE = 1_000

@@ -20,12 +20,12 @@ import time
 
 from harnessed import HarnessAgent, RuntimeContext, TodoItem, tool
 from harnessed.context import ContextCompiler, PrepareInfo
-from harnessed.context.receipts import SupersededTodoReceipts
 from harnessed.events import ConfirmationRequestEvent, ToolResultEvent
 from harnessed.messages import Msg, ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import ApprovalGate, PermissionRule
 from harnessed.state import AgentState, StateKey
+from harnessed.todos.receipts import SupersededTodoReceipts
 from harnessed.tools import Toolkit
 
 SIZES = (100, 1_000, 10_000)

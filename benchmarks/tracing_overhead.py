@@ -26,7 +26,7 @@ from opentelemetry.trace import NoOpTracerProvider
 
 from harnessed import Capability, HarnessAgent, RuntimeContext, tool
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.observability import Tracing
+from harnessed.tracing import Tracing
 
 CALLS = 60
 ROUNDS = 3

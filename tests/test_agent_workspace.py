@@ -9,8 +9,8 @@ import pytest
 from harnessed import HarnessAgent, RuntimeContext, tool
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.sandbox import HostSandbox
+from harnessed.sandbox.process import ShellConfig
 from harnessed.shell import Shell
-from harnessed.tools.shell import ShellConfig
 from harnessed.workspace import MemoryFilesystem, Workspace
 
 FILE_TOOLS = {"read_file", "write_file", "edit_file", "grep_files", "glob_files", "list_files"}

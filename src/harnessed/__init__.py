@@ -6,7 +6,7 @@ described; an append-only log keeps everything that happened.
 
 from typing import TYPE_CHECKING
 
-from harnessed.lazy import lazy_exports
+from harnessed._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessed.agent import AgentInput, HarnessAgent
@@ -43,6 +43,14 @@ if TYPE_CHECKING:
         ToolCallEvent,
         ToolResultEvent,
     )
+    from harnessed.log import (
+        FilesystemSessionLogStore,
+        JsonlSessionLogStore,
+        SearchIndex,
+        SessionLogStore,
+        SqliteSearchIndex,
+        TantivySearchIndex,
+    )
     from harnessed.memory import MemoryConfig
     from harnessed.messages import (
         ImageBlock,
@@ -70,14 +78,6 @@ if TYPE_CHECKING:
         PermissionRule,
     )
     from harnessed.runtime import RuntimeContext
-    from harnessed.session import (
-        FilesystemSessionLogStore,
-        JsonlSessionLogStore,
-        SearchIndex,
-        SessionLogStore,
-        SqliteSearchIndex,
-        TantivySearchIndex,
-    )
     from harnessed.state import (
         AgentState,
         AgentStateStore,
@@ -125,14 +125,14 @@ _LAZY = {
     "CustomEvent": "harnessed.events",
     "ErrorEvent": "harnessed.events",
     "Event": "harnessed.events",
-    "FilesystemSessionLogStore": "harnessed.session",
+    "FilesystemSessionLogStore": "harnessed.log",
     "FilesystemStateStore": "harnessed.state",
     "FsspecFilesystem": "harnessed.workspace",
     "HarnessAgent": "harnessed.agent",
     "ImageBlock": "harnessed.messages",
     "InMemoryStateStore": "harnessed.state",
     "JsonFileStateStore": "harnessed.state",
-    "JsonlSessionLogStore": "harnessed.session",
+    "JsonlSessionLogStore": "harnessed.log",
     "LocalFilesystem": "harnessed.workspace",
     "MaxItersEvent": "harnessed.events",
     "MemoryConfig": "harnessed.memory",
@@ -155,16 +155,16 @@ _LAZY = {
     "ScriptedModel": "harnessed.models",
     "ScriptedResponse": "harnessed.models",
     "ScriptedToolCall": "harnessed.models",
-    "SearchIndex": "harnessed.session",
-    "SessionLogStore": "harnessed.session",
+    "SearchIndex": "harnessed.log",
+    "SessionLogStore": "harnessed.log",
     "ShellConfig": "harnessed.tools",
     "SourceFailurePolicy": "harnessed.context",
-    "SqliteSearchIndex": "harnessed.session",
+    "SqliteSearchIndex": "harnessed.log",
     "StateBlock": "harnessed.capabilities",
     "StateConflictError": "harnessed.state",
     "SubagentSpec": "harnessed.subagents",
     "Subagents": "harnessed.subagents",
-    "TantivySearchIndex": "harnessed.session",
+    "TantivySearchIndex": "harnessed.log",
     "TaskContextState": "harnessed.state",
     "TaskContractConfig": "harnessed.state",
     "TaskRevisionConflictError": "harnessed.state",

@@ -3,8 +3,8 @@
 One agent object is configured once and shared by every session. Everything beyond the loop and
 the compiler — tools of the workspace, the task list, plan mode, permissions, memory, the
 application's own extensions — is a :class:`~harnessed.capabilities.Capability`; the keyword
-shortcuts only build capabilities (see :mod:`harnessed.shortcuts`). A call runs as an
-:class:`~harnessed.loop.AgentRun` under the session's lock.
+shortcuts only build capabilities (see :mod:`harnessed.builtins`). A call runs as an
+:class:`~harnessed.run.AgentRun` under the session's lock.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ import os
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
+from harnessed.agent_host import AgentHost
+from harnessed.agent_sessions import SessionAccess
+from harnessed.builtins import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
 from harnessed.compaction import (
@@ -27,10 +30,12 @@ from harnessed.context.compiler import ContextCompiler
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.seam import RequestPreparer
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
+from harnessed.contract.controls import TaskControls
+from harnessed.contract.state import TaskContractConfig
+from harnessed.contract.verification import VerificationService
 from harnessed.events import AgentEndEvent, Event
-from harnessed.host import AgentHost
-from harnessed.inputs import AgentInput, input_messages
-from harnessed.loop import AgentRun
+from harnessed.log import SessionLogStore
+from harnessed.log.search import SearchIndex
 from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
 from harnessed.models.base import Model, ModelRequest
@@ -40,23 +45,18 @@ from harnessed.permissions import ConfirmationMode, PermissionMode, PermissionRu
 from harnessed.permissions.controls import PermissionControls
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
+from harnessed.run import AgentRun
+from harnessed.run.inputs import AgentInput, input_messages
 from harnessed.runtime import RuntimeContext, SessionLocks
-from harnessed.session import SessionLogStore
-from harnessed.session.search import SearchIndex
-from harnessed.sessions.access import SessionAccess
-from harnessed.sessions.control import TurnControl
-from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
+from harnessed.sandbox.process import ShellConfig
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
 from harnessed.state.store import AgentStateStore
-from harnessed.state.task import TaskContractConfig
-from harnessed.state.verification import VerificationService
 from harnessed.stores.choice import SharedStore, agent_stores
-from harnessed.tasks.controls import TaskControls
 from harnessed.tools.base import Tool
-from harnessed.tools.shell import ShellConfig
 from harnessed.tools.toolkit import ToolGuard, Toolkit
+from harnessed.turns.control import TurnControl
 from harnessed.workspace import Filesystem, IsolationScope, Workspace
 
 __all__ = ["AgentInput", "HarnessAgent"]
@@ -91,7 +91,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         compaction / tool_result_eviction / prune: History transforms (``None`` = off).
         file_tools, shell, memory, memory_tools, readable_session_agents, enable_task_list,
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
-        confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.shortcuts`).
+        confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.builtins`).
         skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
     """
 

@@ -1,7 +1,7 @@
 """AgentHost: what every capability and the loop reach of an agent (a mixin of the agent).
 
 It implements :class:`~harnessed.capabilities.CapabilityHost` (and the loop's
-:class:`~harnessed.loop.LoopHost` with the agent): plugging the capabilities in, the trusted
+:class:`~harnessed.run.LoopHost` with the agent): plugging the capabilities in, the trusted
 instructions and dynamic sources, state access, and the lookups that find a capability, a tool,
 the approval gate and long-term memory.
 """
@@ -30,11 +30,11 @@ from harnessed.models.base import Model
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.gate import ApprovalGate
 from harnessed.runtime import RuntimeContext
-from harnessed.session.indexed import IndexedSessionLogStore
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import Change, StateEditor
 from harnessed.state.store import AgentStateStore
+from harnessed.stores.local.indexed import IndexedSessionLogStore
 from harnessed.tokens import TokenEstimator
 from harnessed.tools.base import Tool
 from harnessed.tools.toolkit import Toolkit

@@ -8,14 +8,14 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, cast
 
+from harnessed.log.queries import SessionQueries
 from harnessed.runtime import RuntimeContext
-from harnessed.session.queries import SessionQueries
 
 if TYPE_CHECKING:
-    from harnessed.sessions.control import TurnControl
-    from harnessed.sessions.gate import TurnGate
-    from harnessed.sessions.host import SessionHost
+    from harnessed.sessions.deps import SessionHost
     from harnessed.sessions.session import AgentSession
+    from harnessed.turns.control import TurnControl
+    from harnessed.turns.gate import TurnGate
     from harnessed.workspace import Workspace
 
 __all__ = ["SessionAccess"]
@@ -37,7 +37,7 @@ class SessionAccess(SessionQueries):
         using it agrees), else leases in this process. Assign another before the first turn
         (a shared deployment's gate, or ``FileTurnGate(path, lease_seconds=...)``)."""
         if self._turn_gate is None:
-            from harnessed.sessions.file_gate import default_turn_gate  # imported on first use
+            from harnessed.stores.local.turn_gate import default_turn_gate  # imported on first use
 
             root = self.workspace.local_root if self.workspace is not None else None
             self._turn_gate = default_turn_gate(root)
@@ -64,7 +64,7 @@ class SessionAccess(SessionQueries):
         if control is not None:
             yield
             return
-        from harnessed.sessions.lease import gate_key, turn_lease  # imported on first use
+        from harnessed.turns.lease import gate_key, turn_lease  # imported on first use
 
         def lost() -> None:
             logger.error(

@@ -1,6 +1,6 @@
 """The keyword shortcuts of :class:`~harnessed.HarnessAgent`, turned into capabilities.
 
-``enable_task_list=True`` is :class:`~harnessed.tasks.TaskList`, ``permission_mode=...`` configures
+``enable_task_list=True`` is :class:`~harnessed.todos.TaskList`, ``permission_mode=...`` configures
 :class:`~harnessed.permissions.Permissions`, and so on. The agent's capabilities are, in order:
 permissions (always first: others give their tools checks through it), the built-ins the
 keywords ask for, the plan status and the task contract (every agent shows and enforces its
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from harnessed.capabilities.base import Capability
+from harnessed.contract.state import TaskContractConfig
 from harnessed.files import FileTools
 from harnessed.memory.capability import Memory
 from harnessed.memory.config import MemoryConfig
@@ -25,10 +26,9 @@ from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.plan import PlanMode, PlanStatus
 from harnessed.sandbox import Sandbox
-from harnessed.session.capability import SessionTools
+from harnessed.session_tools.capability import SessionTools
 from harnessed.shell import Shell, ShellConfig
-from harnessed.state.task import TaskContractConfig
-from harnessed.tasks import TaskContract, TaskList
+from harnessed.todos import TaskContract, TaskList
 from harnessed.workspace.layout import Workspace
 
 if TYPE_CHECKING:
@@ -200,9 +200,9 @@ def _tracing(given: list[Capability]) -> Capability | None:
     otel_in_use = (
         "opentelemetry.trace" in sys.modules or "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
     )
-    if "harnessed.observability.tracing" not in sys.modules and not otel_in_use:
+    if "harnessed.tracing.spans" not in sys.modules and not otel_in_use:
         return None
-    from harnessed.observability.tracing import Tracing
+    from harnessed.tracing.spans import Tracing
 
     return _take(given, Tracing) or Tracing.when_configured()
 

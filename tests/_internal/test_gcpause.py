@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext, ScriptedModel
-from harnessed.gcpause import gc_paused
+from harnessed._internal.gcpause import gc_paused
 
 
 @pytest.fixture(autouse=True)
@@ -85,8 +85,8 @@ async def test_loading_a_session_from_its_log_leaves_the_collector_as_it_was(tmp
 async def test_a_long_log_is_replayed_in_bulk_and_the_collector_is_back_after(tmp_path: Path):
     """A log of over 1 MB and 2,000 records is parsed and applied with the collector paused;
     the history is complete and the collector runs again afterwards."""
+    from harnessed.log import JsonlSessionLogStore, NewRecord, SessionKey
     from harnessed.messages import Msg
-    from harnessed.session import JsonlSessionLogStore, NewRecord, SessionKey
 
     store = JsonlSessionLogStore(tmp_path / "agents")
     key = SessionKey("a", "u", "s")

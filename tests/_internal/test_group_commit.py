@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harnessed.messages import Msg
-from harnessed.session import (
+from harnessed._internal.group_commit import Failed, GroupCommit
+from harnessed.log import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
     NewRecord,
@@ -20,7 +20,7 @@ from harnessed.session import (
     SessionRecord,
     SqliteSearchIndex,
 )
-from harnessed.session.group_commit import Failed, GroupCommit
+from harnessed.messages import Msg
 
 KEY = SessionKey("a", "u", "s")
 

@@ -12,9 +12,9 @@ from harnessed.memory import Memory, MemoryConfig
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import Permissions
 from harnessed.plan import PlanMode
-from harnessed.session.capability import SessionTools
+from harnessed.session_tools.capability import SessionTools
 from harnessed.shell import Shell
-from harnessed.tasks import TaskContract, TaskList
+from harnessed.todos import TaskContract, TaskList
 
 CTX = RuntimeContext("u", "s")
 

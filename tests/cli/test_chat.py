@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from harnessed import HarnessAgent, RuntimeContext
+from harnessed.log import RecordType
 from harnessed.models.scripted import ScriptedModel
-from harnessed.session import RecordType
 from tests.cli.chat_app import harnessed_process
 
 ROOT = Path(__file__).resolve().parents[2]

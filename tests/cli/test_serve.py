@@ -79,7 +79,7 @@ def test_time_slice_is_set_for_the_server_or_refused_clearly(
 ) -> None:
     import uvicorn
 
-    from harnessed.loop import DEFAULT_TIME_SLICE, set_time_slice, time_slice
+    from harnessed.run import DEFAULT_TIME_SLICE, set_time_slice, time_slice
 
     monkeypatch.setenv("CHAT_TEST_WORKSPACE", str(tmp_path))
     served: list[float | None] = []

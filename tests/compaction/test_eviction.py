@@ -9,8 +9,8 @@ import pytest
 from harnessed import HarnessAgent, Msg, RuntimeContext, ToolResultEvictionConfig, tool
 from harnessed.compaction import DEFAULT_EVICTION_EXCLUDED_TOOLS, OFFLOAD_KEY
 from harnessed.context import HistoryBudget
+from harnessed.log import SessionRecord
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
-from harnessed.session import SessionRecord
 from harnessed.workspace import MemoryFilesystem, Workspace
 from tests.compaction.helpers import CTX, call, collect, custom, text_of
 from tests.context.helpers import info_for

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
+from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.session import RecordType
 from harnessed.state import TaskContractConfig, TaskRevisionConflictError
 from tests.context.helpers import noop
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from harnessed.files.tools import file_tools
 from harnessed.messages import ToolResultBlock, ToolUseBlock
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.tools import ToolContext, Toolkit
-from harnessed.tools.files import file_tools
 from harnessed.workspace import MemoryFilesystem, Workspace
 from tests.support import s3_server as s3_support
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext, ToolResultEvent
+from harnessed.files.tools import file_tools
 from harnessed.memory import MemoryConfig
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.tools import Toolkit
-from harnessed.tools.files import file_tools
 from harnessed.workspace import PathNotInViewError, Workspace
 
 ALICE = RuntimeContext("alice", "s1")

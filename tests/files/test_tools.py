@@ -6,16 +6,16 @@ import time
 import uuid
 from pathlib import Path
 
-from harnessed.messages import ToolResultBlock, ToolUseBlock
-from harnessed.runtime import RuntimeContext
-from harnessed.state.agent_state import AgentState
-from harnessed.tools import ToolContext, Toolkit
-from harnessed.tools.files import (
+from harnessed.files.tools import (
     MAX_GLOB_RESULTS,
     MAX_GREP_MATCHES,
     file_tools,
     format_page,
 )
+from harnessed.messages import ToolResultBlock, ToolUseBlock
+from harnessed.runtime import RuntimeContext
+from harnessed.state.agent_state import AgentState
+from harnessed.tools import ToolContext, Toolkit
 from harnessed.workspace import LinePage, MemoryFilesystem, Workspace
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, ModelError, RuntimeContext, ToolContext, tool
+from harnessed.log import RecordType
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.session import RecordType
 
 
 @tool(read_only=True)

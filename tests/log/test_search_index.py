@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from harnessed import Msg
-from harnessed.messages import ToolUseBlock
-from harnessed.session import (
+from harnessed.log import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
     NewRecord,
@@ -23,6 +22,7 @@ from harnessed.session import (
     SqliteSearchIndex,
     TantivySearchIndex,
 )
+from harnessed.messages import ToolUseBlock
 from tests.support.postgres import postgres_store
 
 HAS_TANTIVY = importlib.util.find_spec("tantivy") is not None

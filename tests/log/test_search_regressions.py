@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessed import Msg
-from harnessed.session import (
+from harnessed.log import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
     NewRecord,

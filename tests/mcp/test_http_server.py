@@ -78,7 +78,7 @@ async def test_image_results_reach_the_model_as_image_blocks(notes_url: str) -> 
 
 
 async def test_a_slow_tool_times_out_with_a_clear_error(notes_url: str) -> None:
-    model = ScriptedModel([ask("slow", seconds=30), ask("add", a=1, b=1), "ok"])
+    model = ScriptedModel([ask("slow", seconds=600), ask("add", a=1, b=1), "ok"])
     server = notes(notes_url, timeout=1.0)
     async with HarnessAgent("n", model, mcp_servers=[server]) as agent:
         started = asyncio.get_running_loop().time()
@@ -87,7 +87,7 @@ async def test_a_slow_tool_times_out_with_a_clear_error(notes_url: str) -> None:
     (timed_out,) = results(model.requests[1])
     assert timed_out.is_error
     assert "'notes' did not finish the call to tool 'slow' within 1 s" in timed_out.content
-    assert elapsed < 10
+    assert elapsed < 300  # the 600 s tool was cut off, on however loaded a machine
     (after,) = results(model.requests[2])[-1:]
     assert not after.is_error  # the connection is still good after a timeout
 

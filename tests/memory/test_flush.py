@@ -8,8 +8,8 @@ from pathlib import Path
 from harnessed import ContextBlock, ContextRequest, HarnessAgent, ModelError, Msg, RuntimeContext
 from harnessed.compaction.markers import SUMMARY_KEY
 from harnessed.context import PrepareInfo
+from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.session import RecordType
 from tests.memory.helpers import Clock, Emitted, ledger_path, memory_agent, memory_md
 
 CTX = RuntimeContext("u1", "s1")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from harnessed import HarnessAgent, ModelError, RuntimeContext
+from harnessed.log import RecordType
 from harnessed.models import ScriptedModel
-from harnessed.session import RecordType
 from tests.memory.helpers import Clock, memory_agent
 from tests.support.postgres import postgres_store
 

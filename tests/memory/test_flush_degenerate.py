@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harnessed import RuntimeContext
+from harnessed.log import RecordType
 from harnessed.memory.prompts import says_nothing
 from harnessed.models import ScriptedModel
-from harnessed.session import RecordType
 from tests.memory.helpers import ledger_path, memory_agent
 
 CTX = RuntimeContext("u1", "s1")

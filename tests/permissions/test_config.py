@@ -17,9 +17,9 @@ from harnessed import (
     ToolContext,
     tool,
 )
+from harnessed.log import RecordType
 from harnessed.messages import ToolUseBlock
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.session import RecordType
 from harnessed.state import AgentState
 from harnessed.tools import Tool
 

@@ -15,9 +15,9 @@ from harnessed.events import (
     Event,
     ToolResultEvent,
 )
+from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import ConfirmationError, PermissionRule
-from harnessed.session import RecordType
 
 CTX = RuntimeContext("u", "s")
 

@@ -10,8 +10,8 @@ import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, Event
+from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.session import RecordType
 from harnessed.state import PlanState
 from harnessed.workspace import MemoryFilesystem, Workspace
 

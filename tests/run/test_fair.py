@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.loop import DEFAULT_TIME_SLICE, checkpoint, fair, set_time_slice, time_slice
 from harnessed.models.scripted import ScriptedModel
+from harnessed.run import DEFAULT_TIME_SLICE, checkpoint, fair, set_time_slice, time_slice
 
 
 @pytest.fixture(autouse=True)

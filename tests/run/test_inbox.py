@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from harnessed.loop.inbox import EventInbox
+from harnessed.run.inbox import EventInbox
 
 
 async def test_events_come_out_in_order_and_a_wait_returns_at_once_when_one_is_queued():

@@ -7,8 +7,8 @@ import gc
 from pathlib import Path
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.loop import AgentRun
 from harnessed.models.scripted import ScriptedModel
+from harnessed.run import AgentRun
 
 
 async def test_finished_runs_leave_no_reference_cycles(tmp_path: Path) -> None:

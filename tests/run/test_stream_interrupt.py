@@ -15,7 +15,7 @@ from harnessed.events import AgentEndEvent, TextDeltaEvent
 from harnessed.models import ModelRequest
 from harnessed.models.base import ModelEvent, ModelResponse, TextDelta, Usage
 from harnessed.models.errors import ModelError
-from harnessed.sessions.control import TurnControl
+from harnessed.turns.control import TurnControl
 
 CTX = RuntimeContext("u1", "s1")
 

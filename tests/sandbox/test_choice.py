@@ -10,8 +10,8 @@ import pytest
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.models import ScriptedModel
 from harnessed.sandbox import BubblewrapSandbox, HostSandbox, SandboxError, SandboxLimits
-from harnessed.sandbox.tool import _logged
 from harnessed.shell import Shell
+from harnessed.shell.tool import _logged
 from tests.sandbox.helpers import execute, run
 
 BOB = RuntimeContext("bob", "s1")
@@ -26,7 +26,7 @@ def test_without_a_usable_sandbox_execute_is_not_offered_and_the_reason_is_logge
 ) -> None:
     _logged.clear()
     missing = BubblewrapSandbox(bwrap="/nonexistent/bwrap")
-    with caplog.at_level(logging.WARNING, logger="harnessed.sandbox.tool"):
+    with caplog.at_level(logging.WARNING, logger="harnessed.shell.tool"):
         first = HarnessAgent(
             "a", ScriptedModel(), workspace=tmp_path, capabilities=[Shell(sandbox=missing)]
         )

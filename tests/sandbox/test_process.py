@@ -14,9 +14,9 @@ import pytest
 
 from harnessed.messages import ToolResultBlock, ToolUseBlock
 from harnessed.runtime import RuntimeContext
+from harnessed.sandbox.process import ShellConfig, run_command, shell_tools
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.tools import Tool, ToolContext, Toolkit
-from harnessed.tools.shell import ShellConfig, run_command, shell_tools
 from harnessed.workspace import MemoryFilesystem, Workspace
 
 

@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext, tool
-from harnessed.messages import ToolUseBlock
-from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.session import (
+from harnessed.log import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
     NewRecord,
@@ -26,6 +24,8 @@ from harnessed.session import (
     SqliteSearchIndex,
     TantivySearchIndex,
 )
+from harnessed.messages import ToolUseBlock
+from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from tests.support.postgres import postgres_store
 
 HAS_TANTIVY = importlib.util.find_spec("tantivy") is not None

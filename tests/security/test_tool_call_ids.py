@@ -19,6 +19,7 @@ import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext, tool
 from harnessed.context.pairs import tool_pair_problems
+from harnessed.log import NewRecord, SessionKey
 from harnessed.messages import ToolResultBlock, ToolUseBlock
 from harnessed.models import (
     AnthropicModel,
@@ -29,7 +30,6 @@ from harnessed.models import (
     ScriptedToolCall,
 )
 from harnessed.models.retry import RetryPolicy
-from harnessed.session import NewRecord, SessionKey
 from tests.support.http_server import LocalServer, Recorded, Reply
 
 FAST_RETRY = RetryPolicy(max_attempts=1, initial_delay=0.01, jitter=0)

@@ -11,8 +11,8 @@ from harnessed import HarnessAgent, Msg, RuntimeContext, ToolResultEvent, tool
 from harnessed.context import HistoryBudget, HistoryOutcome
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.session_tools.tools import SESSION_TOOL_NAMES
 from harnessed.tools.context import ToolContext
-from harnessed.tools.session import SESSION_TOOL_NAMES
 
 NEEDLE = "NEEDLE-4242 the staging password rotates on Tuesdays"
 BIG = ("report line\n" * 4_000) + NEEDLE + "\n" + ("tail line\n" * 4_000)

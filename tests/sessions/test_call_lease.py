@@ -12,7 +12,7 @@ from harnessed import HarnessAgent, RuntimeContext, tool
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
 from harnessed.models.scripted import ScriptedModel
 from harnessed.sessions import SessionBusyError
-from harnessed.sessions.lease import gate_key
+from harnessed.turns.lease import gate_key
 
 CTX = RuntimeContext("u", "s")
 

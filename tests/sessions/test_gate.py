@@ -179,7 +179,7 @@ async def test_a_live_holder_in_another_process_keeps_its_lease(tmp_path: Path) 
     ],
 )
 def test_holders_that_cannot_be_known_to_be_gone_count_as_alive(holder: object) -> None:
-    from harnessed.sessions.gate import holder_id, holder_is_gone
+    from harnessed.turns.gate import holder_id, holder_is_gone
 
     host, ns, _, _ = holder_id().split(":")
     dead = subprocess.Popen(["true"])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harnessed.sessions import FileTurnGate, InMemoryTurnGate, TurnLease, TurnNotes, file_gate
-from harnessed.sessions.gate import TurnGate
+from harnessed.turns.gate import TurnGate
 
 
 def steer(text: str) -> dict[str, Any]:
@@ -105,7 +105,7 @@ async def test_old_notes_of_a_gone_holder_are_dropped(
     await gate.release(first)  # the first holder died before its last collect
     second = await gate.acquire("s")
     await gate.post("s", steer("for the second"))
-    monkeypatch.setattr("harnessed.sessions.gate.STALE_NOTE_SECONDS", 0.0)
+    monkeypatch.setattr("harnessed.turns.gate.STALE_NOTE_SECONDS", 0.0)
     await asyncio.sleep(0.01)
     assert await gate.collect(second) == [steer("for the second")]
     monkeypatch.undo()
@@ -259,7 +259,7 @@ async def test_a_gate_without_notes_still_works() -> None:
 
 def test_the_largest_message_the_http_channel_takes_fits_in_a_note() -> None:
     from harnessed.gateway.schemas import MAX_TEXT
-    from harnessed.sessions.notes import encode_note
+    from harnessed.turns.notes import encode_note
 
     widest = "\U0001f600" * MAX_TEXT  # every character escaped: 12 bytes each
     assert len(encode_note({"kind": "steer", "text": widest, "id": "m1"})) > 12 * MAX_TEXT

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent
+from harnessed.log import RecordType
 from harnessed.models import ScriptedModel
-from harnessed.session import RecordType
 from harnessed.sessions import SessionIdleError
 from tests.sessions.steer_worker import CTX
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from harnessed import RuntimeContext
+from harnessed.log import RecordType
 from harnessed.models import ScriptedModel
-from harnessed.session import RecordType
 from harnessed.sessions import FileTurnGate, SessionIdleError, TurnLease
 from tests.sessions.helpers import Blocker, make_agent, texts, tool_step
 

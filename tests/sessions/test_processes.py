@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harnessed import RuntimeContext
-from harnessed.session import RecordType
+from harnessed.log import RecordType
 from tests.sessions.worker import main as run_worker
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from harnessed.events import (
     ModelCallStartEvent,
     TextDeltaEvent,
 )
-from harnessed.session import RecordType
+from harnessed.log import RecordType
 from harnessed.sessions import (
     IdempotencyConflictError,
     NothingToResumeError,

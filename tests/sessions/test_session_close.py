@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from harnessed import RuntimeContext
-from harnessed.loop import DEFAULT_TIME_SLICE, checkpoint, set_time_slice
+from harnessed.run import DEFAULT_TIME_SLICE, checkpoint, set_time_slice
 from tests.sessions.helpers import ScriptedModel, make_agent
 
 CTX = RuntimeContext("u1", "s1")

@@ -12,8 +12,8 @@ import pytest
 
 from harnessed import CompactionConfig, HarnessAgent, Msg, RuntimeContext, ToolUseBlock, tool
 from harnessed.context import tool_pair_problems
+from harnessed.log import InMemorySessionLogStore, NewRecord, RecordType, SessionKey
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.session import InMemorySessionLogStore, NewRecord, RecordType, SessionKey
 from harnessed.state import AgentState, InMemoryStateStore, JsonFileStateStore, StateKey
 from harnessed.state.conversation import ConversationStore
 

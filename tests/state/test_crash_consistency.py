@@ -16,9 +16,9 @@ from pathlib import Path
 
 from harnessed import CompactionConfig, HarnessAgent, Msg, RuntimeContext
 from harnessed.context import tool_pair_problems
+from harnessed.log import RecordType
+from harnessed.log.view import INTERRUPTED_TEXT
 from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.session import RecordType
-from harnessed.session.view import INTERRUPTED_TEXT
 
 CTX = RuntimeContext("u", "crash")
 ROOT = Path(__file__).resolve().parents[2]

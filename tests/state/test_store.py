@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harnessed.contract.state import TaskContextState
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolUseBlock
 from harnessed.state import (
     AgentState,
@@ -25,7 +26,6 @@ from harnessed.state import (
     TodoItem,
 )
 from harnessed.state.store import StateCorruptedError
-from harnessed.state.task import TaskContextState
 from harnessed.workspace import MemoryFilesystem
 from tests.support.postgres import postgres_store
 

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
+from harnessed.log.record import RecordType
 from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.session.record import RecordType
 from harnessed.state import FilesystemStateStore, InMemoryStateStore, JsonFileStateStore
 from harnessed.stores import SharedStore
 from harnessed.stores.postgres import PostgresStore, PostgresTurnGate

@@ -9,8 +9,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.models import ScriptedModel
-from harnessed.observability import Tracing
 from harnessed.subagents import Subagents, SubagentSpec
+from harnessed.tracing import Tracing
 from tests.subagents.helpers import calls, child_model, spawn
 
 

@@ -155,8 +155,8 @@ def _call_ids(request: ModelRequest) -> set[str]:
 
 
 def test_markers_are_never_longer_than_what_they_replace() -> None:
-    from harnessed.context.receipts import SupersededTodoReceipts
     from harnessed.state import AgentState, StateKey
+    from harnessed.todos.receipts import SupersededTodoReceipts
 
     short = Msg.assistant([ToolUseBlock("a", "todo_write", {"todos": []})])  # 13 chars
     history = [
@@ -183,8 +183,8 @@ def _todo_pair(call_id: str, n: int, *, ok: bool = True) -> list[Msg]:
 
 
 def test_the_view_follows_appends_replacements_and_sessions() -> None:
-    from harnessed.context.receipts import SupersededTodoReceipts
     from harnessed.state import AgentState, StateKey
+    from harnessed.todos.receipts import SupersededTodoReceipts
 
     view = SupersededTodoReceipts()
     state = AgentState.new(StateKey("a", "u", "s"))

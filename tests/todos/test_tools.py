@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext, TodoItem
+from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.session import RecordType
-from harnessed.tools.todo import MAX_TODOS, TodoEntry, plan_todo_list
+from harnessed.todos.tools import MAX_TODOS, TodoEntry, plan_todo_list
 
 CTX = RuntimeContext("u", "s")
 

@@ -14,8 +14,8 @@ from opentelemetry.trace import StatusCode
 
 from harnessed import CustomEvent, HarnessAgent, RuntimeContext
 from harnessed.models import ScriptedModel
-from harnessed.observability import Tracing
 from harnessed.sandbox import BubblewrapSandbox
+from harnessed.tracing import Tracing
 from harnessed.workspace import FsspecFilesystem, Workspace
 from tests.sandbox.conftest import require_bwrap
 from tests.sandbox.helpers import execute

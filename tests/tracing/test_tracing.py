@@ -12,7 +12,7 @@ from harnessed import HarnessAgent, ModelError, RuntimeContext, tool
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall, Usage
 from harnessed.models.openai import OpenAIChatModel
 from harnessed.models.retry import RetryPolicy
-from harnessed.observability import Tracing
+from harnessed.tracing import Tracing
 from tests.models.test_event_loops import openai_reply
 from tests.support.http_server import LocalServer, Reply
 

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
+from harnessed.files.tools import file_tools
 from harnessed.messages import ToolUseBlock
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.tools import ToolContext, Toolkit
-from harnessed.tools.files import file_tools
 from harnessed.workspace import MemoryFilesystem, Workspace
 
 pytestmark = pytest.mark.asyncio

@@ -62,10 +62,10 @@ from harnessed.context.seam import RequestPreparer
 from harnessed.context.sources import SourceRegistration
 from harnessed.context.state_blocks import StateBlock
 from harnessed.events import Event
+from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
 from harnessed.models.base import Model, ModelRequest, ModelResponse
 from harnessed.runtime import RuntimeContext
-from harnessed.session.store import SessionLogStore
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import Change
 from harnessed.state.store import AgentStateStore

@@ -20,10 +20,10 @@ from rich.text import Text
 
 from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
+from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from harnessed.session.jsonl import JsonlSessionLogStore
-from harnessed.session.record import RecordType, SessionKey, SessionRecord
-from harnessed.session.store import SessionLogStore
+from harnessed.stores.local.jsonl import JsonlSessionLogStore
 from harnessed.workspace.layout import Workspace
 
 __all__ = [

@@ -173,7 +173,7 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
             app, host=args.host, port=args.port, limits=server_limits(args), log_level="info"
         )
         if args.time_slice is not None:
-            from harnessed.loop.fair import set_time_slice
+            from harnessed.run.fair import set_time_slice
 
             set_time_slice(parse_time_slice(args.time_slice))
     except (ValueError, TypeError, ImportError) as exc:

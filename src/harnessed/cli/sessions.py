@@ -19,11 +19,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harnessed.session.indexed import IndexedSessionLogStore
-from harnessed.session.jsonl import JsonlSessionLogStore
-from harnessed.session.search import MatchMode, SearchIndex, query_words, snippet
-from harnessed.session.sqlite_index import DEFAULT_TOKENIZER, SqliteSearchIndex
-from harnessed.session.tantivy_index import TantivySearchIndex
+from harnessed.log.search import MatchMode, SearchIndex, query_words, snippet
+from harnessed.stores.local.indexed import IndexedSessionLogStore
+from harnessed.stores.local.jsonl import JsonlSessionLogStore
+from harnessed.stores.local.sqlite_index import DEFAULT_TOKENIZER, SqliteSearchIndex
+from harnessed.stores.local.tantivy_index import TantivySearchIndex
 from harnessed.workspace.layout import Workspace
 
 __all__ = ["list_sessions", "open_log", "register", "reindex", "search"]

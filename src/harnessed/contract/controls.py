@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from harnessed.contract.state import RequirementKind, TaskContextState
+from harnessed.contract.verification import VerificationService, require_task
+from harnessed.log.record import RecordType
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import RecordType
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor
-from harnessed.state.task import RequirementKind, TaskContextState
-from harnessed.state.verification import VerificationService, require_task
 
 __all__ = ["TaskControls"]
 

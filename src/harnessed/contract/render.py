@@ -10,8 +10,8 @@ never count.
 from __future__ import annotations
 
 from harnessed.context.xml import escape
+from harnessed.contract.state import Requirement, TaskContextState, TaskContractConfig
 from harnessed.state.agent_state import AgentState
-from harnessed.state.task import Requirement, TaskContextState, TaskContractConfig
 
 __all__ = ["task_state_text"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from harnessed.state.task import RequirementKind
+from harnessed.contract.state import RequirementKind
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool

@@ -4,7 +4,7 @@
 outcome (an exception is recorded as ``error``, never as a pass). Both bind the result to a
 subject version — by default the one current when the check *started*, so a check that ran
 while the subject changed is stale from the moment it is recorded. Results are stored in the
-task contract of the session (see :mod:`harnessed.state.task`) and logged as ``task/changed``.
+task contract of the session (see :mod:`harnessed.contract.state`) and logged as ``task/changed``.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
-from harnessed.runtime import RuntimeContext
-from harnessed.session.record import RecordType
-from harnessed.state.agent_state import AgentState
-from harnessed.state.editor import StateEditor
-from harnessed.state.task import (
+from harnessed.contract.state import (
     VERIFICATION_OUTCOMES,
     TaskContextState,
     VerificationOutcome,
     VerificationResult,
 )
+from harnessed.log.record import RecordType
+from harnessed.runtime import RuntimeContext
+from harnessed.state.agent_state import AgentState
+from harnessed.state.editor import StateEditor
 
 __all__ = ["CheckReport", "VerificationService"]
 
@@ -62,7 +62,7 @@ class VerificationService:
 
         ``subject_version`` defaults to the task's current one. Raises ``LookupError`` when
         the session has no task, ``ValueError`` for a bad outcome or requirement, and
-        :class:`~harnessed.state.task.TaskRevisionConflictError` when ``expected_revision``
+        :class:`~harnessed.contract.state.TaskRevisionConflictError` when ``expected_revision``
         is not current; nothing is recorded then.
         """
 

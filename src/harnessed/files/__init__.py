@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harnessed.capabilities.base import Capability, CapabilityHost
+from harnessed.files.tools import file_tools
 from harnessed.tools.base import Tool
-from harnessed.tools.files import file_tools
 
 __all__ = ["FileTools", "model_editable_instructions"]
 

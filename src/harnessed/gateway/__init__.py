@@ -6,10 +6,10 @@ The HTTP parts need the ``serve`` extra: ``pip install 'harnessed[serve]'``.
 
 from typing import TYPE_CHECKING
 
+from harnessed._internal.lazy import lazy_exports
 from harnessed.gateway.auth import BearerAuth, TokenResolver
 from harnessed.gateway.gateway import SESSION_CREATED, Gateway, UnknownAgentError
 from harnessed.gateway.identity import ChannelIdentity, check_session_id
-from harnessed.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessed.gateway.http import create_app

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from harnessed.gateway.identity import ChannelIdentity, check_session_id
+from harnessed.log.record import NewRecord, SessionKey
+from harnessed.log.store import SessionInfo
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import NewRecord, SessionKey
-from harnessed.session.store import SessionInfo
 from harnessed.sessions import AgentSession, Turn, TurnSlots
-from harnessed.sessions.host import SessionHost
+from harnessed.sessions.deps import SessionHost
 
 if TYPE_CHECKING:
-    from harnessed.inputs import AgentInput
+    from harnessed.run.inputs import AgentInput
 
 __all__ = ["Gateway", "SESSION_CREATED", "UnknownAgentError"]
 

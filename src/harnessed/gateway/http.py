@@ -43,8 +43,8 @@ from harnessed.gateway.schemas import (
     SteerOut,
 )
 from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
+from harnessed.log.record import RecordType
 from harnessed.permissions import ConfirmationError
-from harnessed.session.record import RecordType
 from harnessed.sessions import (
     AgentSession,
     IdempotencyConflictError,

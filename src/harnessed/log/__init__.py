@@ -3,19 +3,19 @@ search index."""
 
 from typing import TYPE_CHECKING
 
-from harnessed.lazy import lazy_exports
-from harnessed.session.fs_store import FilesystemSessionLogStore
-from harnessed.session.indexed import IndexedSessionLogStore
-from harnessed.session.jsonl import JsonlSessionLogStore
-from harnessed.session.memory import InMemorySessionLogStore
-from harnessed.session.record import NewRecord, RecordType, SessionKey, SessionRecord
-from harnessed.session.scan import ScanSearchIndex
-from harnessed.session.search import MatchMode, SearchHit, SearchIndex, SearchOrder
-from harnessed.session.store import SessionCatalog, SessionInfo, SessionLogStore
+from harnessed._internal.lazy import lazy_exports
+from harnessed.log.record import NewRecord, RecordType, SessionKey, SessionRecord
+from harnessed.log.search import MatchMode, SearchHit, SearchIndex, SearchOrder
+from harnessed.log.store import SessionCatalog, SessionInfo, SessionLogStore
+from harnessed.stores.fsspec.log import FilesystemSessionLogStore
+from harnessed.stores.local.indexed import IndexedSessionLogStore
+from harnessed.stores.local.jsonl import JsonlSessionLogStore
+from harnessed.stores.memory.log import InMemorySessionLogStore
+from harnessed.stores.scan_index import ScanSearchIndex
 
 if TYPE_CHECKING:
-    from harnessed.session.sqlite_index import SqliteSearchIndex
-    from harnessed.session.tantivy_index import TantivySearchIndex
+    from harnessed.stores.local.sqlite_index import SqliteSearchIndex
+    from harnessed.stores.local.tantivy_index import TantivySearchIndex
 
 __all__ = [
     "FilesystemSessionLogStore",
@@ -44,7 +44,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "SqliteSearchIndex": "harnessed.session.sqlite_index",
-        "TantivySearchIndex": "harnessed.session.tantivy_index",
+        "SqliteSearchIndex": "harnessed.stores.local.sqlite_index",
+        "TantivySearchIndex": "harnessed.stores.local.tantivy_index",
     },
 )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.search import MatchMode, SearchHit, SearchOrder
+from harnessed.log.store import SessionInfo
 from harnessed.messages import Msg
 from harnessed.runtime import RuntimeContext
-from harnessed.session.indexed import IndexedSessionLogStore
-from harnessed.session.record import RecordType, SessionKey, SessionRecord
-from harnessed.session.search import MatchMode, SearchHit, SearchOrder
-from harnessed.session.store import SessionInfo
+from harnessed.stores.local.indexed import IndexedSessionLogStore
 
 __all__ = ["SessionQueries"]
 

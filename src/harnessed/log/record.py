@@ -36,7 +36,7 @@ class RecordType:
     ERROR = "error"
     CHECKPOINT = "history/checkpoint"
     """The working history was replaced (summary, pruned or offloaded views): see
-    :mod:`harnessed.session.checkpoint`."""
+    :mod:`harnessed.log.checkpoint`."""
 
 
 @dataclass(frozen=True, slots=True)

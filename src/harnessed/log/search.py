@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
+from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, clean_text
-from harnessed.session.record import RecordType, SessionKey, SessionRecord
-from harnessed.session.store import SessionLogStore
 
 __all__ = [
     "BlockingSearchIndex",
@@ -84,8 +84,8 @@ class GroupedSearchIndex(Protocol):
 @runtime_checkable
 class BlockingSearchIndex(Protocol):
     """A search index whose grouped write can also be called blocking, from any thread: an
-    :class:`~harnessed.session.IndexedSessionLogStore` over a
-    :class:`~harnessed.session.store.BatchAppendStore` then indexes each batch in the worker
+    :class:`~harnessed.log.IndexedSessionLogStore` over a
+    :class:`~harnessed.log.store.BatchAppendStore` then indexes each batch in the worker
     thread that wrote it to the log (one hand-off per batch for both)."""
 
     def add_many_blocking(

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from harnessed.session.group_commit import Failed
-from harnessed.session.record import NewRecord, SessionKey, SessionRecord
+from harnessed._internal.group_commit import Failed
+from harnessed.log.record import NewRecord, SessionKey, SessionRecord
 
 __all__ = ["BatchAppendStore", "Stored", "SessionCatalog", "SessionInfo", "SessionLogStore"]
 
@@ -59,7 +59,7 @@ class SessionLogStore(Protocol):
 class SessionCatalog(Protocol):
     """Optional: a store that can also list which users have sessions with an agent.
 
-    ``harnessed reindex`` and :func:`~harnessed.session.rebuild_index` use it to rebuild the
+    ``harnessed reindex`` and :func:`~harnessed.log.rebuild_index` use it to rebuild the
     search index of every user at once.
     """
 
@@ -72,7 +72,7 @@ class SessionCatalog(Protocol):
 class BatchAppendStore(Protocol):
     """Optional: a store that appends to many sessions in one batch.
 
-    :class:`~harnessed.session.IndexedSessionLogStore` uses it to write the log and the search
+    :class:`~harnessed.log.IndexedSessionLogStore` uses it to write the log and the search
     index of a batch in one worker thread hand-off instead of one each per append.
     """
 

@@ -1,7 +1,7 @@
 """LogView: the working history of one session, replayed from its log.
 
 Records are applied in ``seq`` order: a message record appends its message, a checkpoint
-record rewrites the history (see :mod:`harnessed.session.checkpoint`). The view also follows
+record rewrites the history (see :mod:`harnessed.log.checkpoint`). The view also follows
 which runs are open (started, not ended) and by which process, so recovery can tell a tool
 call a dead process left unanswered from one a live process is still running.
 """
@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessed.log.checkpoint import CheckpointError, apply_checkpoint
+from harnessed.log.record import NewRecord, RecordType, SessionRecord
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
-from harnessed.session.checkpoint import CheckpointError, apply_checkpoint
-from harnessed.session.record import NewRecord, RecordType, SessionRecord
 
 __all__ = [
     "INTERRUPTED_TEXT",

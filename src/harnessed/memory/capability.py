@@ -13,9 +13,9 @@ from harnessed.capabilities.base import CallContext, CallEnd, Capability, Capabi
 from harnessed.memory.auxiliary import AuxiliaryModel
 from harnessed.memory.config import MemoryConfig
 from harnessed.memory.manager import MemoryManager
+from harnessed.memory.tools import memory_tools
 from harnessed.models.registry import resolve_model
 from harnessed.tools.base import Tool
-from harnessed.tools.memory import memory_tools
 
 __all__ = ["Memory"]
 

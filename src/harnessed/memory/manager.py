@@ -25,6 +25,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from harnessed.context.seam import PrepareInfo
+from harnessed.log.record import NewRecord, RecordType, SessionKey
+from harnessed.log.store import SessionLogStore
 from harnessed.memory.auxiliary import AuxiliaryModel, Emit
 from harnessed.memory.config import MemoryConfig
 from harnessed.memory.consolidate import (
@@ -38,8 +40,6 @@ from harnessed.memory.ledger import Ledger, MemoryPlace
 from harnessed.memory.lookup import MemoryMatch, read_memory, search_memory
 from harnessed.messages import Msg
 from harnessed.runtime import RuntimeContext, SessionLocks
-from harnessed.session.record import NewRecord, RecordType, SessionKey
-from harnessed.session.store import SessionLogStore
 from harnessed.tokens import TokenEstimator, default_estimator
 from harnessed.workspace.layout import Workspace
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harnessed.lazy import lazy_exports
+from harnessed._internal.lazy import lazy_exports
 from harnessed.models.base import (
     Model,
     ModelEvent,

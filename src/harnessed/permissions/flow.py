@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from harnessed.events import ConfirmationRequestEvent, Event
+from harnessed.log.record import RecordType
 from harnessed.messages import Msg, ToolResultBlock
 from harnessed.permissions.broker import Answer, SessionId
 from harnessed.permissions.gate import ApprovalGate, StepGuard, Verdict, declined_text
 from harnessed.permissions.pending import ParkedStep, PendingConfirmation
-from harnessed.session.record import RecordType
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.toolkit import ToolGuard
 

@@ -17,9 +17,9 @@ from harnessed.context.xml import escape
 from harnessed.messages import ToolUseBlock
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.gate import plan_mode_block
+from harnessed.plan.tools import plan_exit_check, plan_tools
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.base import Tool
-from harnessed.tools.plan import plan_exit_check, plan_tools
 from harnessed.workspace import Workspace
 
 __all__ = ["PlanMode", "PlanStatus"]

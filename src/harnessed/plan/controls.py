@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from harnessed.capabilities.base import Capability
+from harnessed.log.record import RecordType
 from harnessed.plan.capability import PlanMode
+from harnessed.plan.tools import plan_path
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import RecordType
 from harnessed.state.agent_state import AgentState, PlanState
 from harnessed.state.editor import StateEditor
-from harnessed.tools.plan import plan_path
 
 __all__ = ["PlanControls"]
 

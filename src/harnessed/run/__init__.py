@@ -9,9 +9,9 @@
 * :mod:`.run` — the call from start to end: safe points, steering, interrupts, failures.
 """
 
-from harnessed.loop.fair import DEFAULT_TIME_SLICE, checkpoint, set_time_slice, time_slice
-from harnessed.loop.host import LoopHost
-from harnessed.loop.run import AgentRun
+from harnessed.run.agent_run import AgentRun
+from harnessed.run.deps import LoopHost
+from harnessed.run.fair import DEFAULT_TIME_SLICE, checkpoint, set_time_slice, time_slice
 
 __all__ = [
     "DEFAULT_TIME_SLICE",

@@ -27,13 +27,13 @@ from harnessed.events import (
     MaxItersEvent,
     RunStatus,
 )
-from harnessed.loop.fair import checkpoint
-from harnessed.loop.host import Interrupted, quietly
-from harnessed.loop.model_step import ModelSteps
-from harnessed.loop.tool_step import ToolSteps
+from harnessed.log.record import RecordType
 from harnessed.messages import Msg
 from harnessed.models.base import ModelResponse
-from harnessed.session.record import RecordType
+from harnessed.run.deps import Interrupted, quietly
+from harnessed.run.fair import checkpoint
+from harnessed.run.model_step import ModelSteps
+from harnessed.run.tool_step import ToolSteps
 from harnessed.tool_call_ids import repair_call_ids
 
 __all__ = ["AgentRun"]

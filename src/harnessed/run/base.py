@@ -11,15 +11,15 @@ from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
-from harnessed.loop.fair import checkpoint
-from harnessed.loop.host import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
-from harnessed.loop.inbox import EventInbox
+from harnessed.log.record import NewRecord, RecordType, SessionKey
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
 from harnessed.permissions.flow import ApprovalFlow, ConfirmationMode
+from harnessed.run.deps import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
+from harnessed.run.fair import checkpoint
+from harnessed.run.inbox import EventInbox
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import NewRecord, RecordType, SessionKey
-from harnessed.sessions.control import TurnControl
 from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.turns.control import TurnControl
 
 __all__ = ["RunBase"]
 
@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 class RunBase:
     """One call's run: its events, records and state, and running work while queued events
-    flow (the parts of :class:`~harnessed.loop.AgentRun` build on it)."""
+    flow (the parts of :class:`~harnessed.run.AgentRun` build on it)."""
 
     state: AgentState
     call: CallContext
@@ -207,7 +207,7 @@ class RunBase:
 
 
 async def _in_turn(work: Awaitable[T]) -> T:
-    """``work`` once the loop's checkpoint lets it go (see :mod:`harnessed.loop.fair`)."""
+    """``work`` once the loop's checkpoint lets it go (see :mod:`harnessed.run.fair`)."""
     try:
         await checkpoint()
     except BaseException:

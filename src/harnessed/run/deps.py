@@ -9,11 +9,11 @@ from typing import Any, Protocol
 from harnessed.capabilities.registry import CapabilitySet
 from harnessed.compaction.config import CompactionConfig
 from harnessed.context.seam import RequestPreparer
+from harnessed.log.record import RecordType
+from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock
 from harnessed.models.base import Model, ModelEvent, ModelRequest
 from harnessed.permissions.gate import ApprovalGate
-from harnessed.session.record import RecordType
-from harnessed.session.store import SessionLogStore
 from harnessed.state.agent_state import AgentState
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.store import AgentStateStore

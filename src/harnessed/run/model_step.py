@@ -20,8 +20,6 @@ from harnessed.events import (
     ThinkingDeltaEvent,
     ToolCallEvent,
 )
-from harnessed.loop.base import RunBase
-from harnessed.loop.host import Interrupted, close_stream
 from harnessed.messages import ContentBlock, Msg, TextBlock, ToolUseBlock, new_id
 from harnessed.models.base import (
     ModelEvent,
@@ -33,6 +31,8 @@ from harnessed.models.base import (
     ToolCallReady,
 )
 from harnessed.models.errors import ContextOverflowError, ModelError
+from harnessed.run.base import RunBase
+from harnessed.run.deps import Interrupted, close_stream
 from harnessed.tool_call_ids import ResponseIds
 
 __all__ = ["ModelSteps"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from harnessed.events import AgentEndEvent, Event, ToolResultEvent
-from harnessed.loop.base import RunBase
-from harnessed.loop.host import Interrupted, result_msg
+from harnessed.log.record import RecordType
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
 from harnessed.permissions.flow import StepDecision, pending_reply
 from harnessed.permissions.pending import ParkedStep
-from harnessed.session.record import RecordType
+from harnessed.run.base import RunBase
+from harnessed.run.deps import Interrupted, result_msg
 from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext
 from harnessed.tools.toolkit import ToolGuard

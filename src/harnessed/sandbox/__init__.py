@@ -14,7 +14,7 @@ The lifecycle is visible as ``sandbox_acquire`` / ``sandbox_snapshot`` events
 
 from typing import TYPE_CHECKING
 
-from harnessed.lazy import lazy_exports
+from harnessed._internal.lazy import lazy_exports
 from harnessed.sandbox.base import (
     ExecResult,
     Sandbox,
@@ -42,11 +42,11 @@ if TYPE_CHECKING:
         SandboxAcquire,
         SandboxSnapshot,
     )
-    from harnessed.sandbox.host import HostSandbox
     from harnessed.sandbox.limits import SandboxLimits
     from harnessed.sandbox.manager import SandboxLease, SandboxManager
     from harnessed.sandbox.remote import RemoteSandbox
-    from harnessed.sandbox.tool import execute_tool, resolve_sandbox
+    from harnessed.sandbox.unisolated import HostSandbox
+    from harnessed.shell.tool import execute_tool, resolve_sandbox
 
 __all__ = [
     "SANDBOX_ACQUIRE",
@@ -73,7 +73,7 @@ __all__ = [
 
 _LAZY = {
     "BubblewrapSandbox": "harnessed.sandbox.bubblewrap",
-    "HostSandbox": "harnessed.sandbox.host",
+    "HostSandbox": "harnessed.sandbox.unisolated",
     "Network": "harnessed.sandbox.bubblewrap",
     "RemoteSandbox": "harnessed.sandbox.remote",
     "SANDBOX_ACQUIRE": "harnessed.sandbox.events",
@@ -83,7 +83,7 @@ _LAZY = {
     "SandboxLimits": "harnessed.sandbox.limits",
     "SandboxManager": "harnessed.sandbox.manager",
     "SandboxSnapshot": "harnessed.sandbox.events",
-    "execute_tool": "harnessed.sandbox.tool",
-    "resolve_sandbox": "harnessed.sandbox.tool",
+    "execute_tool": "harnessed.shell.tool",
+    "resolve_sandbox": "harnessed.shell.tool",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from harnessed.tools.shell import CommandResult
+from harnessed.sandbox.process import CommandResult
 from harnessed.workspace.view import ViewPolicy
 
 __all__ = [
@@ -67,7 +67,7 @@ class ExecResult:
 
     @classmethod
     def of(cls, result: CommandResult) -> ExecResult:
-        """The outcome of a local process run (:func:`~harnessed.tools.shell.run_command`)."""
+        """The outcome of a local process run (:func:`~harnessed.sandbox.process.run_command`)."""
         return cls(
             output=result.output,
             exit_code=result.exit_code,
@@ -156,7 +156,7 @@ class Sandbox(Protocol):
 
     @property
     def isolated(self) -> bool:
-        """False only for :class:`~harnessed.sandbox.host.HostSandbox`."""
+        """False only for :class:`~harnessed.sandbox.unisolated.HostSandbox`."""
         ...
 
     @property

@@ -56,7 +56,7 @@ from harnessed.sandbox.hostuser import (
 )
 from harnessed.sandbox.limits import PidsCgroup, SandboxLimits, find_pids_hierarchy
 from harnessed.sandbox.localdir import DirectorySession
-from harnessed.tools.shell import ShellConfig, run_command
+from harnessed.sandbox.process import ShellConfig, run_command
 from harnessed.workspace import LocalFilesystem, WorkspaceError
 from harnessed.workspace.paths import encode_part
 from harnessed.workspace.view import INSTRUCTION_PATHS, ViewPolicy, runtime_link_check

@@ -2,7 +2,7 @@
 
 Two events, emitted through the call's ``emit`` (so each is also a ``custom`` record of the
 session log), shown by ``harnessed run`` and made spans by
-:class:`~harnessed.observability.Tracing`:
+:class:`~harnessed.tracing.Tracing`:
 
 * ``sandbox_acquire`` (:class:`SandboxAcquire`): the first ``execute`` of a call got the
   session's sandbox — ``mode`` is ``live`` (this process still held it), ``restore`` (started

@@ -29,7 +29,7 @@ from fastapi import Body, Depends, FastAPI, HTTPException, Request, Response
 from pydantic import BaseModel, Field
 
 from harnessed.sandbox.base import Sandbox, SandboxError, SandboxSession, SandboxSpec
-from harnessed.sandbox.host import HostSandbox
+from harnessed.sandbox.unisolated import HostSandbox
 from harnessed.workspace.paths import encode_part
 from harnessed.workspace.view import ViewPolicy
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harnessed.sandbox.base import ExecResult, SandboxSpec
 from harnessed.sandbox.localdir import DirectorySession
-from harnessed.tools.shell import ShellConfig, run_command
+from harnessed.sandbox.process import ShellConfig, run_command
 from harnessed.workspace.paths import encode_part
 
 __all__ = ["HostSandbox"]

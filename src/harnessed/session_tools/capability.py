@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harnessed.capabilities.base import Capability, CapabilityHost
-from harnessed.session.indexed import IndexedSessionLogStore
+from harnessed.session_tools.tools import session_tools
+from harnessed.stores.local.indexed import IndexedSessionLogStore
 from harnessed.tools.base import Tool
-from harnessed.tools.session import session_tools
 
 __all__ = ["SessionTools"]
 

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
+from harnessed.log.record import RecordType, SessionKey, SessionRecord
 from harnessed.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
-from harnessed.session.indexed import IndexedSessionLogStore
-from harnessed.session.record import RecordType, SessionKey, SessionRecord
+from harnessed.stores.local.indexed import IndexedSessionLogStore
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool

@@ -3,20 +3,10 @@ respond) and the turn gate that keeps one turn per session running at a time."""
 
 from typing import TYPE_CHECKING
 
-from harnessed.lazy import lazy_exports
+from harnessed._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harnessed.sessions.access import SessionAccess
-    from harnessed.sessions.control import TurnControl
-    from harnessed.sessions.file_gate import FileTurnGate, default_turn_gate
-    from harnessed.sessions.gate import (
-        InMemoryTurnGate,
-        LeaseLostError,
-        SessionBusyError,
-        TurnGate,
-        TurnLease,
-    )
-    from harnessed.sessions.notes import NOTE_POLL_SECONDS, Delivery, TurnNotes
+    from harnessed.agent_sessions import SessionAccess
     from harnessed.sessions.session import (
         AgentSession,
         IdempotencyConflictError,
@@ -26,6 +16,16 @@ if TYPE_CHECKING:
         open_session,
     )
     from harnessed.sessions.turn import Turn, TurnStatus
+    from harnessed.stores.local.turn_gate import FileTurnGate, default_turn_gate
+    from harnessed.turns.control import TurnControl
+    from harnessed.turns.gate import (
+        InMemoryTurnGate,
+        LeaseLostError,
+        SessionBusyError,
+        TurnGate,
+        TurnLease,
+    )
+    from harnessed.turns.notes import NOTE_POLL_SECONDS, Delivery, TurnNotes
 
 __all__ = [
     "NOTE_POLL_SECONDS",
@@ -51,25 +51,25 @@ __all__ = [
 ]
 
 _LAZY = {
-    "NOTE_POLL_SECONDS": "harnessed.sessions.notes",
+    "NOTE_POLL_SECONDS": "harnessed.turns.notes",
     "AgentSession": "harnessed.sessions.session",
-    "Delivery": "harnessed.sessions.notes",
-    "FileTurnGate": "harnessed.sessions.file_gate",
+    "Delivery": "harnessed.turns.notes",
+    "FileTurnGate": "harnessed.stores.local.turn_gate",
     "IdempotencyConflictError": "harnessed.sessions.session",
-    "InMemoryTurnGate": "harnessed.sessions.gate",
-    "LeaseLostError": "harnessed.sessions.gate",
+    "InMemoryTurnGate": "harnessed.turns.gate",
+    "LeaseLostError": "harnessed.turns.gate",
     "NothingToResumeError": "harnessed.sessions.session",
-    "SessionAccess": "harnessed.sessions.access",
-    "SessionBusyError": "harnessed.sessions.gate",
+    "SessionAccess": "harnessed.agent_sessions",
+    "SessionBusyError": "harnessed.turns.gate",
     "SessionIdleError": "harnessed.sessions.session",
     "Turn": "harnessed.sessions.turn",
-    "TurnControl": "harnessed.sessions.control",
-    "TurnGate": "harnessed.sessions.gate",
-    "TurnLease": "harnessed.sessions.gate",
-    "TurnNotes": "harnessed.sessions.notes",
+    "TurnControl": "harnessed.turns.control",
+    "TurnGate": "harnessed.turns.gate",
+    "TurnLease": "harnessed.turns.gate",
+    "TurnNotes": "harnessed.turns.notes",
     "TurnSlots": "harnessed.sessions.session",
     "TurnStatus": "harnessed.sessions.turn",
-    "default_turn_gate": "harnessed.sessions.file_gate",
+    "default_turn_gate": "harnessed.stores.local.turn_gate",
     "open_session": "harnessed.sessions.session",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -9,15 +9,15 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from harnessed.events import Event
-from harnessed.inputs import AgentInput
+from harnessed.log.record import SessionRecord
+from harnessed.log.store import SessionInfo, SessionLogStore
 from harnessed.messages import Msg
 from harnessed.permissions.flow import ConfirmationMode
 from harnessed.permissions.pending import PendingConfirmation
+from harnessed.run.inputs import AgentInput
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import SessionRecord
-from harnessed.session.store import SessionInfo, SessionLogStore
-from harnessed.sessions.control import TurnControl
-from harnessed.sessions.gate import TurnGate
+from harnessed.turns.control import TurnControl
+from harnessed.turns.gate import TurnGate
 
 if TYPE_CHECKING:
     from harnessed.sessions.session import AgentSession

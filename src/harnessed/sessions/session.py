@@ -19,25 +19,25 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessed.events import AgentEndEvent, Event
-from harnessed.loop.fair import checkpoint
+from harnessed.log.record import RecordType, SessionKey
 from harnessed.messages import Msg, new_id
+from harnessed.run.fair import checkpoint
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import RecordType, SessionKey
-from harnessed.sessions.control import steering_text
-from harnessed.sessions.gate import SessionBusyError, TurnGate, TurnLease
-from harnessed.sessions.lease import gate_key, keep_renewed
-from harnessed.sessions.notes import (
+from harnessed.sessions.turn import Turn
+from harnessed.turns.control import steering_text
+from harnessed.turns.gate import SessionBusyError, TurnGate, TurnLease
+from harnessed.turns.lease import gate_key, keep_renewed
+from harnessed.turns.notes import (
     Delivery,
     Note,
     late_steering,
     listen_for_notes,
     notes_of,
 )
-from harnessed.sessions.turn import Turn
 
 if TYPE_CHECKING:
-    from harnessed.inputs import AgentInput
-    from harnessed.sessions.host import SessionHost
+    from harnessed.run.inputs import AgentInput
+    from harnessed.sessions.deps import SessionHost
 
 __all__ = [
     "AgentSession",
@@ -135,7 +135,7 @@ class AgentSession:
         running or queued here, or running in another process) raises
         :class:`SessionBusyError` instead of queueing.
         """
-        from harnessed.inputs import input_messages
+        from harnessed.run.inputs import input_messages
 
         if input is None:
             raise ValueError("submit needs input; use resume() to continue without input")
@@ -236,7 +236,7 @@ class AgentSession:
     async def send_steer(self, text: str) -> Delivery:
         """Steer the running turn wherever it runs: here as :meth:`steer` does; in another
         process (whose turn holds the session's lease) as a note it collects within
-        :data:`~harnessed.sessions.notes.NOTE_POLL_SECONDS` — the message keeps the id
+        :data:`~harnessed.turns.notes.NOTE_POLL_SECONDS` — the message keeps the id
         returned here. Raises :class:`SessionIdleError` when no turn runs anywhere (and
         ``ValueError`` for blank text)."""
         turn = self._current

@@ -8,8 +8,8 @@ from typing import Literal, TypeAlias
 
 from harnessed.events import AgentEndEvent, Event
 from harnessed.messages import Msg
-from harnessed.sessions.control import TurnControl
-from harnessed.sessions.gate import TurnLease
+from harnessed.turns.control import TurnControl
+from harnessed.turns.gate import TurnLease
 
 __all__ = ["Turn", "TurnStatus"]
 

@@ -18,8 +18,8 @@ from harnessed.files import model_editable_instructions
 from harnessed.runtime import RuntimeContext
 from harnessed.sandbox.base import Sandbox
 from harnessed.sandbox.events import SANDBOX_SNAPSHOT, SandboxSnapshot
+from harnessed.sandbox.process import ShellConfig
 from harnessed.tools.base import Tool
-from harnessed.tools.shell import ShellConfig
 
 if TYPE_CHECKING:
     from harnessed.sandbox.manager import MountSource, SandboxManager
@@ -67,7 +67,7 @@ class Shell(Capability):
             )
         # the back ends and the lifecycle are imported by the agents that offer ``execute``
         from harnessed.sandbox.manager import SandboxManager
-        from harnessed.sandbox.tool import execute_tool, resolve_sandbox
+        from harnessed.shell.tool import execute_tool, resolve_sandbox
 
         chosen = resolve_sandbox(self.sandbox, required=self.required)
         if chosen is None:

@@ -14,12 +14,12 @@ import logging
 from harnessed.sandbox.base import Sandbox, SandboxError
 from harnessed.sandbox.bubblewrap import BubblewrapSandbox
 from harnessed.sandbox.events import SANDBOX_ACQUIRE, SandboxAcquire
-from harnessed.sandbox.host import HostSandbox
 from harnessed.sandbox.manager import AcquireReport, SandboxManager
+from harnessed.sandbox.process import ShellConfig, format_result
+from harnessed.sandbox.unisolated import HostSandbox
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
-from harnessed.tools.shell import ShellConfig, format_result
 
 __all__ = ["execute_tool", "resolve_sandbox"]
 

@@ -1,9 +1,16 @@
 """Agent state and the stores that keep it between calls and processes."""
 
+from harnessed.contract.state import (
+    Requirement,
+    TaskContextState,
+    TaskContractConfig,
+    TaskRevisionConflictError,
+    VerificationResult,
+)
+from harnessed.contract.verification import VerificationService
 from harnessed.state.agent_state import AgentState, PlanState, StateKey, TodoItem, TodoStatus
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
-from harnessed.state.fs_store import FilesystemStateStore
 from harnessed.state.store import (
     AgentStateStore,
     InMemoryStateStore,
@@ -11,14 +18,7 @@ from harnessed.state.store import (
     StateConflictError,
     StateCorruptedError,
 )
-from harnessed.state.task import (
-    Requirement,
-    TaskContextState,
-    TaskContractConfig,
-    TaskRevisionConflictError,
-    VerificationResult,
-)
-from harnessed.state.verification import VerificationService
+from harnessed.stores.fsspec.state import FilesystemStateStore
 
 __all__ = [
     "AgentState",

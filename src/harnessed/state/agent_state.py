@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, get_args
 
+from harnessed.contract.state import TaskContextState
 from harnessed.messages import Msg
-from harnessed.state.task import TaskContextState
 
 __all__ = ["AgentState", "PlanState", "StateKey", "TodoItem", "TodoStatus"]
 

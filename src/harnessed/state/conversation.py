@@ -38,18 +38,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessed.gcpause import gc_paused
-from harnessed.messages import Msg, ToolUseBlock, shared_prefix
-from harnessed.session.checkpoint import checkpoint_ops
-from harnessed.session.record import NewRecord, RecordType, SessionKey, SessionRecord
-from harnessed.session.store import SessionLogStore
-from harnessed.session.view import (
+from harnessed._internal.gcpause import gc_paused
+from harnessed.log.checkpoint import checkpoint_ops
+from harnessed.log.record import NewRecord, RecordType, SessionKey, SessionRecord
+from harnessed.log.store import SessionLogStore
+from harnessed.log.view import (
     RENAMED_CALL_IDS,
     LogView,
     interrupted_results,
     process_stamp,
     unanswered_step,
 )
+from harnessed.messages import Msg, ToolUseBlock, shared_prefix
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.store import AgentStateStore
 from harnessed.tool_call_ids import CallIdIndex, repair_call_ids

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from harnessed.log.record import NewRecord, SessionKey
+from harnessed.log.store import SessionLogStore
 from harnessed.runtime import RuntimeContext, SessionLocks
-from harnessed.session.record import NewRecord, SessionKey
-from harnessed.session.store import SessionLogStore
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.store import AgentStateStore
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
-from harnessed.durability import fsync_directory
+from harnessed._internal.durability import fsync_directory
 from harnessed.messages import clean_text
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.workspace.atomic import write_atomically

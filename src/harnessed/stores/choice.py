@@ -17,16 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from harnessed.session.defaults import indexed_session_store
-from harnessed.session.indexed import IndexedSessionLogStore
-from harnessed.session.search import SearchIndex
-from harnessed.session.store import SessionLogStore
-from harnessed.state.defaults import default_state_store
+from harnessed.log.search import SearchIndex
+from harnessed.log.store import SessionLogStore
 from harnessed.state.store import AgentStateStore
+from harnessed.stores.local.indexed import IndexedSessionLogStore
+from harnessed.stores.log_defaults import indexed_session_store
+from harnessed.stores.state_defaults import default_state_store
 from harnessed.workspace.layout import Workspace
 
 if TYPE_CHECKING:
-    from harnessed.sessions.gate import TurnGate
+    from harnessed.turns.gate import TurnGate
 
 __all__ = ["AgentStores", "SharedStore", "agent_stores", "open_store"]
 

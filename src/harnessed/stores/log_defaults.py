@@ -8,13 +8,13 @@
 
 from __future__ import annotations
 
-from harnessed.session.fs_store import FilesystemSessionLogStore
-from harnessed.session.indexed import IndexedSessionLogStore
-from harnessed.session.jsonl import JsonlSessionLogStore
-from harnessed.session.memory import InMemorySessionLogStore
-from harnessed.session.scan import ScanSearchIndex
-from harnessed.session.search import SearchIndex
-from harnessed.session.store import SessionLogStore
+from harnessed.log.search import SearchIndex
+from harnessed.log.store import SessionLogStore
+from harnessed.stores.fsspec.log import FilesystemSessionLogStore
+from harnessed.stores.local.indexed import IndexedSessionLogStore
+from harnessed.stores.local.jsonl import JsonlSessionLogStore
+from harnessed.stores.memory.log import InMemorySessionLogStore
+from harnessed.stores.scan_index import ScanSearchIndex
 from harnessed.workspace.layout import Workspace
 
 __all__ = ["default_search_index", "default_session_store", "indexed_session_store"]
@@ -30,7 +30,7 @@ def default_session_store(workspace: Workspace | None) -> SessionLogStore:
 
 def default_search_index(workspace: Workspace | None, store: SessionLogStore) -> SearchIndex:
     if workspace is not None and workspace.local_root is not None:
-        from harnessed.session.sqlite_index import SqliteSearchIndex
+        from harnessed.stores.local.sqlite_index import SqliteSearchIndex
 
         return SqliteSearchIndex(workspace.local_root / Workspace.AGENTS_DIR)
     return ScanSearchIndex(store)

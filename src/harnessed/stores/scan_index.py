@@ -1,6 +1,6 @@
 """``ScanSearchIndex``: search by reading the logs themselves, with no index to keep.
 
-It follows the same matching rules as the real indexes (see :mod:`harnessed.session.search`)
+It follows the same matching rules as the real indexes (see :mod:`harnessed.log.search`)
 but reads every session of the user on each search, so its cost grows with the history. It is
 the default where no local file can hold an index (memory and object-store workspaces, agents
 without a workspace) and the baseline of ``benchmarks/session_log.py``.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from harnessed.session.record import SessionKey, SessionRecord
-from harnessed.session.search import (
+from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.search import (
     MatchMode,
     SearchHit,
     SearchOrder,
@@ -23,13 +23,13 @@ from harnessed.session.search import (
     timestamp_micros,
     words,
 )
-from harnessed.session.store import SessionLogStore
+from harnessed.log.store import SessionLogStore
 
 __all__ = ["ScanSearchIndex"]
 
 
 class ScanSearchIndex:
-    """A :class:`~harnessed.session.search.SearchIndex` that scans ``store`` on every search."""
+    """A :class:`~harnessed.log.search.SearchIndex` that scans ``store`` on every search."""
 
     def __init__(self, store: SessionLogStore) -> None:
         self.store = store

@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
-from harnessed.state.fs_store import FilesystemStateStore
 from harnessed.state.store import AgentStateStore, InMemoryStateStore, JsonFileStateStore
+from harnessed.stores.fsspec.state import FilesystemStateStore
 from harnessed.workspace.layout import Workspace
 
 __all__ = ["STATE_DIR", "default_state_store"]

@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, TypeVar
 
+from harnessed.agent_host import AgentHost
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
 from harnessed.events import Event
-from harnessed.host import AgentHost
-from harnessed.inputs import AgentInput
+from harnessed.log.store import SessionLogStore
 from harnessed.models.base import Model
 from harnessed.permissions.flow import ConfirmationMode
 from harnessed.permissions.gate import ApprovalGate
+from harnessed.run.inputs import AgentInput
 from harnessed.runtime import RuntimeContext
-from harnessed.session.store import SessionLogStore
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import Change
 from harnessed.state.store import AgentStateStore

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from harnessed.capabilities.base import CallContext
+from harnessed.log.record import SessionKey
 from harnessed.messages import Msg
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import SessionKey
 from harnessed.subagents.board import Running, TaskBook
 from harnessed.subagents.child import LINK_KEY, ChildOutcome, ChildRun
 from harnessed.subagents.core import (

@@ -9,12 +9,12 @@ from typing import Any
 
 from harnessed.capabilities.base import CallContext
 from harnessed.events import Event
+from harnessed.log.record import NewRecord, RecordType, SessionKey
 from harnessed.messages import new_id
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.pending import PENDING_KEY
 from harnessed.runtime import RuntimeContext
-from harnessed.session.record import NewRecord, RecordType, SessionKey
 from harnessed.state.agent_state import AgentState
 from harnessed.subagents.board import Running
 from harnessed.subagents.child import (

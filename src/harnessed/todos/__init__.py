@@ -1,5 +1,5 @@
 """The task list and the task contract (capabilities; the state lives in ``harnessed.state``)."""
 
-from harnessed.tasks.capability import TaskContract, TaskList
+from harnessed.todos.capability import TaskContract, TaskList
 
 __all__ = ["TaskContract", "TaskList"]

@@ -14,14 +14,14 @@ from collections.abc import Sequence
 
 from harnessed.capabilities.base import Capability
 from harnessed.context.hooks import HistoryView
-from harnessed.context.receipts import SupersededTodoReceipts
 from harnessed.context.state_blocks import StateBlock
-from harnessed.context.task_render import task_state_text
+from harnessed.contract.render import task_state_text
+from harnessed.contract.state import TaskContractConfig
+from harnessed.contract.tools import task_tools
 from harnessed.state.agent_state import AgentState
-from harnessed.state.task import TaskContractConfig
+from harnessed.todos.receipts import SupersededTodoReceipts
+from harnessed.todos.tools import todo_tools
 from harnessed.tools.base import Tool
-from harnessed.tools.task import task_tools
-from harnessed.tools.todo import todo_tools
 
 __all__ = ["TaskContract", "TaskList"]
 

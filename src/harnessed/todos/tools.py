@@ -21,7 +21,7 @@ from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
 
 if TYPE_CHECKING:
-    from harnessed.tools.todo_entry import TodoEntry
+    from harnessed.todos.entry import TodoEntry
 
 __all__ = ["MAX_TODOS", "TODO_WRITE", "TodoEntry", "plan_todo_list", "todo_tools"]
 
@@ -129,7 +129,7 @@ def todo_tools() -> list[Tool]:
 
 
 def _todo_entry() -> type[Any]:
-    from harnessed.tools.todo_entry import TodoEntry
+    from harnessed.todos.entry import TodoEntry
 
     return TodoEntry
 

@@ -1,9 +1,9 @@
 """Tools: the ``@tool`` decorator, the Toolkit that runs a step's calls, built-in tools."""
 
+from harnessed.sandbox.process import ShellConfig
 from harnessed.tools.base import Tool, ToolError, ToolOutput, format_tool_output
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
-from harnessed.tools.shell import ShellConfig
 from harnessed.tools.toolkit import ToolGuard, Toolkit
 
 __all__ = [

@@ -3,11 +3,11 @@
 A turn holds a *lease* on its session while it runs. The holder renews the lease while it
 works; a holder that crashed (or hangs) stops renewing and loses the lease once it expires, so
 the session is never blocked for ever. Turns waiting for a busy session are served first come,
-first served, across processes (:mod:`harnessed.sessions.line`). :class:`FileTurnGate` keeps
+first served, across processes (:mod:`harnessed.turns.line`). :class:`FileTurnGate` keeps
 leases in small files beside a local workspace (processes on one machine); a shared deployment
 plugs in another :class:`TurnGate` (for example on PostgreSQL) without changing anything else.
 The gates here also carry notes to a lease's holder
-(:class:`~harnessed.sessions.notes.TurnNotes`: steering and interrupts sent from another
+(:class:`~harnessed.turns.notes.TurnNotes`: steering and interrupts sent from another
 process).
 """
 
@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
-from harnessed.sessions.holders import holder_id, holder_is_gone
-from harnessed.sessions.line import Ticket, live_tickets, serve, without
+from harnessed.turns.holders import holder_id, holder_is_gone
+from harnessed.turns.line import Ticket, live_tickets, serve, without
 
 __all__ = [
     "InMemoryTurnGate",
@@ -102,7 +102,7 @@ end even when its caller is cancelled."""
 
 
 class LeaseWaiter:
-    """Waiting in a session's line (:mod:`harnessed.sessions.line`): asking again with back-off,
+    """Waiting in a session's line (:mod:`harnessed.turns.line`): asking again with back-off,
     woken early when a lease is released in this process, and sooner when the line moves."""
 
     def __init__(self, poll_interval: float, lease_seconds: float) -> None:
@@ -261,7 +261,7 @@ class InMemoryTurnGate:
         return current if current is not None and current.expires_at > time.time() else None
 
     async def post(self, session: str, note: dict[str, Any]) -> TurnLease | None:
-        from harnessed.sessions.notes import encode_note
+        from harnessed.turns.notes import encode_note
 
         line = encode_note(note)
         current = await self.holder(session)

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 
-from harnessed.sessions.gate import LeaseLostError, TurnGate, TurnLease
+from harnessed.turns.gate import LeaseLostError, TurnGate, TurnLease
 
 __all__ = ["gate_key", "keep_renewed", "turn_lease"]
 

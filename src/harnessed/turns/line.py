@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from harnessed.sessions.holders import holder_is_gone
+from harnessed.turns.holders import holder_is_gone
 
 __all__ = ["Served", "Ticket", "live_tickets", "serve", "without"]
 

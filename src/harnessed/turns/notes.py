@@ -1,6 +1,6 @@
 """Notes to a session's running turn, wherever it runs: steering and interrupts across processes.
 
-A turn runs in the process holding its session's lease (see :mod:`harnessed.sessions.gate`).
+A turn runs in the process holding its session's lease (see :mod:`harnessed.turns.gate`).
 A request to steer or interrupt it may reach another process (another server behind a load
 balancer, or a CLI beside a server). That process leaves a *note* at the gate, addressed to
 the lease holder; the holder collects its notes while the turn runs (every
@@ -19,11 +19,11 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
-from harnessed.sessions.gate import TurnLease
+from harnessed.turns.gate import TurnLease
 
 if TYPE_CHECKING:
     from harnessed.messages import Msg
-    from harnessed.sessions.control import TurnControl
+    from harnessed.turns.control import TurnControl
 
 __all__ = [
     "Delivery",
@@ -126,7 +126,7 @@ def apply_notes(control: TurnControl, notes: list[Note]) -> None:
 def late_steering(notes: list[Note]) -> list[Msg]:
     """The steering messages of notes collected after the turn ended (interrupts are stale
     then and dropped)."""
-    from harnessed.sessions.control import TurnControl
+    from harnessed.turns.control import TurnControl
 
     inbox = TurnControl()
     apply_notes(inbox, [note for note in notes if note.get("kind") == "steer"])

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext
-from harnessed.models import ScriptedModel
-from harnessed.session import (
+from harnessed.log import (
     IndexedSessionLogStore,
     InMemorySessionLogStore,
     JsonlSessionLogStore,
@@ -20,6 +19,7 @@ from harnessed.session import (
     SessionRecord,
     SqliteSearchIndex,
 )
+from harnessed.models import ScriptedModel
 
 KEY = SessionKey("agent", "u", "s")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessed.session import (
+from harnessed.log import (
     InMemorySessionLogStore,
     JsonlSessionLogStore,
     NewRecord,
@@ -135,7 +135,7 @@ async def test_a_torn_line_is_reported_once_not_on_every_read(
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 10])
     fresh = JsonlSessionLogStore(tmp_path)
-    with caplog.at_level("WARNING", logger="harnessed.session.jsonl"):
+    with caplog.at_level("WARNING", logger="harnessed.stores.local.jsonl"):
         for _ in range(5):
             assert [r.seq for r in await fresh.read(KEY)] == [1]
         await fresh.append(KEY, [rec(3)])  # fences the torn line

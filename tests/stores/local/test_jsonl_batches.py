@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessed.messages import Msg
-from harnessed.session import (
+from harnessed.log import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
     NewRecord,
@@ -20,6 +19,7 @@ from harnessed.session import (
     SessionRecord,
     SqliteSearchIndex,
 )
+from harnessed.messages import Msg
 
 
 def note(i: int, who: str = "") -> NewRecord:
@@ -200,8 +200,8 @@ async def test_a_read_of_nothing_new_is_answered_without_a_worker_thread(tmp_pat
     news is read as before."""
     import asyncio as aio
 
+    from harnessed.log import JsonlSessionLogStore, NewRecord, SessionKey
     from harnessed.messages import Msg
-    from harnessed.session import JsonlSessionLogStore, NewRecord, SessionKey
 
     key = SessionKey("a", "u", "s")
     mine, other = JsonlSessionLogStore(tmp_path), JsonlSessionLogStore(tmp_path)
@@ -213,7 +213,7 @@ async def test_a_read_of_nothing_new_is_answered_without_a_worker_thread(tmp_pat
         handoffs.append(fn)
         return await real(fn, *args, **kwargs)
 
-    monkeypatch.setattr("harnessed.session.jsonl.asyncio.to_thread", counting)
+    monkeypatch.setattr("harnessed.stores.local.jsonl.asyncio.to_thread", counting)
     assert await mine.read(key, after_seq=stored[-1].seq) == []
     assert handoffs == []
     await other.append(key, [NewRecord.message(Msg.user("two"), run_id="r", turn_id="t")])

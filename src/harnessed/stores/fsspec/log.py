@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.store import SessionInfo
 from harnessed.runtime import SessionLocks
-from harnessed.session.record import NewRecord, SessionKey, SessionRecord
-from harnessed.session.store import SessionInfo
 from harnessed.workspace.appendlog import SEGMENTS_SUFFIX, AppendLog
 from harnessed.workspace.filesystem import Filesystem
 from harnessed.workspace.paths import encode_part, join, session_dir_parts

@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from harnessed.session.record import SessionKey, SessionRecord
-from harnessed.session.search import indexable
-from harnessed.session.store import SessionLogStore
+from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.search import indexable
+from harnessed.log.store import SessionLogStore
 from harnessed.workspace.paths import session_dir_parts
 
 __all__ = ["Handle", "HandlePool", "rebuild_from_log", "user_session_file"]

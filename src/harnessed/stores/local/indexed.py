@@ -16,10 +16,9 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from harnessed.runtime import SessionLocks
-from harnessed.session.group_commit import Failed, GroupCommit
-from harnessed.session.record import NewRecord, SessionKey, SessionRecord
-from harnessed.session.search import (
+from harnessed._internal.group_commit import Failed, GroupCommit
+from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.search import (
     BlockingSearchIndex,
     GroupedSearchIndex,
     MatchMode,
@@ -27,13 +26,14 @@ from harnessed.session.search import (
     SearchIndex,
     SearchOrder,
 )
-from harnessed.session.store import (
+from harnessed.log.store import (
     BatchAppendStore,
     SessionCatalog,
     SessionInfo,
     SessionLogStore,
     Stored,
 )
+from harnessed.runtime import SessionLocks
 
 __all__ = ["IndexedSessionLogStore"]
 

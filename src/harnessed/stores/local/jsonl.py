@@ -4,7 +4,7 @@
 directory). Appends hold an exclusive ``flock`` on the file while they read the last sequence
 number and write, so concurrent writers — threads, tasks or processes — never interleave lines
 or reuse a number. Appends made at the same time, to any sessions, are written in batches by
-one worker thread (see :mod:`harnessed.session.jsonl_files`). A torn last line left by a crash
+one worker thread (see :mod:`harnessed.stores.local.jsonl_files`). A torn last line left by a crash
 is ignored on read and fenced off with a newline by the next append, which continues the
 sequence after the last complete record. An unreadable line is reported once per store (with
 its line number), not on every read.
@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote
 
-from harnessed.gcpause import gc_paused
-from harnessed.session.group_commit import Failed, GroupCommit
-from harnessed.session.index_files import user_session_file
-from harnessed.session.jsonl_files import TailCache, parse_line, write_batch
-from harnessed.session.record import NewRecord, SessionKey, SessionRecord
-from harnessed.session.store import SessionInfo, Stored
+from harnessed._internal.gcpause import gc_paused
+from harnessed._internal.group_commit import Failed, GroupCommit
+from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.store import SessionInfo, Stored
+from harnessed.stores.local.index_files import user_session_file
+from harnessed.stores.local.jsonl_files import TailCache, parse_line, write_batch
 from harnessed.workspace.paths import encode_part
 
 __all__ = ["JsonlSessionLogStore"]

@@ -20,9 +20,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from harnessed.durability import fsync_all, fsync_directory
-from harnessed.session.group_commit import Failed
-from harnessed.session.record import NewRecord, SessionRecord, jsonl_bytes
+from harnessed._internal.durability import fsync_all, fsync_directory
+from harnessed._internal.group_commit import Failed
+from harnessed.log.record import NewRecord, SessionRecord, jsonl_bytes
 
 __all__ = ["Append", "TailCache", "parse_line", "write_batch"]
 

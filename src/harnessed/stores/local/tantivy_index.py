@@ -19,9 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harnessed.session.index_files import HandlePool, rebuild_from_log, user_session_file
-from harnessed.session.record import SessionKey, SessionRecord
-from harnessed.session.search import (
+from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.search import (
     MatchMode,
     SearchHit,
     SearchOrder,
@@ -30,7 +29,8 @@ from harnessed.session.search import (
     query_words,
     timestamp_micros,
 )
-from harnessed.session.store import SessionLogStore
+from harnessed.log.store import SessionLogStore
+from harnessed.stores.local.index_files import HandlePool, rebuild_from_log, user_session_file
 
 __all__ = ["TANTIVY_DIR", "TantivySearchIndex"]
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harnessed.sessions.gate import (
+from harnessed.turns.gate import (
     DEFAULT_LEASE_SECONDS,
     InMemoryTurnGate,
     LeaseLostError,
@@ -27,7 +27,7 @@ from harnessed.sessions.gate import (
     holder_is_gone,
     to_the_end,
 )
-from harnessed.sessions.line import Ticket, live_tickets, serve, without
+from harnessed.turns.line import Ticket, live_tickets, serve, without
 
 __all__ = ["FileTurnGate", "default_turn_gate"]
 
@@ -113,7 +113,7 @@ class FileTurnGate:
         return await self._locked_op(self._holder, session, session)
 
     async def post(self, session: str, note: dict[str, Any]) -> TurnLease | None:
-        from harnessed.sessions.notes import encode_note
+        from harnessed.turns.notes import encode_note
 
         line = encode_note(note)
         return await self._locked_op(self._post, session, session, line)

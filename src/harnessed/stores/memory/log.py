@@ -6,8 +6,8 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from harnessed.session.record import NewRecord, SessionKey, SessionRecord
-from harnessed.session.store import SessionInfo
+from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.store import SessionInfo
 
 __all__ = ["InMemorySessionLogStore"]
 

@@ -96,7 +96,7 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ parts
     def session_log(self) -> PostgresSessionLogStore:
-        """The session log store (a :class:`~harnessed.session.SessionLogStore`)."""
+        """The session log store (a :class:`~harnessed.log.SessionLogStore`)."""
         from harnessed.stores.postgres.log import PostgresSessionLogStore
 
         return PostgresSessionLogStore(self)

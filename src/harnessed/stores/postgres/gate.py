@@ -6,7 +6,7 @@ exactly one gets it. Times come from the database's clock (never the servers' ow
 disagree): a holder that crashed or hangs stops renewing, and its lease is free
 ``lease_seconds`` later.
 
-Turns that find the session busy wait in its line (:mod:`harnessed.sessions.line`), rows of
+Turns that find the session busy wait in its line (:mod:`harnessed.turns.line`), rows of
 ``harnessed_turn_queue`` in the order they came. Every change to a line is made in a
 transaction holding the lease row's lock, and sets the row's ``queued_until`` (until when a
 ticket may still wait), so the one-statement take (which passes only when ``queued_until`` is
@@ -19,17 +19,17 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-import harnessed.sessions.gate as gates
-from harnessed.sessions.gate import (
+import harnessed.turns.gate as gates
+from harnessed.stores.postgres.connection import PostgresStore
+from harnessed.turns.gate import (
     DEFAULT_LEASE_SECONDS,
     LeaseLostError,
     LeaseWaiter,
     TurnLease,
     to_the_end,
 )
-from harnessed.sessions.line import Ticket, live_tickets, serve, without
-from harnessed.sessions.notes import Note, encode_note
-from harnessed.stores.postgres.connection import PostgresStore
+from harnessed.turns.line import Ticket, live_tickets, serve, without
+from harnessed.turns.notes import Note, encode_note
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -112,7 +112,7 @@ _COLLECT = (
 class PostgresTurnGate:
     """A :class:`~harnessed.sessions.TurnGate` whose leases live in PostgreSQL, turns waiting
     for them in line (table ``harnessed_turn_queue``), with notes to the holders
-    (:class:`~harnessed.sessions.notes.TurnNotes`, table ``harnessed_turn_notes``).
+    (:class:`~harnessed.turns.notes.TurnNotes`, table ``harnessed_turn_notes``).
 
     Args:
         store: The database (``PostgresStore.turn_gate()`` builds this).

@@ -1,7 +1,7 @@
 """Exact ``tsvector`` and ``tsquery`` values for the shared word rules.
 
 PostgreSQL's own text parser splits and folds text its own way (``x²`` is two words to it,
-``½`` none). So the words are made here, by :func:`harnessed.session.search.words` — the rules
+``½`` none). So the words are made here, by :func:`harnessed.log.search.words` — the rules
 every backend follows — and written as ``tsvector`` / ``tsquery`` literals that PostgreSQL
 takes as they are: the index holds exactly our words at their positions.
 
@@ -18,9 +18,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.search import MatchMode, indexable, timestamp_micros, words
 from harnessed.messages import clean_text
-from harnessed.session.record import SessionKey, SessionRecord
-from harnessed.session.search import MatchMode, indexable, timestamp_micros, words
 
 __all__ = [
     "INEXACT",

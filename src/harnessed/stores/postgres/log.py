@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harnessed.session.record import NewRecord, SessionKey, SessionRecord
-from harnessed.session.store import SessionInfo
+from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.store import SessionInfo
 from harnessed.stores.postgres.connection import PostgresStore
 from harnessed.stores.postgres.lexemes import db_text, search_fields
 
@@ -58,7 +58,7 @@ _COLUMNS = "seq, event_id, type, ts, run_id, turn_id, payload"
 
 
 class PostgresSessionLogStore:
-    """A :class:`~harnessed.session.SessionLogStore` (and ``SessionCatalog``) on PostgreSQL."""
+    """A :class:`~harnessed.log.SessionLogStore` (and ``SessionCatalog``) on PostgreSQL."""
 
     def __init__(self, store: PostgresStore) -> None:
         self.store = store

@@ -2,7 +2,7 @@
 
 The log store writes a search row for every searchable message in the same transaction as the
 message itself, so the index is never behind the log. The index holds exactly the words of the
-shared rules (:mod:`harnessed.session.search`, made into ``tsvector`` literals by
+shared rules (:mod:`harnessed.log.search`, made into ``tsvector`` literals by
 :mod:`.lexemes`, never PostgreSQL's own parser); candidates are checked against those rules
 again, so all backends give the same answers.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harnessed.session.record import RecordType, SessionKey, SessionRecord
-from harnessed.session.search import (
+from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.search import (
     MatchMode,
     SearchHit,
     SearchOrder,
@@ -22,7 +22,7 @@ from harnessed.session.search import (
     query_words,
     words,
 )
-from harnessed.session.store import SessionLogStore
+from harnessed.log.store import SessionLogStore
 from harnessed.stores.postgres.connection import PostgresStore
 from harnessed.stores.postgres.lexemes import INSERT_SEARCH_ROW, search_row, tsquery
 from harnessed.stores.postgres.log import PostgresSessionLogStore
@@ -31,7 +31,7 @@ __all__ = ["PostgresSearchIndex"]
 
 
 class PostgresSearchIndex:
-    """A :class:`~harnessed.session.SearchIndex` over the PostgreSQL session log."""
+    """A :class:`~harnessed.log.SearchIndex` over the PostgreSQL session log."""
 
     def __init__(self, store: PostgresStore) -> None:
         self.store = store
