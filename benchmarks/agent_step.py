@@ -144,7 +144,8 @@ def wchar() -> int:
 
 
 async def seed(root: Path, size: int) -> None:
-    from harnessed.log import JsonlSessionLogStore, NewRecord, SessionKey
+    from harnessed.log import NewRecord, SessionKey
+    from harnessed.stores import JsonlSessionLogStore
 
     store = JsonlSessionLogStore(root / "agents")
     key = SessionKey("bench", "u", "s")
@@ -158,7 +159,7 @@ async def seed(root: Path, size: int) -> None:
 
 def make_agent(root: Path, model: InstantModel, durable: bool) -> Any:
     from harnessed import CompactionConfig, HarnessAgent
-    from harnessed.log import JsonlSessionLogStore
+    from harnessed.stores import JsonlSessionLogStore
 
     store = JsonlSessionLogStore(root / "agents", durable=True) if durable else None
     return HarnessAgent(

@@ -53,17 +53,10 @@ from session_log import (
 from session_log import measure as measure_files
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.log import (
-    IndexedSessionLogStore,
-    JsonlSessionLogStore,
-    NewRecord,
-    SessionKey,
-    SessionLogStore,
-    SessionRecord,
-    SqliteSearchIndex,
-)
+from harnessed.log import NewRecord, SessionKey, SessionLogStore, SessionRecord
 from harnessed.messages import Msg
 from harnessed.models import ModelRequest, ScriptedModel
+from harnessed.stores import IndexedSessionLogStore, JsonlSessionLogStore, SqliteSearchIndex
 from harnessed.stores.postgres import PostgresStore
 from harnessed.stores.postgres.lexemes import search_row
 

@@ -41,17 +41,15 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from harnessed.log import (
+from harnessed.log import NewRecord, SearchIndex, SessionKey
+from harnessed.messages import Msg
+from harnessed.stores import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
-    NewRecord,
     ScanSearchIndex,
-    SearchIndex,
-    SessionKey,
     SqliteSearchIndex,
     TantivySearchIndex,
 )
-from harnessed.messages import Msg
 
 AGENT, USER = "bench", "u"
 SESSION_SIZE = 1_000

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         SourceFailurePolicy,
         ToolPairingError,
     )
+    from harnessed.contract import TaskContextState, TaskContractConfig, TaskRevisionConflictError
     from harnessed.events import (
         AgentEndEvent,
         AgentStartEvent,
@@ -43,14 +44,7 @@ if TYPE_CHECKING:
         ToolCallEvent,
         ToolResultEvent,
     )
-    from harnessed.log import (
-        FilesystemSessionLogStore,
-        JsonlSessionLogStore,
-        SearchIndex,
-        SessionLogStore,
-        SqliteSearchIndex,
-        TantivySearchIndex,
-    )
+    from harnessed.log import SearchIndex, SessionLogStore
     from harnessed.memory import MemoryConfig
     from harnessed.messages import (
         ImageBlock,
@@ -78,22 +72,26 @@ if TYPE_CHECKING:
         PermissionRule,
     )
     from harnessed.runtime import RuntimeContext
+    from harnessed.sandbox.process import ShellConfig
     from harnessed.state import (
         AgentState,
         AgentStateStore,
-        FilesystemStateStore,
         InMemoryStateStore,
         JsonFileStateStore,
         StateConflictError,
-        TaskContextState,
-        TaskContractConfig,
-        TaskRevisionConflictError,
         TodoItem,
+    )
+    from harnessed.stores import (
+        FilesystemSessionLogStore,
+        FilesystemStateStore,
+        JsonlSessionLogStore,
+        SqliteSearchIndex,
+        TantivySearchIndex,
     )
     from harnessed.stores.postgres import PostgresStore
     from harnessed.subagents import Subagents, SubagentSpec
     from harnessed.tokens import TiktokenEstimator
-    from harnessed.tools import ShellConfig, Tool, ToolContext, ToolError, tool
+    from harnessed.tools import Tool, ToolContext, ToolError, tool
     from harnessed.workspace import FsspecFilesystem, LocalFilesystem, MemoryFilesystem, Workspace
 
 __version__ = "0.1.0"
@@ -125,14 +123,14 @@ _LAZY = {
     "CustomEvent": "harnessed.events",
     "ErrorEvent": "harnessed.events",
     "Event": "harnessed.events",
-    "FilesystemSessionLogStore": "harnessed.log",
-    "FilesystemStateStore": "harnessed.state",
+    "FilesystemSessionLogStore": "harnessed.stores",
+    "FilesystemStateStore": "harnessed.stores",
     "FsspecFilesystem": "harnessed.workspace",
     "HarnessAgent": "harnessed.agent",
     "ImageBlock": "harnessed.messages",
     "InMemoryStateStore": "harnessed.state",
     "JsonFileStateStore": "harnessed.state",
-    "JsonlSessionLogStore": "harnessed.log",
+    "JsonlSessionLogStore": "harnessed.stores",
     "LocalFilesystem": "harnessed.workspace",
     "MaxItersEvent": "harnessed.events",
     "MemoryConfig": "harnessed.memory",
@@ -159,15 +157,15 @@ _LAZY = {
     "SessionLogStore": "harnessed.log",
     "ShellConfig": "harnessed.tools",
     "SourceFailurePolicy": "harnessed.context",
-    "SqliteSearchIndex": "harnessed.log",
+    "SqliteSearchIndex": "harnessed.stores",
     "StateBlock": "harnessed.capabilities",
     "StateConflictError": "harnessed.state",
     "SubagentSpec": "harnessed.subagents",
     "Subagents": "harnessed.subagents",
-    "TantivySearchIndex": "harnessed.log",
-    "TaskContextState": "harnessed.state",
-    "TaskContractConfig": "harnessed.state",
-    "TaskRevisionConflictError": "harnessed.state",
+    "TantivySearchIndex": "harnessed.stores",
+    "TaskContextState": "harnessed.contract",
+    "TaskContractConfig": "harnessed.contract",
+    "TaskRevisionConflictError": "harnessed.contract",
     "TextBlock": "harnessed.messages",
     "TextDeltaEvent": "harnessed.events",
     "ThinkingBlock": "harnessed.messages",

@@ -85,8 +85,9 @@ async def test_loading_a_session_from_its_log_leaves_the_collector_as_it_was(tmp
 async def test_a_long_log_is_replayed_in_bulk_and_the_collector_is_back_after(tmp_path: Path):
     """A log of over 1 MB and 2,000 records is parsed and applied with the collector paused;
     the history is complete and the collector runs again afterwards."""
-    from harnessed.log import JsonlSessionLogStore, NewRecord, SessionKey
+    from harnessed.log import NewRecord, SessionKey
     from harnessed.messages import Msg
+    from harnessed.stores import JsonlSessionLogStore
 
     store = JsonlSessionLogStore(tmp_path / "agents")
     key = SessionKey("a", "u", "s")

@@ -11,16 +11,9 @@ from typing import Any
 import pytest
 
 from harnessed._internal.group_commit import Failed, GroupCommit
-from harnessed.log import (
-    IndexedSessionLogStore,
-    JsonlSessionLogStore,
-    NewRecord,
-    SessionInfo,
-    SessionKey,
-    SessionRecord,
-    SqliteSearchIndex,
-)
+from harnessed.log import NewRecord, SessionInfo, SessionKey, SessionRecord
 from harnessed.messages import Msg
+from harnessed.stores import IndexedSessionLogStore, JsonlSessionLogStore, SqliteSearchIndex
 
 KEY = SessionKey("a", "u", "s")
 

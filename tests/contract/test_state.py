@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harnessed.state import TaskContextState, TaskRevisionConflictError
+from harnessed.contract import TaskContextState, TaskRevisionConflictError
 
 
 def task() -> TaskContextState:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
+from harnessed.contract import TaskContractConfig, TaskRevisionConflictError
 from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.state import TaskContractConfig, TaskRevisionConflictError
 from tests.context.helpers import noop
 
 CTX = RuntimeContext("u", "s")

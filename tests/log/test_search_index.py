@@ -11,18 +11,15 @@ from pathlib import Path
 import pytest
 
 from harnessed import Msg
-from harnessed.log import (
+from harnessed.log import NewRecord, SearchIndex, SessionKey, SessionRecord
+from harnessed.messages import ToolUseBlock
+from harnessed.stores import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
-    NewRecord,
     ScanSearchIndex,
-    SearchIndex,
-    SessionKey,
-    SessionRecord,
     SqliteSearchIndex,
     TantivySearchIndex,
 )
-from harnessed.messages import ToolUseBlock
 from tests.support.postgres import postgres_store
 
 HAS_TANTIVY = importlib.util.find_spec("tantivy") is not None

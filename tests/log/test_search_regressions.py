@@ -5,13 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessed import Msg
-from harnessed.log import (
-    IndexedSessionLogStore,
-    JsonlSessionLogStore,
-    NewRecord,
-    SessionKey,
-    SqliteSearchIndex,
-)
+from harnessed.log import NewRecord, SessionKey
+from harnessed.stores import IndexedSessionLogStore, JsonlSessionLogStore, SqliteSearchIndex
 
 KEY = SessionKey("agent", "u", "s")
 

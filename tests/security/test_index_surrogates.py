@@ -15,17 +15,16 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext, tool
-from harnessed.log import (
+from harnessed.log import NewRecord, SessionKey
+from harnessed.messages import ToolUseBlock
+from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.stores import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
-    NewRecord,
     ScanSearchIndex,
-    SessionKey,
     SqliteSearchIndex,
     TantivySearchIndex,
 )
-from harnessed.messages import ToolUseBlock
-from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from tests.support.postgres import postgres_store
 
 HAS_TANTIVY = importlib.util.find_spec("tantivy") is not None

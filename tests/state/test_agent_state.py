@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from harnessed.contract import TaskContextState
 from harnessed.messages import Msg, ThinkingBlock, ToolUseBlock
-from harnessed.state import AgentState, PlanState, StateKey, TaskContextState, TodoItem
+from harnessed.state import AgentState, PlanState, StateKey, TodoItem
 
 
 def make_state() -> AgentState:

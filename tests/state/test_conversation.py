@@ -12,10 +12,11 @@ import pytest
 
 from harnessed import CompactionConfig, HarnessAgent, Msg, RuntimeContext, ToolUseBlock, tool
 from harnessed.context import tool_pair_problems
-from harnessed.log import InMemorySessionLogStore, NewRecord, RecordType, SessionKey
+from harnessed.log import NewRecord, RecordType, SessionKey
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.state import AgentState, InMemoryStateStore, JsonFileStateStore, StateKey
 from harnessed.state.conversation import ConversationStore
+from harnessed.stores import InMemorySessionLogStore
 
 CTX = RuntimeContext("u", "s")
 KEY = SessionKey("a", "u", "s")

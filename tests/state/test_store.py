@@ -17,7 +17,6 @@ from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolUseBlock
 from harnessed.state import (
     AgentState,
     AgentStateStore,
-    FilesystemStateStore,
     InMemoryStateStore,
     JsonFileStateStore,
     PlanState,
@@ -26,6 +25,7 @@ from harnessed.state import (
     TodoItem,
 )
 from harnessed.state.store import StateCorruptedError
+from harnessed.stores import FilesystemStateStore
 from harnessed.workspace import MemoryFilesystem
 from tests.support.postgres import postgres_store
 

@@ -13,8 +13,8 @@ import pytest
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.log.record import RecordType
 from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.state import FilesystemStateStore, InMemoryStateStore, JsonFileStateStore
-from harnessed.stores import SharedStore
+from harnessed.state import InMemoryStateStore, JsonFileStateStore
+from harnessed.stores import FilesystemStateStore, SharedStore
 from harnessed.stores.postgres import PostgresStore, PostgresTurnGate
 from harnessed.workspace import Workspace
 from tests.support import s3_server as s3_support

@@ -1,13 +1,13 @@
-"""Tools: the ``@tool`` decorator, the Toolkit that runs a step's calls, built-in tools."""
+"""Tools: the ``@tool`` decorator, the Toolkit that runs a step's calls, what a tool sees.
 
-from harnessed.sandbox.process import ShellConfig
+The built-in tools live with their features (``harnessed.files``, ``harnessed.todos`` ...)."""
+
 from harnessed.tools.base import Tool, ToolError, ToolOutput, format_tool_output
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
 from harnessed.tools.toolkit import ToolGuard, Toolkit
 
 __all__ = [
-    "ShellConfig",
     "Tool",
     "ToolContext",
     "ToolError",

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.log import FilesystemSessionLogStore, NewRecord, SessionKey
+from harnessed.log import NewRecord, SessionKey
 from harnessed.models import ScriptedModel
+from harnessed.stores import FilesystemSessionLogStore
 from harnessed.workspace import Filesystem, FsspecFilesystem, MemoryFilesystem
 from tests.support import s3_server as s3_support
 from tests.support.s3_server import S3Server

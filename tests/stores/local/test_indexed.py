@@ -10,16 +10,14 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext
-from harnessed.log import (
+from harnessed.log import NewRecord, SessionKey, SessionRecord
+from harnessed.models import ScriptedModel
+from harnessed.stores import (
     IndexedSessionLogStore,
     InMemorySessionLogStore,
     JsonlSessionLogStore,
-    NewRecord,
-    SessionKey,
-    SessionRecord,
     SqliteSearchIndex,
 )
-from harnessed.models import ScriptedModel
 
 KEY = SessionKey("agent", "u", "s")
 

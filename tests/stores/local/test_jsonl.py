@@ -10,13 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessed.log import (
-    InMemorySessionLogStore,
-    JsonlSessionLogStore,
-    NewRecord,
-    SessionKey,
-    SessionLogStore,
-)
+from harnessed.log import NewRecord, SessionKey, SessionLogStore
+from harnessed.stores import InMemorySessionLogStore, JsonlSessionLogStore
 from tests.support.postgres import postgres_store
 
 KEY = SessionKey("agent", "user-1", "s1")

@@ -11,15 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harnessed.log import (
-    IndexedSessionLogStore,
-    JsonlSessionLogStore,
-    NewRecord,
-    SessionKey,
-    SessionRecord,
-    SqliteSearchIndex,
-)
+from harnessed.log import NewRecord, SessionKey, SessionRecord
 from harnessed.messages import Msg
+from harnessed.stores import IndexedSessionLogStore, JsonlSessionLogStore, SqliteSearchIndex
 
 
 def note(i: int, who: str = "") -> NewRecord:
@@ -200,8 +194,9 @@ async def test_a_read_of_nothing_new_is_answered_without_a_worker_thread(tmp_pat
     news is read as before."""
     import asyncio as aio
 
-    from harnessed.log import JsonlSessionLogStore, NewRecord, SessionKey
+    from harnessed.log import NewRecord, SessionKey
     from harnessed.messages import Msg
+    from harnessed.stores import JsonlSessionLogStore
 
     key = SessionKey("a", "u", "s")
     mine, other = JsonlSessionLogStore(tmp_path), JsonlSessionLogStore(tmp_path)
