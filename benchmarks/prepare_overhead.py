@@ -17,8 +17,8 @@ import tempfile
 import time
 
 from harnessed import CompactionConfig, HarnessAgent
+from harnessed.capabilities.sources import SourceSet
 from harnessed.context import ContextBlock, ContextCompiler, ContextRequest, PrepareInfo
-from harnessed.context.sources import SourceSet
 from harnessed.messages import Msg, ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel
 from harnessed.runtime import RuntimeContext

@@ -20,6 +20,7 @@ from harnessed.agent_sessions import SessionAccess
 from harnessed.builtins import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
+from harnessed.capabilities.seam import RequestPreparer
 from harnessed.compaction import (
     CompactionConfig,
     PruneConfig,
@@ -28,7 +29,6 @@ from harnessed.compaction import (
 )
 from harnessed.context.compiler import ContextCompiler
 from harnessed.context.policy import ContextPolicy
-from harnessed.context.seam import RequestPreparer
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
 from harnessed.contract.controls import TaskControls
 from harnessed.contract.state import TaskContractConfig

@@ -12,18 +12,18 @@ import logging
 from typing import TypeVar
 
 from harnessed.capabilities.base import Capability
+from harnessed.capabilities.hooks import MemoryFlusher
 from harnessed.capabilities.registry import CapabilitySet
-from harnessed.context.compiler import ContextCompiler
-from harnessed.context.hooks import MemoryFlusher
-from harnessed.context.manifest import ContextManifest
-from harnessed.context.seam import RequestPreparer
-from harnessed.context.sources import (
+from harnessed.capabilities.seam import RequestPreparer
+from harnessed.capabilities.sources import (
     ContextSource,
     SourceFailurePolicy,
     SourceFunction,
     SourceSet,
     validate_id,
 )
+from harnessed.context.compiler import ContextCompiler
+from harnessed.context.manifest import ContextManifest
 from harnessed.memory.capability import Memory
 from harnessed.memory.manager import MemoryManager
 from harnessed.models.base import Model

@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, cast
 
-from harnessed.log.queries import SessionQueries
+from harnessed.agent_log import SessionQueries
 from harnessed.runtime import RuntimeContext
 
 if TYPE_CHECKING:

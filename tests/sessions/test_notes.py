@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from harnessed.sessions import FileTurnGate, InMemoryTurnGate, TurnLease, TurnNotes, file_gate
+from harnessed.sessions import FileTurnGate, InMemoryTurnGate, TurnLease, TurnNotes
+from harnessed.stores.local import turn_gate
 from harnessed.turns.gate import TurnGate
 
 
@@ -190,10 +191,10 @@ async def test_a_short_write_fails_the_post_and_loses_no_later_note(
             raise OSError(28, "No space left on device")
         return real_write(fd, bytes(data[: len(data) // 2]))
 
-    monkeypatch.setattr(file_gate.os, "write", disk_fills_up)
+    monkeypatch.setattr(turn_gate.os, "write", disk_fills_up)
     with pytest.raises(OSError, match="No space"):
         await gate.post("s", steer("lost with the disk"))
-    monkeypatch.setattr(file_gate.os, "write", real_write)
+    monkeypatch.setattr(turn_gate.os, "write", real_write)
     await gate.post("s", steer("after"))
     assert await gate.collect(lease) == [steer("after")]
     await gate.release(lease)

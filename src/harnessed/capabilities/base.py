@@ -57,10 +57,10 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from harnessed.context.hooks import HistoryView
-from harnessed.context.seam import RequestPreparer
-from harnessed.context.sources import SourceRegistration
-from harnessed.context.state_blocks import StateBlock
+from harnessed.capabilities.hooks import HistoryView
+from harnessed.capabilities.seam import RequestPreparer
+from harnessed.capabilities.sources import SourceRegistration
+from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.events import Event
 from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock

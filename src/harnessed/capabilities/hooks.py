@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from harnessed.context.seam import PrepareInfo
+from harnessed.capabilities.seam import PrepareInfo
 from harnessed.messages import Msg
 from harnessed.state.agent_state import AgentState
 

@@ -18,7 +18,7 @@ from harnessed.capabilities.base import (
     check_name,
     overrides,
 )
-from harnessed.context.state_blocks import StateBlock
+from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.events import Event
 from harnessed.messages import ToolResultBlock, ToolUseBlock
 from harnessed.state.agent_state import AgentState

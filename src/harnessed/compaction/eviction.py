@@ -21,6 +21,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from harnessed.capabilities.hooks import HistoryBudget, HistoryOutcome
 from harnessed.compaction.config import ToolResultEvictionConfig
 from harnessed.compaction.markers import (
     OFFLOAD_FAILED_KEY,
@@ -31,7 +32,6 @@ from harnessed.compaction.markers import (
     result_tool_name,
 )
 from harnessed.compaction.prompts import eviction_notice
-from harnessed.context.hooks import HistoryBudget, HistoryOutcome
 from harnessed.context.meter import shared_prefix
 from harnessed.messages import ContentBlock, Msg, ToolResultBlock
 from harnessed.workspace.layout import Workspace

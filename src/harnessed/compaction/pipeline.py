@@ -30,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from harnessed.capabilities.hooks import HistoryBudget, HistoryOutcome, MemoryFlusher
 from harnessed.compaction.backoff import SummaryBackoff
 from harnessed.compaction.config import CompactionConfig, PruneConfig
 from harnessed.compaction.cut import cut_for_messages, cut_for_tokens, last_group_start
@@ -38,7 +39,6 @@ from harnessed.compaction.prompts import summary_message_text
 from harnessed.compaction.prune import PRUNE_TRANSFORM, PruneMemo, prune_tool_output
 from harnessed.compaction.summarize import Summarizer
 from harnessed.compaction.truncate import TRUNCATE_TRANSFORM, truncate_tool_args
-from harnessed.context.hooks import HistoryBudget, HistoryOutcome, MemoryFlusher
 from harnessed.messages import Msg
 
 if TYPE_CHECKING:

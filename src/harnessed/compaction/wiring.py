@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harnessed.capabilities.hooks import HistoryTransform, MemoryFlusher
 from harnessed.compaction.config import (
     CompactionConfig,
     PruneConfig,
@@ -13,7 +14,6 @@ from harnessed.compaction.config import (
 )
 from harnessed.compaction.eviction import ToolResultEvictor
 from harnessed.compaction.pipeline import HistoryCompactor
-from harnessed.context.hooks import HistoryTransform, MemoryFlusher
 from harnessed.workspace.layout import Workspace
 
 if TYPE_CHECKING:

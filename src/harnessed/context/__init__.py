@@ -1,26 +1,14 @@
 """The context compiler: every model request rebuilt from state, fitted, validated, explained."""
 
-from harnessed.context.compiler import ContextCompiler, ManifestSink
-from harnessed.context.errors import (
-    ContextBudgetExceededError,
-    ContextConflictError,
-    ContextError,
-    ToolPairingError,
-)
-from harnessed.context.hooks import (
+from harnessed.capabilities.hooks import (
     HistoryBudget,
     HistoryOutcome,
     HistoryTransform,
     HistoryView,
     MemoryFlusher,
 )
-from harnessed.context.manifest import ContextManifest, ManifestItem
-from harnessed.context.materials import Material
-from harnessed.context.pairs import group_boundaries, tool_pair_problems
-from harnessed.context.policy import FALLBACK_INPUT_LIMIT, ContextPolicy
-from harnessed.context.render import PROJECTION_KEY, escape
-from harnessed.context.seam import PrepareInfo, RequestPreparer, passthrough
-from harnessed.context.sources import (
+from harnessed.capabilities.seam import PrepareInfo, RequestPreparer, passthrough
+from harnessed.capabilities.sources import (
     ContextBlock,
     ContextRequest,
     ContextSource,
@@ -28,6 +16,18 @@ from harnessed.context.sources import (
     SourceFailurePolicy,
     SourceResultError,
 )
+from harnessed.context.compiler import ContextCompiler, ManifestSink
+from harnessed.context.errors import (
+    ContextBudgetExceededError,
+    ContextConflictError,
+    ContextError,
+    ToolPairingError,
+)
+from harnessed.context.manifest import ContextManifest, ManifestItem
+from harnessed.context.materials import Material
+from harnessed.context.pairs import group_boundaries, tool_pair_problems
+from harnessed.context.policy import FALLBACK_INPUT_LIMIT, ContextPolicy
+from harnessed.context.render import PROJECTION_KEY, escape
 
 __all__ = [
     "FALLBACK_INPUT_LIMIT",

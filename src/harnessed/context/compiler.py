@@ -14,23 +14,23 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from harnessed.capabilities.hooks import HistoryBudget, HistoryTransform, HistoryView, unchanged
+from harnessed.capabilities.seam import PrepareInfo
+from harnessed.capabilities.sources import ContextRequest, SourceSet
+from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.context.errors import (
     ContextBudgetExceededError,
     ContextConflictError,
     ContextError,
     ToolPairingError,
 )
-from harnessed.context.hooks import HistoryBudget, HistoryTransform, HistoryView, unchanged
 from harnessed.context.manifest import ContextManifest, ManifestItem
 from harnessed.context.materials import Material, instruction_materials, source_materials
 from harnessed.context.meter import HistoryMemo, Meter
 from harnessed.context.pairs import tool_pair_problems
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.render import render_references, render_state, render_system
-from harnessed.context.seam import PrepareInfo
 from harnessed.context.selection import drop_order
-from harnessed.context.sources import ContextRequest, SourceSet
-from harnessed.context.state_blocks import StateBlock
 from harnessed.context.workspace_refs import WorkspaceRefs
 from harnessed.messages import Msg
 from harnessed.models.base import ModelRequest, ModelResponse
@@ -65,7 +65,7 @@ class _Build:
 
 
 class ContextCompiler:
-    """The :class:`~harnessed.context.seam.RequestPreparer` of a :class:`HarnessAgent`."""
+    """The :class:`~harnessed.capabilities.seam.RequestPreparer` of a :class:`HarnessAgent`."""
 
     def __init__(
         self,

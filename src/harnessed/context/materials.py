@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias
 
-from harnessed.context.sources import ContextBlock, SourceOutcome, content_revision
+from harnessed.capabilities.sources import ContextBlock, SourceOutcome, content_revision
 
 __all__ = [
     "CONVENTIONS_NOTE",

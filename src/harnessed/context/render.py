@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
+from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.context.materials import Material
-from harnessed.context.state_blocks import StateBlock
 from harnessed.context.xml import escape
 from harnessed.messages import Msg
 

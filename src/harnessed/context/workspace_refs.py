@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from harnessed.capabilities.seam import PrepareInfo
 from harnessed.context.materials import Material
-from harnessed.context.seam import PrepareInfo
 from harnessed.tokens import TokenEstimator
 from harnessed.workspace.errors import PathNotInViewError, PathOutsideWorkspaceError
 from harnessed.workspace.layout import Workspace

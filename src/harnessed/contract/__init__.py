@@ -6,14 +6,19 @@ The application begins and ends a task and decides on its requirements
 (:mod:`~harnessed.contract.tools`); :class:`VerificationService` checks what the task needs.
 """
 
-from harnessed.contract.state import (
-    Requirement,
-    TaskContextState,
-    TaskContractConfig,
-    TaskRevisionConflictError,
-    VerificationResult,
-)
-from harnessed.contract.verification import VerificationService
+from typing import TYPE_CHECKING
+
+from harnessed._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harnessed.contract.state import (
+        Requirement,
+        TaskContextState,
+        TaskContractConfig,
+        TaskRevisionConflictError,
+        VerificationResult,
+    )
+    from harnessed.contract.verification import VerificationService
 
 __all__ = [
     "Requirement",
@@ -23,3 +28,9 @@ __all__ = [
     "VerificationResult",
     "VerificationService",
 ]
+
+# imported when first used: the agent state's task section imports harnessed.contract.state
+# while harnessed.state is still loading
+_LAZY = {name: "harnessed.contract.state" for name in __all__ if name != "VerificationService"}
+_LAZY["VerificationService"] = "harnessed.contract.verification"
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

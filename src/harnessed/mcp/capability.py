@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harnessed.capabilities.base import CallContext, Capability, CapabilityHost, SourceSpec
-from harnessed.context.sources import SourceFailurePolicy
+from harnessed.capabilities.sources import SourceFailurePolicy
 from harnessed.mcp.config import MCPResource, MCPServer
 from harnessed.mcp.connection import ChangeKind, ServerConnection
 from harnessed.mcp.errors import MCPError, MCPServerError

@@ -17,7 +17,7 @@ from typing import Any
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from harnessed.context.sources import ContextBlock, ContextRequest
+from harnessed.capabilities.sources import ContextBlock, ContextRequest
 from harnessed.mcp.config import MCPResource
 from harnessed.mcp.connection import ServerConnection
 from harnessed.mcp.results import render_contents

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from harnessed.context.seam import PrepareInfo, RequestPreparer
+from harnessed.capabilities.seam import PrepareInfo, RequestPreparer
 from harnessed.messages import Msg, new_id
 from harnessed.models.base import Model, ModelRequest, collect
 from harnessed.runtime import RuntimeContext

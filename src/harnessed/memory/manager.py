@@ -1,6 +1,6 @@
 """``MemoryManager``: an agent's long-term memory — flushes, consolidation, maintenance.
 
-It is the agent's :class:`~harnessed.context.hooks.MemoryFlusher`. A flush for compaction is
+It is the agent's :class:`~harnessed.capabilities.hooks.MemoryFlusher`. A flush for compaction is
 awaited by the caller; the end-of-call flush is background work scheduled by
 :meth:`after_call`: one flush per session in flight and at most one queued (a newer call
 replaces the queued messages), throttled by ``MemoryConfig.flush_after_call``, followed by
@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from harnessed.context.seam import PrepareInfo
+from harnessed.capabilities.seam import PrepareInfo
 from harnessed.log.record import NewRecord, RecordType, SessionKey
 from harnessed.log.store import SessionLogStore
 from harnessed.memory.auxiliary import AuxiliaryModel, Emit

@@ -4,7 +4,6 @@ from harnessed.permissions.broker import ConfirmationError
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.flow import ConfirmationMode
 from harnessed.permissions.gate import PLAN_MODE_TOOLS, ApprovalGate
-from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.permissions.policy import (
     EDIT_TOOLS,
     HARNESS_STATE_TOOLS,
@@ -18,6 +17,7 @@ from harnessed.permissions.rules import (
     PermissionMode,
     PermissionRule,
 )
+from harnessed.state.parked import ParkedStep, PendingConfirmation
 
 __all__ = [
     "Permissions",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from harnessed.permissions.pending import PendingConfirmation
+from harnessed.state.parked import PendingConfirmation
 
 __all__ = ["Answer", "ConfirmationBroker", "ConfirmationError", "Posted", "SessionId"]
 

@@ -15,11 +15,11 @@ from typing import Any
 from harnessed.log.record import RecordType
 from harnessed.permissions.broker import Answer, ConfirmationError, Posted, SessionId
 from harnessed.permissions.gate import ApprovalGate
-from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor
+from harnessed.state.parked import ParkedStep, PendingConfirmation
 
 __all__ = ["PermissionControls"]
 

@@ -26,8 +26,8 @@ from harnessed.log.record import RecordType
 from harnessed.messages import Msg, ToolResultBlock
 from harnessed.permissions.broker import Answer, SessionId
 from harnessed.permissions.gate import ApprovalGate, StepGuard, Verdict, declined_text
-from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.state.agent_state import AgentState
+from harnessed.state.parked import ParkedStep, PendingConfirmation
 from harnessed.tools.toolkit import ToolGuard
 
 __all__ = ["ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]

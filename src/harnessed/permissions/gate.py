@@ -19,10 +19,10 @@ from typing import Literal, Protocol
 
 from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolUseBlock
 from harnessed.permissions.broker import ConfirmationBroker
-from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.permissions.policy import PermissionSettings, ToolPermissionCheck, evaluate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.state.agent_state import AgentState
+from harnessed.state.parked import ParkedStep, PendingConfirmation
 from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext
 from harnessed.tools.toolkit import ToolGuard

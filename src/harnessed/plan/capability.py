@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harnessed.capabilities.base import CallContext, Capability, CapabilityHost
-from harnessed.context.state_blocks import StateBlock
+from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.context.xml import escape
 from harnessed.messages import ToolUseBlock
 from harnessed.permissions.capability import Permissions

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, Protocol
 
 from harnessed.capabilities.registry import CapabilitySet
+from harnessed.capabilities.seam import RequestPreparer
 from harnessed.compaction.config import CompactionConfig
-from harnessed.context.seam import RequestPreparer
 from harnessed.log.record import RecordType
 from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock

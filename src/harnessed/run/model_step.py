@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from harnessed.capabilities.base import ModelCall
+from harnessed.capabilities.seam import PrepareInfo
 from harnessed.compaction.recovery import overflow_not_recovered
-from harnessed.context.seam import PrepareInfo
 from harnessed.events import (
     CustomEvent,
     Event,

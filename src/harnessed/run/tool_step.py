@@ -8,9 +8,9 @@ from harnessed.events import AgentEndEvent, Event, ToolResultEvent
 from harnessed.log.record import RecordType
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
 from harnessed.permissions.flow import StepDecision, pending_reply
-from harnessed.permissions.pending import ParkedStep
 from harnessed.run.base import RunBase
 from harnessed.run.deps import Interrupted, result_msg
+from harnessed.state.parked import ParkedStep
 from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext
 from harnessed.tools.toolkit import ToolGuard

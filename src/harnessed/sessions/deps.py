@@ -13,9 +13,9 @@ from harnessed.log.record import SessionRecord
 from harnessed.log.store import SessionInfo, SessionLogStore
 from harnessed.messages import Msg
 from harnessed.permissions.flow import ConfirmationMode
-from harnessed.permissions.pending import PendingConfirmation
 from harnessed.run.inputs import AgentInput
 from harnessed.runtime import RuntimeContext
+from harnessed.state.parked import PendingConfirmation
 from harnessed.turns.control import TurnControl
 from harnessed.turns.gate import TurnGate
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessed.capabilities.base import CallContext, Capability, CapabilityHost
+from harnessed.capabilities.seam import PrepareInfo
 from harnessed.context.compiler import ContextCompiler
 from harnessed.context.materials import Material
-from harnessed.context.seam import PrepareInfo
 from harnessed.messages import ToolUseBlock
 from harnessed.runtime import RuntimeContext
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem

@@ -392,7 +392,7 @@ def _stamped(record: NewRecord) -> NewRecord:
 
 def _parked_message_id(state: AgentState) -> str | None:
     """The id of the assistant message of a step waiting for approval, if any."""
-    from harnessed.permissions.pending import ParkedStep
+    from harnessed.state.parked import ParkedStep
 
     try:
         parked = ParkedStep.load(state.permissions)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from harnessed.capabilities.base import CallContext, CallEnd, CapabilityHost, ModelCall
-from harnessed.context.state_blocks import StateBlock
+from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.state.agent_state import AgentState
 from harnessed.subagents.board import Owner
 from harnessed.subagents.core import MAX_DEPTH, Shared, is_ended, owner_of, raw_tasks

@@ -13,9 +13,9 @@ from harnessed.log.record import NewRecord, RecordType, SessionKey
 from harnessed.messages import new_id
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
-from harnessed.permissions.pending import PENDING_KEY
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
+from harnessed.state.parked import PENDING_KEY
 from harnessed.subagents.board import Running
 from harnessed.subagents.child import (
     LINK_KEY,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harnessed.capabilities.base import Capability
-from harnessed.context.hooks import HistoryView
-from harnessed.context.state_blocks import StateBlock
+from harnessed.capabilities.hooks import HistoryView
+from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.contract.render import task_state_text
 from harnessed.contract.state import TaskContractConfig
 from harnessed.contract.tools import task_tools

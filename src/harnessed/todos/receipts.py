@@ -54,7 +54,7 @@ class _Memo:
 
 
 class SupersededTodoReceipts:
-    """A :class:`~harnessed.context.hooks.HistoryView` for the ``todo_write`` tool."""
+    """A :class:`~harnessed.capabilities.hooks.HistoryView` for the ``todo_write`` tool."""
 
     def __init__(self, tool_name: str = "todo_write") -> None:
         self.tool_name = tool_name
