@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, TypeVar
 
-from harnessed.agent_host import AgentHost
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
 from harnessed.events import Event
@@ -74,8 +73,15 @@ class Delegate(Protocol):
 
 
 def is_agent(value: object) -> bool:
-    """Whether ``value`` is an agent (a :class:`~harnessed.HarnessAgent` or a subclass)."""
-    return isinstance(value, AgentHost) and callable(getattr(value, "stream_events", None))
+    """Whether ``value`` is an agent: it has the members of :class:`Delegate` (a
+    :class:`~harnessed.HarnessAgent` has). Checked by shape, so that sub-agents never import
+    the agent they run under."""
+    return not isinstance(value, type) and all(
+        callable(getattr(value, member, None)) for member in _DELEGATE_MEMBERS
+    )
+
+
+_DELEGATE_MEMBERS = ("stream_events", "read_state", "change_state", "capability")
 
 
 def make_like(parent: Delegate, *args: Any, **kwargs: Any) -> Delegate:
