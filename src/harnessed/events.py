@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from harnessed._internal.clock import now_iso
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, block_to_dict
 from harnessed.models.base import Usage
 
@@ -41,10 +41,6 @@ RunStatus: TypeAlias = Literal[
 saved."""
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -69,7 +65,7 @@ class EventBase:
     type: ClassVar[str] = "event"
     run_id: str
     session_id: str
-    timestamp: str = field(default_factory=_now)
+    timestamp: str = field(default_factory=now_iso)
     source: str | None = None
     """``None`` for the agent's own events; for a sub-agent's events forwarded into its
     parent's stream, the sub-agent's path (``reviewer:1``, nested: ``reviewer:1/helper:2``)."""

@@ -17,10 +17,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from itertools import compress, count
 from operator import is_not
 from typing import Any, Literal, TypeAlias, get_args
+
+from harnessed._internal.clock import now_iso
 
 __all__ = [
     "INVALID_ARGUMENTS_KEY",
@@ -66,10 +67,6 @@ def clean_text(text: str) -> str:
 def new_id(prefix: str = "") -> str:
     """Return a fresh random identifier (32 hex characters, optionally prefixed)."""
     return f"{prefix}{os.urandom(16).hex()}"  # 128 random bits, like uuid4 at a fifth the cost
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +208,7 @@ class Msg:
     name: str | None = None
     id: str = field(default_factory=lambda: new_id("msg_"))
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    timestamp: str = field(default_factory=_now)
+    timestamp: str = field(default_factory=now_iso)
 
     def __init__(
         self,
@@ -238,7 +235,7 @@ class Msg:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "id", id or new_id("msg_"))
         object.__setattr__(self, "metadata", dict(metadata or {}))
-        object.__setattr__(self, "timestamp", timestamp or _now())
+        object.__setattr__(self, "timestamp", timestamp or now_iso())
 
     # ----------------------------------------------------------------- views
     @property

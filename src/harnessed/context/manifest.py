@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
+
+from harnessed._internal.clock import now_iso
 
 __all__ = ["ContextManifest", "ManifestItem", "Validation"]
 
@@ -61,10 +62,6 @@ class ManifestItem:
         )
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
 @dataclass(frozen=True, slots=True)
 class ContextManifest:
     """The record of one request preparation.
@@ -90,7 +87,7 @@ class ContextManifest:
     validation: Validation = "passed"
     breakdown: Mapping[str, int] = field(default_factory=dict)
     history_messages: int = 0
-    timestamp: str = field(default_factory=_now)
+    timestamp: str = field(default_factory=now_iso)
     context_window: int | None = None
     """The model's window the limit was derived from (``None``: unknown, a default applied)."""
     window_source: str = "unknown"

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias, get_args
+
+from harnessed._internal.clock import now_iso
 
 __all__ = [
     "REQUIREMENT_KINDS",
@@ -55,10 +56,6 @@ class TaskRevisionConflictError(RuntimeError):
             f"the task contract is at revision {current}, not the expected revision {expected}; "
             "nothing was changed. Read the task again and retry"
         )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def _text(value: object, name: str) -> str:
@@ -161,7 +158,7 @@ class VerificationResult:
     subject_version: str
     requirement_id: str | None = None
     details: str = ""
-    recorded_at: str = field(default_factory=_now)
+    recorded_at: str = field(default_factory=now_iso)
 
     def __post_init__(self) -> None:
         _text(self.id, "verification id")
@@ -191,7 +188,7 @@ class VerificationResult:
             subject_version=str(data["subject_version"]),
             requirement_id=data.get("requirement_id"),
             details=data.get("details", ""),
-            recorded_at=data.get("recorded_at") or _now(),
+            recorded_at=data.get("recorded_at") or now_iso(),
         )
 
 

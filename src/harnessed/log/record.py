@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from harnessed._internal.clock import now_iso
 from harnessed.messages import Msg, clean_text, new_id
 
 __all__ = ["NewRecord", "RecordType", "SessionKey", "SessionRecord", "jsonl_bytes"]
@@ -46,10 +46,6 @@ class SessionKey:
     session_id: str
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
 @dataclass(frozen=True, slots=True)
 class NewRecord:
     """A record before the store assigned its sequence number."""
@@ -59,7 +55,7 @@ class NewRecord:
     run_id: str | None = None
     turn_id: str | None = None
     event_id: str = field(default_factory=lambda: new_id("ev_"))
-    timestamp: str = field(default_factory=_now)
+    timestamp: str = field(default_factory=now_iso)
     msg: Msg | None = field(default=None, compare=False, repr=False)
     """The message object of a ``message`` record (kept in memory, never stored), so the
     working history can hold the very object the caller has."""

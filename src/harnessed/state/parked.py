@@ -11,19 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
+from harnessed._internal.clock import now_iso
 from harnessed.messages import Msg, ToolUseBlock, new_id
 
 __all__ = ["PENDING_KEY", "ParkedStep", "PendingConfirmation"]
 
 PENDING_KEY = "pending"
 """Key of the parked step in ``AgentState.permissions``."""
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +35,7 @@ class PendingConfirmation:
     """``None`` while unanswered."""
     feedback: str | None = None
     """What the user said with the answer (passed on to the model when declined)."""
-    created_at: str = field(default_factory=_now)
+    created_at: str = field(default_factory=now_iso)
 
     @classmethod
     def new(
@@ -81,7 +77,7 @@ class PendingConfirmation:
             declined_message=data.get("declined_message"),
             approved=data.get("approved"),
             feedback=data.get("feedback"),
-            created_at=str(data.get("created_at") or _now()),
+            created_at=str(data.get("created_at") or now_iso()),
         )
 
 
@@ -91,7 +87,7 @@ class ParkedStep:
 
     message: Msg
     requests: tuple[PendingConfirmation, ...]
-    parked_at: str = field(default_factory=_now)
+    parked_at: str = field(default_factory=now_iso)
 
     def request(self, request_id: str) -> PendingConfirmation | None:
         for r in self.requests:
@@ -130,7 +126,7 @@ class ParkedStep:
             return cls(
                 message=Msg.from_dict(data["message"]),
                 requests=tuple(PendingConfirmation.from_dict(r) for r in data["requests"]),
-                parked_at=str(data.get("parked_at") or _now()),
+                parked_at=str(data.get("parked_at") or now_iso()),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(

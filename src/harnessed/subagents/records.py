@@ -12,9 +12,10 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+from harnessed._internal.clock import now_iso
 
 __all__ = ["TaskRecord", "TaskStatus", "child_session_id", "clean_label"]
 
@@ -38,10 +39,6 @@ _NEXT: dict[TaskStatus, frozenset[TaskStatus]] = {
     TaskStatus.RUNNING: frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED}),
 }
 _LABEL = re.compile(r"[^a-z0-9_-]+")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def clean_label(label: str) -> str:
@@ -73,7 +70,7 @@ class TaskRecord:
     """Whether the outcome is delivered later (a background spawn, or a sync one that timed
     out) rather than returned as the tool's result."""
     depth: int = 1
-    created_at: str = dataclasses.field(default_factory=_now)
+    created_at: str = dataclasses.field(default_factory=now_iso)
     started_at: str | None = None
     finished_at: str | None = None
     result: str | None = None
@@ -98,9 +95,9 @@ class TaskRecord:
                 f"task {self.task_id} cannot go from {self.status.value} to {status.value}"
             )
         if status is TaskStatus.RUNNING:
-            changes.setdefault("started_at", _now())
+            changes.setdefault("started_at", now_iso())
         if status.ended:
-            changes.setdefault("finished_at", _now())
+            changes.setdefault("finished_at", now_iso())
         return dataclasses.replace(self, status=status, **changes)
 
     def with_usage(self, input_tokens: int, output_tokens: int) -> TaskRecord:
