@@ -144,11 +144,12 @@ def wchar() -> int:
 
 
 async def seed(root: Path, size: int) -> None:
-    from harnessed.log import NewRecord, SessionKey
+    from harnessed.log import NewRecord
+    from harnessed.runtime import SessionRef
     from harnessed.stores import JsonlSessionLogStore
 
     store = JsonlSessionLogStore(root / "agents")
-    key = SessionKey("bench", "u", "s")
+    key = SessionRef("bench", "u", "s")
     messages = history(size)
     for start in range(0, len(messages), 2_000):
         chunk = messages[start : start + 2_000]

@@ -53,9 +53,10 @@ from session_log import (
 from session_log import measure as measure_files
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.log import NewRecord, SessionKey, SessionLogStore, SessionRecord
+from harnessed.log import NewRecord, SessionLogStore, SessionRecord
 from harnessed.messages import Msg
 from harnessed.models import ModelRequest, ScriptedModel
+from harnessed.runtime import SessionRef
 from harnessed.stores import IndexedSessionLogStore, JsonlSessionLogStore, SqliteSearchIndex
 from harnessed.stores.postgres import PostgresStore
 from harnessed.stores.postgres.lexemes import search_row
@@ -80,7 +81,7 @@ async def append_run(
     log: SessionLogStore, texts: list[str], per_append: int, writers: int
 ) -> float:
     async def writer(w: int) -> None:
-        key = SessionKey(AGENT, USER, f"w{w}")
+        key = SessionRef(AGENT, USER, f"w{w}")
         mine = texts[w::writers]
         for first in range(0, len(mine), per_append):
             batch = [
@@ -109,7 +110,7 @@ def append_table(records: int) -> list[tuple[str, ...]]:
                         pg = new_store(durable=backend == "PostgreSQL")
                         log = IndexedSessionLogStore(pg.session_log(), pg.search_index())
                         try:
-                            await log.append(SessionKey(AGENT, USER, "warm"), [NewRecord("x", {})])
+                            await log.append(SessionRef(AGENT, USER, "warm"), [NewRecord("x", {})])
                             return await append_run(log, texts, n, writers)
                         finally:
                             await drop(pg)
@@ -162,7 +163,7 @@ async def load_postgres(pg: PostgresStore, count: int) -> float:
             " run_id, turn_id, payload) FROM STDIN"
         ) as records:
             for i in range(count):
-                key = SessionKey(AGENT, USER, f"s{i // SESSION_SIZE:05d}")
+                key = SessionRef(AGENT, USER, f"s{i // SESSION_SIZE:05d}")
                 ids = (key.agent_id, key.user_id, key.session_id)
                 stamp = (start_time + timedelta(seconds=i)).isoformat()
                 message = {
@@ -295,7 +296,7 @@ def history_records(count: int) -> list[NewRecord]:
 
 async def seed_history(agent: HarnessAgent, ctx: RuntimeContext, count: int) -> None:
     """A session that already holds ``count`` messages (through the agent's own stores)."""
-    key = SessionKey(agent.name, ctx.user_id, ctx.session_id or agent.name)
+    key = SessionRef(agent.name, ctx.user_id, ctx.session_id or agent.name)
     records = history_records(count)
     for first in range(0, count, 1_000):
         await agent.session_store.append(key, records[first : first + 1_000])

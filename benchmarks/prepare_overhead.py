@@ -21,8 +21,8 @@ from harnessed.capabilities.sources import SourceSet
 from harnessed.context import ContextBlock, ContextCompiler, ContextRequest, PrepareInfo
 from harnessed.messages import Msg, ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.runtime import RuntimeContext
-from harnessed.state import AgentState, StateKey
+from harnessed.runtime import RuntimeContext, SessionRef
+from harnessed.state import AgentState
 
 SIZES = (10, 100, 1_000, 10_000)
 WARM_ROUNDS = 20
@@ -76,7 +76,7 @@ def compiler(with_sources: bool) -> ContextCompiler:
 async def measure(n: int, with_sources: bool) -> tuple[float, float]:
     rng = random.Random(n)
     model = ScriptedModel(context_window=50_000_000)
-    state = AgentState.new(StateKey("bench", "u", "s"))
+    state = AgentState.new(SessionRef("bench", "u", "s"))
     state.replace_history(history(n, rng))
     prepare = compiler(with_sources)
     ctx = RuntimeContext("u", "s", "r")

@@ -41,8 +41,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from harnessed.log import NewRecord, SearchIndex, SessionKey
+from harnessed.log import NewRecord, SearchIndex
 from harnessed.messages import Msg
+from harnessed.runtime import SessionRef
 from harnessed.stores import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
@@ -92,7 +93,7 @@ def generate(root: Path, count: int) -> float:
 
     async def write() -> None:
         for first in range(0, count, BATCH):
-            key = SessionKey(AGENT, USER, f"s{first // SESSION_SIZE:05d}")
+            key = SessionRef(AGENT, USER, f"s{first // SESSION_SIZE:05d}")
             batch = []
             for i in range(first, min(first + BATCH, count)):
                 message = {  # what Msg.to_dict() gives, built directly: generation is faster
@@ -228,14 +229,14 @@ def append_table(records: int) -> list[tuple[str, ...]]:
                     IndexedSessionLogStore(store, SqliteSearchIndex(root)) if indexed else store
                 )
                 rng = random.Random(1)
-                key = SessionKey(AGENT, USER, "s")
+                key = SessionRef(AGENT, USER, "s")
                 texts = [message_text(rng, False) for _ in range(records)]
 
                 async def run(
                     log: JsonlSessionLogStore | IndexedSessionLogStore = log,
                     texts: list[str] = texts,
                     per_append: int = per_append,
-                    key: SessionKey = key,
+                    key: SessionRef = key,
                 ) -> float:
                     started = time.perf_counter()
                     for first in range(0, len(texts), per_append):
@@ -282,7 +283,7 @@ def durable_table(records: int, repeats: int) -> list[tuple[str, ...]]:
                 count = records if writers > 1 else min(records, 500)
 
                 async def writer(
-                    n: int, key: SessionKey, log: JsonlSessionLogStore | IndexedSessionLogStore
+                    n: int, key: SessionRef, log: JsonlSessionLogStore | IndexedSessionLogStore
                 ) -> None:
                     for _ in range(n):
                         await log.append(
@@ -296,7 +297,7 @@ def durable_table(records: int, repeats: int) -> list[tuple[str, ...]]:
                     count: int = count,
                     rep: int = 0,
                 ) -> tuple[float, float]:
-                    keys = [SessionKey(AGENT, USER, f"s{rep}-{i}") for i in range(sessions)]
+                    keys = [SessionRef(AGENT, USER, f"s{rep}-{i}") for i in range(sessions)]
                     started, cpu = time.perf_counter(), time.process_time()
                     await asyncio.gather(
                         *(writer(count // writers, keys[w % sessions], log) for w in range(writers))

@@ -24,7 +24,8 @@ from harnessed.events import ConfirmationRequestEvent, ToolResultEvent
 from harnessed.messages import Msg, ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import ApprovalGate, PermissionRule
-from harnessed.state import AgentState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState
 from harnessed.todos.receipts import SupersededTodoReceipts
 from harnessed.tools import Toolkit
 
@@ -55,7 +56,7 @@ def history(n: int) -> list[Msg]:
 
 
 async def view_and_prepare(n: int) -> tuple[float, float, float]:
-    state = AgentState.new(StateKey("bench", "u", "s"))
+    state = AgentState.new(SessionRef("bench", "u", "s"))
     state.replace_history(history(n))
     state.set_todos([TodoItem(f"t{k}", f"step {k} of the fix") for k in range(6)])
     view = SupersededTodoReceipts()
@@ -100,7 +101,7 @@ async def review_cost(rules: int) -> float:
         mode="bypass",
         rules=[PermissionRule.deny("deploy", target=f"region-{i}-*") for i in range(rules)],
     )
-    state = AgentState.new(StateKey("bench", "u", "s"))
+    state = AgentState.new(SessionRef("bench", "u", "s"))
     calls = [ToolUseBlock(f"c{i}", "deploy", {"target": "eu-west"}) for i in range(4)]
     calls.append(ToolUseBlock("s", "status", {}))
     times = []

@@ -50,3 +50,16 @@ def test_locks_work_across_event_loops() -> None:
     asyncio.run(once())
     asyncio.run(once())  # a lock bound to the first loop would fail here
     assert len(locks) == 0
+
+
+def test_a_session_ref_names_the_empty_part_and_has_one_text_form() -> None:
+    import pytest
+
+    from harnessed import RuntimeContext, SessionRef
+
+    with pytest.raises(ValueError, match="SessionRef.user_id must be a non-empty string"):
+        SessionRef("agent", "", "s1")
+    ref = SessionRef.of("agent", RuntimeContext(user_id="u", session_id="s1"))
+    assert ref == SessionRef("agent", "u", "s1")
+    assert ref.token == '["agent", "u", "s1"]'
+    assert hash(ref) == hash(SessionRef("agent", "u", "s1"))

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
         PermissionMode,
         PermissionRule,
     )
-    from harnessed.runtime import RuntimeContext
+    from harnessed.runtime import RuntimeContext, SessionRef
     from harnessed.sandbox.process import ShellConfig
     from harnessed.state import (
         AgentState,
@@ -150,12 +150,13 @@ _LAZY = {
     "RateLimitError": "harnessed.models.errors",
     "RetryPolicy": "harnessed.models",
     "RuntimeContext": "harnessed.runtime",
+    "SessionRef": "harnessed.runtime",
     "ScriptedModel": "harnessed.models",
     "ScriptedResponse": "harnessed.models",
     "ScriptedToolCall": "harnessed.models",
     "SearchIndex": "harnessed.log",
     "SessionLogStore": "harnessed.log",
-    "ShellConfig": "harnessed.tools",
+    "ShellConfig": "harnessed.sandbox.process",
     "SourceFailurePolicy": "harnessed.context",
     "SqliteSearchIndex": "harnessed.stores",
     "StateBlock": "harnessed.capabilities",
@@ -238,6 +239,7 @@ __all__ = [
     "RateLimitError",
     "RetryPolicy",
     "RuntimeContext",
+    "SessionRef",
     "ScriptedModel",
     "ScriptedResponse",
     "ScriptedToolCall",

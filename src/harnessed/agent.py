@@ -47,9 +47,9 @@ from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
 from harnessed.run import AgentRun
 from harnessed.run.inputs import AgentInput, input_messages
-from harnessed.runtime import RuntimeContext, SessionLocks
+from harnessed.runtime import RuntimeContext, SessionLocks, SessionRef
 from harnessed.sandbox.process import ShellConfig
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.state.agent_state import AgentState
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
 from harnessed.state.store import AgentStateStore
@@ -285,7 +285,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         """The state of a session (a fresh one when the session is new), with its working
         history as the session log has it."""
         ctx = (ctx or RuntimeContext()).resolved(self.name)
-        return await self.conversation.load(StateKey(self.name, ctx.user_id, ctx.session))
+        return await self.conversation.load(SessionRef(self.name, ctx.user_id, ctx.session))
 
     def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest:
         """The request before preparation: system prompt, working history and tool schemas."""

@@ -29,8 +29,8 @@ from harnessed.memory.manager import MemoryManager
 from harnessed.models.base import Model
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.gate import ApprovalGate
-from harnessed.runtime import RuntimeContext
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import RuntimeContext, SessionRef
+from harnessed.state.agent_state import AgentState
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import Change, StateEditor
 from harnessed.state.store import AgentStateStore
@@ -132,7 +132,7 @@ class AgentHost:
 
     async def read_state(self, ctx: RuntimeContext | None) -> AgentState:
         ctx = self._editor.resolve(ctx)
-        return await self.conversation.load(StateKey(self.name, ctx.user_id, ctx.session))
+        return await self.conversation.load(SessionRef(self.name, ctx.user_id, ctx.session))
 
     async def change_state(self, ctx: RuntimeContext | None, change: Change) -> AgentState:
         return await self._editor.change(ctx, change)

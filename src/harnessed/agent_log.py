@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.search import MatchMode, SearchHit, SearchOrder
 from harnessed.log.store import SessionInfo
 from harnessed.messages import Msg
-from harnessed.runtime import RuntimeContext
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.stores.local.indexed import IndexedSessionLogStore
 
 __all__ = ["SessionQueries"]
@@ -30,7 +30,7 @@ class SessionQueries:
     ) -> list[SessionRecord]:
         """The full, never-compacted record of a session (optionally of some record types)."""
         ctx = (ctx or RuntimeContext()).resolved(self.name)
-        key = SessionKey(self.name, ctx.user_id, ctx.session)
+        key = SessionRef(self.name, ctx.user_id, ctx.session)
         return await self.session_store.read(key, types=types, after_seq=after_seq, limit=limit)
 
     async def session_messages(self, ctx: RuntimeContext | None = None) -> list[Msg]:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, cast
 
 from harnessed.agent_log import SessionQueries
-from harnessed.runtime import RuntimeContext
+from harnessed.runtime import RuntimeContext, SessionRef
 
 if TYPE_CHECKING:
     from harnessed.sessions.deps import SessionHost
@@ -64,7 +64,7 @@ class SessionAccess(SessionQueries):
         if control is not None:
             yield
             return
-        from harnessed.turns.lease import gate_key, turn_lease  # imported on first use
+        from harnessed.turns.lease import turn_lease  # imported on first use
 
         def lost() -> None:
             logger.error(
@@ -76,5 +76,5 @@ class SessionAccess(SessionQueries):
                 self.turn_gate.lease_seconds,
             )
 
-        async with turn_lease(self.turn_gate, gate_key(self.name, ctx.user_id, ctx.session), lost):
+        async with turn_lease(self.turn_gate, SessionRef.of(self.name, ctx).token, lost):
             yield

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -10,7 +11,37 @@ from typing import Any
 
 from harnessed.messages import new_id
 
-__all__ = ["RuntimeContext", "SessionLocks"]
+__all__ = ["RuntimeContext", "SessionLocks", "SessionRef"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRef:
+    """One session of one user with one agent: the key of its log, its state and its turn gate.
+
+    Every part is a non-empty string. Stores decide how a ref names a file or a row (and
+    refuse what cannot); :attr:`token` is the one text form used where a single string is
+    needed (the turn gate, notes between processes).
+    """
+
+    agent_id: str
+    user_id: str
+    session_id: str
+
+    def __post_init__(self) -> None:
+        for name in ("agent_id", "user_id", "session_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"SessionRef.{name} must be a non-empty string, got {value!r}")
+
+    @property
+    def token(self) -> str:
+        """The ref as one string (a JSON array), the same in every process."""
+        return json.dumps([self.agent_id, self.user_id, self.session_id])
+
+    @classmethod
+    def of(cls, agent_id: str, ctx: RuntimeContext) -> SessionRef:
+        """The session a resolved context names for ``agent_id``."""
+        return cls(agent_id, ctx.user_id, ctx.session)
 
 
 @dataclass(frozen=True, slots=True)

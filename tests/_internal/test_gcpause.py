@@ -85,12 +85,13 @@ async def test_loading_a_session_from_its_log_leaves_the_collector_as_it_was(tmp
 async def test_a_long_log_is_replayed_in_bulk_and_the_collector_is_back_after(tmp_path: Path):
     """A log of over 1 MB and 2,000 records is parsed and applied with the collector paused;
     the history is complete and the collector runs again afterwards."""
-    from harnessed.log import NewRecord, SessionKey
+    from harnessed.log import NewRecord
     from harnessed.messages import Msg
+    from harnessed.runtime import SessionRef
     from harnessed.stores import JsonlSessionLogStore
 
     store = JsonlSessionLogStore(tmp_path / "agents")
-    key = SessionKey("a", "u", "s")
+    key = SessionRef("a", "u", "s")
     texts = [f"message {i} " + "x" * 600 for i in range(2_100)]
     await store.append(
         key, [NewRecord.message(Msg.user(t), run_id="r", turn_id="t") for t in texts]

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from harnessed._internal.group_commit import Failed, GroupCommit
-from harnessed.log import NewRecord, SessionInfo, SessionKey, SessionRecord
+from harnessed.log import NewRecord, SessionInfo, SessionRecord
 from harnessed.messages import Msg
+from harnessed.runtime import SessionRef
 from harnessed.stores import IndexedSessionLogStore, JsonlSessionLogStore, SqliteSearchIndex
 
-KEY = SessionKey("a", "u", "s")
+KEY = SessionRef("a", "u", "s")
 
 
 def record(i: int) -> NewRecord:
@@ -61,7 +62,7 @@ async def test_concurrent_appends_reach_the_index_without_gaps(tmp_path: Path) -
     reads: list[int] = []
     original = store.read
 
-    async def spy(key: SessionKey, **kw: Any) -> Any:
+    async def spy(key: SessionRef, **kw: Any) -> Any:
         reads.append(kw.get("after_seq", 0))
         return await original(key, **kw)
 
@@ -82,13 +83,13 @@ class OneByOne:
     def __init__(self, store: JsonlSessionLogStore) -> None:
         self.store = store
 
-    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list[SessionRecord]:
         return await self.store.append(key, records)
 
-    async def read(self, key: SessionKey, **kw: Any) -> list[SessionRecord]:
+    async def read(self, key: SessionRef, **kw: Any) -> list[SessionRecord]:
         return await self.store.read(key, **kw)
 
-    async def tail(self, key: SessionKey, count: int, **kw: Any) -> list[SessionRecord]:
+    async def tail(self, key: SessionRef, count: int, **kw: Any) -> list[SessionRecord]:
         return await self.store.tail(key, count, **kw)
 
     async def sessions(self, agent_id: str, user_id: str) -> list[SessionInfo]:
@@ -131,7 +132,7 @@ async def test_concurrent_appends_to_many_sessions_of_a_user_are_indexed_togethe
     tmp_path: Path, batched: bool
 ) -> None:
     indexed, index, groups = indexed_store(tmp_path, batched, fail=False)
-    keys = [SessionKey("a", "u", f"s{i}") for i in range(8)]
+    keys = [SessionRef("a", "u", f"s{i}") for i in range(8)]
     await asyncio.gather(*(indexed.append(keys[i % 8], [record(i)]) for i in range(200)))
     for key in keys:
         assert await index.indexed_through(key) == 25
@@ -146,7 +147,7 @@ async def test_a_failed_group_write_indexes_each_session_on_its_own(
     tmp_path: Path, batched: bool
 ) -> None:
     indexed, index, groups = indexed_store(tmp_path, batched, fail=True)
-    keys = [SessionKey("a", "u", f"s{i}") for i in range(4)]
+    keys = [SessionRef("a", "u", f"s{i}") for i in range(4)]
     await asyncio.gather(*(indexed.append(keys[i % 4], [record(i)]) for i in range(40)))
     assert max(groups) > 1  # a shared transaction was tried and failed
     for key in keys:

@@ -9,7 +9,8 @@ from typing import Any
 from harnessed import CustomEvent, Event, HarnessAgent, Msg, RuntimeContext, ToolUseBlock
 from harnessed.context import tool_pair_problems
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedToolCall
-from harnessed.state import AgentState, InMemoryStateStore, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState, InMemoryStateStore
 
 CTX = RuntimeContext("u", "s")
 
@@ -58,7 +59,7 @@ async def seeded(
 ) -> tuple[HarnessAgent, InMemoryStateStore]:
     """An agent whose session (CTX) already holds ``history``."""
     store = InMemoryStateStore()
-    state = AgentState.new(StateKey(name, CTX.user_id, CTX.session_id or name))
+    state = AgentState.new(SessionRef(name, CTX.user_id, CTX.session_id or name))
     state.append(*history)
     await store.save(state)
     agent = HarnessAgent(name, model, state_store=store, **kwargs)

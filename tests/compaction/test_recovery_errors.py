@@ -8,7 +8,8 @@ from harnessed import CompactionConfig, ContextOverflowError, HarnessAgent, Msg,
 from harnessed.messages import ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel
 from harnessed.models.errors import ModelError
-from harnessed.state import AgentState, InMemoryStateStore, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState, InMemoryStateStore
 
 CTX = RuntimeContext("u", "s")
 
@@ -29,7 +30,7 @@ async def test_overflow_error_names_the_failed_summary_not_a_large_last_group() 
 
     model = ScriptedModel(responder=answer, context_window=200_000, overflow_at_tokens=1_500)
     store = InMemoryStateStore()
-    state = AgentState.new(StateKey("agent", CTX.user_id, CTX.session_id))
+    state = AgentState.new(SessionRef("agent", CTX.user_id, CTX.session_id))
     state.append(*history(12))
     await store.save(state)
     agent = HarnessAgent(

@@ -17,7 +17,8 @@ from harnessed import (
     tool,
 )
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
-from harnessed.state import AgentState, PlanState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState, PlanState
 from tests.context.helpers import (
     call,
     context_text,
@@ -233,7 +234,7 @@ async def test_rebuilding_the_same_request_is_identical_and_stores_nothing(
     agent = HarnessAgent(
         "idem", model, sys_prompt="SYS", workspace=tmp_path, instructions={"r": "RULE"}
     )
-    state = AgentState.new(StateKey("idem", "u", "s"))
+    state = AgentState.new(SessionRef("idem", "u", "s"))
     state.append(
         Msg.user("hello"),
         Msg.assistant([ToolUseBlock("c1", "lookup", {"k": "v"})]),

@@ -18,7 +18,8 @@ from harnessed import (
 )
 from harnessed.context import HistoryBudget, HistoryOutcome, ToolPairingError
 from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.state import AgentState, PlanState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState, PlanState
 from tests.context.helpers import info_for
 
 
@@ -59,7 +60,7 @@ async def test_a_summary_request_gets_instructions_and_its_own_messages_only(
     )
     agent.add_context_source("crm", would_fail)
     agent.compiler.compactor = compactor
-    state = AgentState.new(StateKey("sum", "u", "s"))
+    state = AgentState.new(SessionRef("sum", "u", "s"))
     state.append(Msg.user("WORKING-HISTORY-1"), Msg.assistant("WORKING-HISTORY-2"))
     state.set_todos([TodoItem("t1", "TODO-ITEM")])
     state.set_plan(PlanState(active=True, plan_file="plans/PLAN.md"))
@@ -112,7 +113,7 @@ async def test_the_same_agent_gives_a_reasoning_request_its_materials(tmp_path: 
     write(tmp_path, "MEMORY.md", "MEMORY-FACT")
     model = ScriptedModel()
     agent = HarnessAgent("sum", model, sys_prompt="SYS-PROMPT", workspace=tmp_path)
-    state = AgentState.new(StateKey("sum", "u", "s"))
+    state = AgentState.new(SessionRef("sum", "u", "s"))
     state.append(Msg.user("WORKING-HISTORY-1"))
     state.set_todos([TodoItem("t1", "TODO-ITEM")])
     prepared = await agent.compiler(
@@ -135,7 +136,7 @@ async def test_a_reasoning_request_of_the_same_agent_does_load_sources() -> None
     model = ScriptedModel()
     agent = HarnessAgent("sum", model)
     agent.add_context_source("crm", would_fail)
-    state = AgentState.new(StateKey("sum", "u", "s"))
+    state = AgentState.new(SessionRef("sum", "u", "s"))
     state.append(Msg.user("hello"))
     summary = ModelRequest(messages=(Msg.user("Summarize"),), purpose="summary")
     await agent.compiler(state, summary, info_for(agent, model, purpose="summary"))
@@ -148,7 +149,7 @@ async def test_a_reasoning_request_of_the_same_agent_does_load_sources() -> None
 async def test_a_summary_request_with_unpaired_tool_messages_is_refused() -> None:
     model = ScriptedModel()
     agent = HarnessAgent("sum", model)
-    state = AgentState.new(StateKey("sum", "u", "s"))
+    state = AgentState.new(SessionRef("sum", "u", "s"))
     request = ModelRequest(
         messages=(Msg.user("Summarize"), Msg.tool_result("ghost", "orphan output")),
         purpose="summary",

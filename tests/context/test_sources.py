@@ -20,7 +20,8 @@ from harnessed import (
 )
 from harnessed.context import ContextCompiler, SourceResultError
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
-from harnessed.state import AgentState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState
 from tests.context.helpers import (
     builds,
     call,
@@ -487,7 +488,7 @@ async def test_a_failing_fail_source_stops_the_other_loads() -> None:
     compiler.sources.add("slow", slow)
     compiler.sources.add("broken", _raises)
     model = ScriptedModel()
-    agent_state = AgentState.new(StateKey("solo", "u", "s"))
+    agent_state = AgentState.new(SessionRef("solo", "u", "s"))
     with pytest.raises(ContextSourceError):
         await compiler(agent_state, ModelRequest(messages=()), info_for("solo", model))
     await asyncio.sleep(0.3)

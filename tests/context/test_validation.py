@@ -24,7 +24,8 @@ from harnessed.context import (
     ToolPairingError,
 )
 from harnessed.models import ScriptedModel
-from harnessed.state import AgentState, InMemoryStateStore, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState, InMemoryStateStore
 from tests.context.helpers import builds, collect_failing, info_for, manifest_json
 
 CTX = RuntimeContext("u", "s")
@@ -35,7 +36,7 @@ async def seeded_agent(
     history: list[Msg], model: ScriptedModel, **kwargs: object
 ) -> tuple[HarnessAgent, InMemoryStateStore]:
     store = InMemoryStateStore()
-    state = AgentState.new(StateKey("val", "u", "s"))
+    state = AgentState.new(SessionRef("val", "u", "s"))
     state.append(*history)
     await store.save(state)
     agent = HarnessAgent("val", model, state_store=store, **kwargs)  # type: ignore[arg-type]
@@ -120,7 +121,7 @@ async def test_a_valid_compaction_is_committed_into_the_state() -> None:
 
 
 def compiler_state(history: list[Msg]) -> AgentState:
-    state = AgentState.new(StateKey("val", "u", "s"))
+    state = AgentState.new(SessionRef("val", "u", "s"))
     state.append(*history)
     return state
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from harnessed import Msg
-from harnessed.log import NewRecord, SearchIndex, SessionKey, SessionRecord
+from harnessed.log import NewRecord, SearchIndex, SessionRecord
 from harnessed.messages import ToolUseBlock
+from harnessed.runtime import SessionRef
 from harnessed.stores import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
@@ -68,9 +69,9 @@ async def log(
 
 
 async def _fill(indexed: IndexedSessionLogStore) -> None:
-    alice1 = SessionKey("agent", "alice", "s1")
-    alice2 = SessionKey("agent", "alice", "s2")
-    bob = SessionKey("agent", "bob", "s1")
+    alice1 = SessionRef("agent", "alice", "s1")
+    alice2 = SessionRef("agent", "alice", "s2")
+    bob = SessionRef("agent", "bob", "s1")
     await indexed.append(
         alice1,
         [
@@ -172,7 +173,7 @@ async def test_rebuild_gives_the_same_answers(log: IndexedSessionLogStore) -> No
 )
 async def test_add_is_idempotent_and_stops_at_gaps(kind: str, tmp_path: Path) -> None:
     index = make_index(kind, tmp_path, JsonlSessionLogStore(tmp_path))
-    key = SessionKey("a", "u", "s")
+    key = SessionRef("a", "u", "s")
     recs = [
         SessionRecord.assign(i, msg_record(Msg.user(f"word{i} common"), i)) for i in range(1, 6)
     ]
@@ -189,7 +190,7 @@ async def test_add_is_idempotent_and_stops_at_gaps(kind: str, tmp_path: Path) ->
 async def test_sqlite_messages_of_the_same_microsecond_all_stay(tmp_path: Path) -> None:
     index = SqliteSearchIndex(tmp_path)
     stamp = BASE.isoformat()
-    key = SessionKey("a", "u", "s")
+    key = SessionRef("a", "u", "s")
     records = [
         SessionRecord.assign(
             i, NewRecord("message", {"message": Msg.user(f"same {i}").to_dict()}, timestamp=stamp)
@@ -204,7 +205,7 @@ async def test_sqlite_messages_of_the_same_microsecond_all_stay(tmp_path: Path) 
 async def test_sqlite_index_lives_beside_the_users_logs(tmp_path: Path) -> None:
     index = SqliteSearchIndex(tmp_path)
     await index.add(
-        SessionKey("a", "u/1", "s"), [SessionRecord.assign(1, msg_record(Msg.user("x y"), 1))]
+        SessionRef("a", "u/1", "s"), [SessionRecord.assign(1, msg_record(Msg.user("x y"), 1))]
     )
     path = tmp_path / "a" / "sessions" / "u%2F1" / "index.sqlite3"
     assert index.path_for("a", "u/1") == path and path.is_file()
@@ -216,7 +217,7 @@ async def test_sqlite_index_lives_beside_the_users_logs(tmp_path: Path) -> None:
 
 async def test_sqlite_trigram_finds_parts_of_words(tmp_path: Path) -> None:
     index = SqliteSearchIndex(tmp_path, tokenizer="trigram")
-    key = SessionKey("a", "u", "s")
+    key = SessionRef("a", "u", "s")
     await index.add(key, [SessionRecord.assign(1, msg_record(Msg.user("数据库迁移失败了"), 1))])
     assert [h.seq for h in await index.search("a", "u", "数据库")] == [1]
     await index.close()
@@ -226,7 +227,7 @@ async def test_sqlite_writes_per_append_do_not_grow_with_the_index(tmp_path: Pat
     """After a bulk catch-up of a long history, a small append writes a small amount (no
     merging of the bulk's segments on the hot path, no checkpoint of its write-ahead log)."""
     store = JsonlSessionLogStore(tmp_path)
-    key = SessionKey("agent", "user-1", "s1")
+    key = SessionRef("agent", "user-1", "s1")
     words = " ".join(f"word{i}" for i in range(60))
     for first in range(0, 6_000, 1_000):
         await store.append(
@@ -260,7 +261,7 @@ async def test_phrases_in_long_messages_are_found(
 ) -> None:
     """Phrases past the 16,383rd word or after a word's 256th use are found (PostgreSQL's
     position limits must not decide what a phrase is)."""
-    key = SessionKey("agent", "carol", "long")
+    key = SessionRef("agent", "carol", "long")
     long_text = "filler " * 17_000 + "rare phrase here"
     repeated = "tick " * 300 + "tock boom"
     await log.append(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessed import Msg
-from harnessed.log import NewRecord, SessionKey
+from harnessed.log import NewRecord
+from harnessed.runtime import SessionRef
 from harnessed.stores import IndexedSessionLogStore, JsonlSessionLogStore, SqliteSearchIndex
 
-KEY = SessionKey("agent", "u", "s")
+KEY = SessionRef("agent", "u", "s")
 
 
 def said(text: str) -> NewRecord:

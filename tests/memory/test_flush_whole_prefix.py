@@ -10,7 +10,8 @@ from harnessed import CompactionConfig, HarnessAgent, Msg, RuntimeContext
 from harnessed.memory import MemoryConfig
 from harnessed.messages import ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel
-from harnessed.state import AgentState, InMemoryStateStore, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState, InMemoryStateStore
 
 CTX = RuntimeContext("u1", "s1")
 
@@ -33,7 +34,7 @@ async def test_compaction_flush_sees_the_whole_prefix(tmp_path: Path) -> None:
         history.append(Msg.tool_result(f"c{i}", f"row {i} value=ok\n" * 2_000, name="fetch"))
     history.append(Msg.assistant("I read the three logs."))
     store = InMemoryStateStore()
-    state = AgentState.new(StateKey("mem", CTX.user_id, CTX.session_id))
+    state = AgentState.new(SessionRef("mem", CTX.user_id, CTX.session_id))
     state.append(*history)
     await store.save(state)
     agent = HarnessAgent(

@@ -7,8 +7,9 @@ import pytest
 
 from harnessed.messages import ToolUseBlock
 from harnessed.permissions.policy import PermissionSettings, evaluate
+from harnessed.runtime import SessionRef
 from harnessed.skills import grants_for
-from harnessed.state import AgentState, StateKey
+from harnessed.state import AgentState
 from harnessed.tools import tool
 
 
@@ -19,7 +20,7 @@ def execute(command: str) -> str:
 
 
 async def decide(command: str, entries: list[str]) -> str:
-    state = AgentState.new(StateKey("a", "u", "s"))
+    state = AgentState.new(SessionRef("a", "u", "s"))
     state.set_permissions({"mode": "default", "grants": [g.to_dict() for g in grants_for(entries)]})
     settings = PermissionSettings.resolve(None, (), state.permissions)
     call = ToolUseBlock("c1", "execute", {"command": command})

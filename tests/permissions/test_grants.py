@@ -5,8 +5,9 @@ from __future__ import annotations
 from harnessed.messages import ToolUseBlock
 from harnessed.permissions import PermissionRule
 from harnessed.permissions.policy import PermissionSettings, evaluate
+from harnessed.runtime import SessionRef
 from harnessed.skills import grants_for
-from harnessed.state import AgentState, StateKey
+from harnessed.state import AgentState
 from harnessed.tools import tool
 
 
@@ -17,7 +18,7 @@ def execute(command: str) -> str:
 
 
 def state_with(grants: list[PermissionRule], **permissions: object) -> AgentState:
-    state = AgentState.new(StateKey("a", "u", "s"))
+    state = AgentState.new(SessionRef("a", "u", "s"))
     state.set_permissions({**permissions, "grants": [g.to_dict() for g in grants]})
     return state
 
@@ -58,7 +59,7 @@ async def test_grants_pre_approve_but_deny_and_ask_rules_win() -> None:
 
 
 def test_grants_may_only_allow() -> None:
-    state = AgentState.new(StateKey("a", "u", "s"))
+    state = AgentState.new(SessionRef("a", "u", "s"))
     state.set_permissions({"grants": [{"tool": "execute", "behavior": "deny"}]})
     try:
         PermissionSettings.resolve(None, (), state.permissions)

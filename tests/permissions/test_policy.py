@@ -16,7 +16,8 @@ from harnessed.permissions import (
     PermissionSettings,
     evaluate,
 )
-from harnessed.state import AgentState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState
 from harnessed.tools.base import Tool
 
 
@@ -39,7 +40,7 @@ def read_file(path: str) -> str:
 
 
 TOOLS = {t.name: t for t in (execute, write_file, read_file)}
-STATE = AgentState.new(StateKey("a", "u", "s"))
+STATE = AgentState.new(SessionRef("a", "u", "s"))
 
 
 def call(name: str, **args: Any) -> ToolUseBlock:

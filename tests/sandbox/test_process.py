@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harnessed.messages import ToolResultBlock, ToolUseBlock
-from harnessed.runtime import RuntimeContext
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.sandbox.process import ShellConfig, run_command, shell_tools
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.state.agent_state import AgentState
 from harnessed.tools import Tool, ToolContext, Toolkit
 from harnessed.workspace import MemoryFilesystem, Workspace
 
@@ -226,7 +226,7 @@ async def test_nul_bytes_in_output_are_shown_as_a_symbol(tmp_path: Path) -> None
     execute = shell_tools(Workspace(tmp_path))[0]
     toolkit = Toolkit([execute])
     call = ToolUseBlock("n1", "execute", {"command": "printf 'a\\000b'"})
-    state = AgentState.new(StateKey("a", "u", "s"))
+    state = AgentState.new(SessionRef("a", "u", "s"))
     context = ToolContext("a", RuntimeContext("u", "s"), state, "n1", Workspace(tmp_path))
     [result] = await toolkit.run_step([call], lambda c: context)
     assert "\x00" not in result.content and "a\u2400b" in result.content

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext, tool
-from harnessed.log import NewRecord, SessionKey
+from harnessed.log import NewRecord
 from harnessed.messages import ToolUseBlock
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.runtime import SessionRef
 from harnessed.stores import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
@@ -36,7 +37,7 @@ BACKENDS = [
     "scan",
     "postgres",
 ]
-KEY = SessionKey("agent", "alice", "s1")
+KEY = SessionRef("agent", "alice", "s1")
 BROKEN = [
     "zebrafish report \ud83d and more",  # the first half of a pair, alone
     "the \udc00 zebrafish tail",  # the second half, alone

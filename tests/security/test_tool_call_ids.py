@@ -19,7 +19,7 @@ import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext, tool
 from harnessed.context.pairs import tool_pair_problems
-from harnessed.log import NewRecord, SessionKey
+from harnessed.log import NewRecord
 from harnessed.messages import ToolResultBlock, ToolUseBlock
 from harnessed.models import (
     AnthropicModel,
@@ -30,6 +30,7 @@ from harnessed.models import (
     ScriptedToolCall,
 )
 from harnessed.models.retry import RetryPolicy
+from harnessed.runtime import SessionRef
 from tests.support.http_server import LocalServer, Recorded, Reply
 
 FAST_RETRY = RetryPolicy(max_attempts=1, initial_delay=0.01, jitter=0)
@@ -186,7 +187,7 @@ async def test_the_events_the_log_and_the_tools_see_the_same_ids(tmp_path: Path)
     assert len(set(shown)) == 3 and all(map(well_formed, shown))
     assert sorted(answered) == sorted(shown)
     assert [c.id for c in ended.tool_uses] == shown
-    log = await agent.session_store.read(SessionKey("ids", "default", "s"))
+    log = await agent.session_store.read(SessionRef("ids", "default", "s"))
     logged = [r.payload["call_id"] for r in log if r.type == "tool/execution"]
     assert sorted(logged) == sorted(shown)
     await agent.close()
@@ -211,7 +212,7 @@ def bad_pair_log(call_ids: tuple[str, str], results: int = 2) -> list[Msg]:
     ]
 
 
-async def write_log(agent: HarnessAgent, key: SessionKey, messages: list[Msg], run: str) -> None:
+async def write_log(agent: HarnessAgent, key: SessionRef, messages: list[Msg], run: str) -> None:
     records = [NewRecord("run/start", {"agent": "ids", "user_id": key.user_id}, run_id=run)]
     records += [NewRecord.message(m, run_id=run, turn_id="t") for m in messages]
     await agent.session_store.append(key, records)
@@ -221,7 +222,7 @@ async def write_log(agent: HarnessAgent, key: SessionKey, messages: list[Msg], r
 async def test_a_log_holding_a_duplicate_pair_opens_and_continues(
     tmp_path: Path, shape: tuple[str, str]
 ) -> None:
-    key = SessionKey("ids", "default", "s")
+    key = SessionRef("ids", "default", "s")
     ctx = RuntimeContext(session_id="s")
     model = ScriptedModel(["after"])
     agent = HarnessAgent("ids", model, tools=[echo], workspace=tmp_path)
@@ -261,7 +262,7 @@ async def test_a_log_holding_a_duplicate_pair_opens_and_continues(
 async def test_a_process_that_died_while_duplicate_calls_ran(tmp_path: Path) -> None:
     """Two calls with one id, one result logged, then the process died: the renamed second
     call gets its "interrupted" result and the session goes on."""
-    key = SessionKey("ids", "default", "s")
+    key = SessionRef("ids", "default", "s")
     ctx = RuntimeContext(session_id="s")
     model = ScriptedModel(["after"])
     agent = HarnessAgent("ids", model, tools=[echo], workspace=tmp_path)
@@ -276,7 +277,7 @@ async def test_a_process_that_died_while_duplicate_calls_ran(tmp_path: Path) -> 
 
 
 async def test_reading_a_broken_session_shows_it_repaired(tmp_path: Path) -> None:
-    key = SessionKey("ids", "default", "s")
+    key = SessionRef("ids", "default", "s")
     agent = HarnessAgent("ids", ScriptedModel(), tools=[echo], workspace=tmp_path)
     await write_log(agent, key, bad_pair_log(("dup", "dup")), "run_old")
     await agent.session_store.append(key, [NewRecord("run/end", {"status": "ok"}, "run_old")])
@@ -643,7 +644,7 @@ async def test_a_log_holding_a_duplicate_pair_on_postgres_opens_and_continues() 
     from tests.support.postgres import postgres_store
 
     async for pg in postgres_store():
-        key = SessionKey("ids", "default", "s")
+        key = SessionRef("ids", "default", "s")
         ctx = RuntimeContext(session_id="s")
         model = ScriptedModel(["after"])
         agent = HarnessAgent("ids", model, tools=[echo], store=pg, memory=False)

@@ -11,8 +11,8 @@ import pytest
 from harnessed import HarnessAgent, RuntimeContext, tool
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
 from harnessed.models.scripted import ScriptedModel
+from harnessed.runtime import SessionRef
 from harnessed.sessions import SessionBusyError
-from harnessed.turns.lease import gate_key
 
 CTX = RuntimeContext("u", "s")
 
@@ -47,12 +47,12 @@ async def test_a_call_holds_the_lease_while_it_runs(tmp_path: Path) -> None:
     call = asyncio.create_task(agent.call("first", CTX))
     await asyncio.wait_for(started.wait(), 10)
     with pytest.raises(SessionBusyError):
-        await agent.turn_gate.acquire(gate_key("a", "u", "s"), wait=False)
-    other = await agent.turn_gate.acquire(gate_key("a", "u", "other"), wait=False)
+        await agent.turn_gate.acquire(SessionRef("a", "u", "s").token, wait=False)
+    other = await agent.turn_gate.acquire(SessionRef("a", "u", "other").token, wait=False)
     await agent.turn_gate.release(other)  # another session is not held
     let_go.set()
     assert (await asyncio.wait_for(call, 10)).text == "done: held first"
-    lease = await agent.turn_gate.acquire(gate_key("a", "u", "s"), wait=False)
+    lease = await agent.turn_gate.acquire(SessionRef("a", "u", "s").token, wait=False)
     await agent.turn_gate.release(lease)  # given back at the end
     await agent.close()
 
@@ -87,7 +87,7 @@ async def test_a_failed_call_gives_the_lease_back(tmp_path: Path) -> None:
     agent = HarnessAgent("a", ScriptedModel([]), workspace=tmp_path, shell=False, memory=False)
     with pytest.raises(Exception, match="script"):
         await agent.call("nothing scripted", CTX)
-    lease = await agent.turn_gate.acquire(gate_key("a", "u", "s"), wait=False)
+    lease = await agent.turn_gate.acquire(SessionRef("a", "u", "s").token, wait=False)
     await agent.turn_gate.release(lease)
     await agent.close()
 
@@ -102,7 +102,7 @@ async def test_a_call_longer_than_a_third_of_the_lease_keeps_it_renewed(tmp_path
     await asyncio.wait_for(started.wait(), 10)
     await asyncio.sleep(1.0)  # more than three lease lengths: only renewals keep it
     with pytest.raises(SessionBusyError):
-        await agent.turn_gate.acquire(gate_key("a", "u", "s"), wait=False)
+        await agent.turn_gate.acquire(SessionRef("a", "u", "s").token, wait=False)
     let_go.set()
     assert (await asyncio.wait_for(call, 10)).text == "done: held long"
     await agent.close()

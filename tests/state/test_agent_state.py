@@ -9,11 +9,12 @@ import pytest
 
 from harnessed.contract import TaskContextState
 from harnessed.messages import Msg, ThinkingBlock, ToolUseBlock
-from harnessed.state import AgentState, PlanState, StateKey, TodoItem
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState, PlanState, TodoItem
 
 
 def make_state() -> AgentState:
-    state = AgentState.new(StateKey("agent", "user", "session"))
+    state = AgentState.new(SessionRef("agent", "user", "session"))
     state.append(
         Msg.user("hello"),
         Msg.assistant([ThinkingBlock("hmm", signature="s"), ToolUseBlock("c1", "ls", {"p": "."})]),
@@ -29,7 +30,7 @@ def make_state() -> AgentState:
 
 
 def test_key_and_new() -> None:
-    key = StateKey("a", "u", "s")
+    key = SessionRef("a", "u", "s")
     state = AgentState.new(key)
     assert state.key == key
     assert (state.version, state.task_revision, state.history_revision) == (0, 0, 0)
@@ -49,14 +50,14 @@ def test_to_dict_from_dict_round_trip() -> None:
 
 def test_from_dict_defaults_and_missing_fields() -> None:
     state = AgentState.from_dict({"agent_id": "a", "user_id": "u", "session_id": "s"})
-    assert state.key == StateKey("a", "u", "s")
+    assert state.key == SessionRef("a", "u", "s")
     assert state.plan == PlanState() and state.version == 0
     with pytest.raises(ValueError, match="session_id"):
         AgentState.from_dict({"agent_id": "a", "user_id": "u"})
 
 
 def test_revisions_bump_on_each_change() -> None:
-    state = AgentState.new(StateKey("a", "u", "s"))
+    state = AgentState.new(SessionRef("a", "u", "s"))
     state.append(Msg.user("one"))
     state.replace_history([Msg.user("two")])
     assert (state.history_revision, state.task_revision) == (2, 0)
@@ -69,7 +70,7 @@ def test_revisions_bump_on_each_change() -> None:
 
 
 def test_setters_copy_their_input() -> None:
-    state = AgentState.new(StateKey("a", "u", "s"))
+    state = AgentState.new(SessionRef("a", "u", "s"))
     permissions: dict[str, Any] = {"rules": [{"allow": True}]}
     todos = [TodoItem("1", "do it")]
     history = [Msg.user("hi")]
@@ -128,13 +129,13 @@ def test_plan_state_round_trip() -> None:
     "args", [("", "u", "s"), ("a", "", "s"), ("a", "u", ""), (None, "u", "s"), ("a", 1, "s")]
 )
 def test_state_key_rejects_empty_or_non_string_ids(args: tuple[Any, Any, Any]) -> None:
-    with pytest.raises(ValueError, match="StateKey"):
-        StateKey(*args)
+    with pytest.raises(ValueError, match="SessionRef"):
+        SessionRef(*args)
 
 
 def test_state_key_is_hashable_and_frozen() -> None:
-    key = StateKey("a", "u", "s")
-    assert {key: 1}[StateKey("a", "u", "s")] == 1
+    key = SessionRef("a", "u", "s")
+    assert {key: 1}[SessionRef("a", "u", "s")] == 1
     with pytest.raises(AttributeError):
         key.agent_id = "b"  # type: ignore[misc]
 
@@ -166,7 +167,7 @@ def test_malformed_typed_task_is_an_error() -> None:
 
 
 def test_set_task_accepts_a_mapping() -> None:
-    state = AgentState.new(StateKey("a", "u", "s"))
+    state = AgentState.new(SessionRef("a", "u", "s"))
     task = TaskContextState.begin("t", "ship it")
     state.set_task(task.to_dict())
     assert state.task == task

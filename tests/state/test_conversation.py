@@ -12,14 +12,15 @@ import pytest
 
 from harnessed import CompactionConfig, HarnessAgent, Msg, RuntimeContext, ToolUseBlock, tool
 from harnessed.context import tool_pair_problems
-from harnessed.log import NewRecord, RecordType, SessionKey
+from harnessed.log import NewRecord, RecordType
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.state import AgentState, InMemoryStateStore, JsonFileStateStore, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState, InMemoryStateStore, JsonFileStateStore
 from harnessed.state.conversation import ConversationStore
 from harnessed.stores import InMemorySessionLogStore
 
 CTX = RuntimeContext("u", "s")
-KEY = SessionKey("a", "u", "s")
+KEY = SessionRef("a", "u", "s")
 
 
 class CountingStates(InMemoryStateStore):
@@ -38,11 +39,11 @@ class CountingLog(InMemorySessionLogStore):
         self.appends: list[list[str]] = []
         self.reads: list[int] = []
 
-    async def append(self, key: SessionKey, records: Any) -> Any:
+    async def append(self, key: SessionRef, records: Any) -> Any:
         self.appends.append([r.type for r in records])
         return await super().append(key, records)
 
-    async def read(self, key: SessionKey, **kw: Any) -> Any:
+    async def read(self, key: SessionRef, **kw: Any) -> Any:
         self.reads.append(kw.get("after_seq", 0))
         await asyncio.sleep(0)  # like a real store: other tasks run meanwhile
         return await super().read(key, **kw)
@@ -94,7 +95,7 @@ async def test_sessions_being_worked_on_stay_loaded_beyond_the_bound() -> None:
     session loaded (no replay of the log, no save of an unchanged state)."""
     log, states = CountingLog(), CountingStates()
     store = ConversationStore(log, states, max_sessions=2)
-    keys = [StateKey("a", "u", f"s{i}") for i in range(5)]
+    keys = [SessionRef("a", "u", f"s{i}") for i in range(5)]
     running = await asyncio.gather(*(store.load(key, settle=True) for key in keys))
     log.reads.clear()
     for state in running:
@@ -102,15 +103,15 @@ async def test_sessions_being_worked_on_stay_loaded_beyond_the_bound() -> None:
         state.append(message)
         await store.commit(state, [NewRecord.message(message, run_id=None, turn_id=None)])
     assert log.reads == [] and states.saves == 0
-    working = await store.load(StateKey("a", "u", "w"), settle=True)
+    working = await store.load(SessionRef("a", "u", "w"), settle=True)
     for i in range(3):
-        await store.load(StateKey("a", "u", f"r{i}"))  # readers: dropped as usual
-    assert SessionKey("a", "u", "w") in store._entries
+        await store.load(SessionRef("a", "u", f"r{i}"))  # readers: dropped as usual
+    assert SessionRef("a", "u", "w") in store._entries
     del working  # its call ended: the bound applies to it again
     gc.collect()
     for i in range(3):
-        await store.load(StateKey("a", "u", f"q{i}"))
-    assert SessionKey("a", "u", "w") not in store._entries
+        await store.load(SessionRef("a", "u", f"q{i}"))
+    assert SessionRef("a", "u", "w") not in store._entries
 
 
 async def test_recently_used_sessions_stay_loaded_within_a_bound() -> None:
@@ -118,15 +119,15 @@ async def test_recently_used_sessions_stay_loaded_within_a_bound() -> None:
     store = ConversationStore(log, InMemoryStateStore(), max_sessions=2)
     for session in ("s1", "s2", "s3"):
         await store.append(
-            SessionKey("a", "u", session),
+            SessionRef("a", "u", session),
             [NewRecord.message(Msg.user(session), run_id=None, turn_id=None)],
         )
-        await store.load(StateKey("a", "u", session))
+        await store.load(SessionRef("a", "u", session))
     assert len(store._entries) == 2
     log.reads.clear()
-    state = await store.load(StateKey("a", "u", "s3"))  # loaded: only the news is read
+    state = await store.load(SessionRef("a", "u", "s3"))  # loaded: only the news is read
     assert [m.text for m in state.history] == ["s3"] and log.reads == [1]
-    state = await store.load(StateKey("a", "u", "s1"))  # dropped: read again from the start
+    state = await store.load(SessionRef("a", "u", "s1"))  # dropped: read again from the start
     assert [m.text for m in state.history] == ["s1"] and log.reads[-1] == 0
 
 
@@ -177,7 +178,7 @@ async def test_a_summary_is_a_small_checkpoint_and_a_new_process_sees_the_same_h
 async def test_a_state_of_the_previous_format_is_converted_once(tmp_path: Path) -> None:
     old = conversation(2)
     # the previous format: the state file held the working history itself
-    legacy = AgentState.new(StateKey("a", "u", "s"))
+    legacy = AgentState.new(SessionRef("a", "u", "s"))
     legacy.append(*old)
     await JsonFileStateStore(tmp_path / ".harnessed" / "state").save(legacy)
     path = tmp_path / ".harnessed/state/a/u/s.json"

@@ -14,6 +14,7 @@ import pytest
 
 from harnessed.contract.state import TaskContextState
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolUseBlock
+from harnessed.runtime import SessionRef
 from harnessed.state import (
     AgentState,
     AgentStateStore,
@@ -21,7 +22,6 @@ from harnessed.state import (
     JsonFileStateStore,
     PlanState,
     StateConflictError,
-    StateKey,
     TodoItem,
 )
 from harnessed.state.store import StateCorruptedError
@@ -29,7 +29,7 @@ from harnessed.stores import FilesystemStateStore
 from harnessed.workspace import MemoryFilesystem
 from tests.support.postgres import postgres_store
 
-KEY = StateKey("agent", "user", "session")
+KEY = SessionRef("agent", "user", "session")
 
 
 @pytest.fixture(params=["memory", "json", "workspace", "postgres"])
@@ -45,7 +45,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             yield pg.state_store()
 
 
-def rich_state(key: StateKey = KEY) -> AgentState:
+def rich_state(key: SessionRef = KEY) -> AgentState:
     state = AgentState.new(key)
     state.append(
         Msg.user("Fix the failing test, please."),
@@ -303,7 +303,7 @@ async def test_cross_process_create_and_delete_stay_serialized(tmp_path: Path) -
 async def test_odd_ids_stay_inside_root_and_list_back(tmp_path: Path, odd: str) -> None:
     root = tmp_path / "root"
     store = JsonFileStateStore(root)
-    key = StateKey(odd, odd, odd)
+    key = SessionRef(odd, odd, odd)
     state = AgentState.new(key)
     state.append(Msg.user(f"id {odd}"))
     await store.save(state)
@@ -324,7 +324,7 @@ async def test_odd_ids_stay_inside_root_and_list_back(tmp_path: Path, odd: str) 
 async def test_odd_session_ids_of_one_user_list_back_exactly(store: AgentStateStore) -> None:
     sessions = ["a/b", "..", "ü s", "plain", "a%2Fb", "A"]
     for session in sessions:
-        await store.save(AgentState.new(StateKey("agent", "user", session)))
+        await store.save(AgentState.new(SessionRef("agent", "user", session)))
     assert await store.list_sessions("agent", "user") == sorted(sessions)
 
 
@@ -335,7 +335,7 @@ async def test_list_sessions_only_lists_that_users_sessions(store: AgentStateSto
         ("agent", "bob", "s3"),
         ("other", "alice", "s4"),
     ]:
-        await store.save(AgentState.new(StateKey(agent, user, session)))
+        await store.save(AgentState.new(SessionRef(agent, user, session)))
     assert await store.list_sessions("agent", "alice") == ["s1", "s2"]
     assert await store.list_sessions("agent", "bob") == ["s3"]
     assert await store.list_sessions("other", "alice") == ["s4"]
@@ -343,7 +343,7 @@ async def test_list_sessions_only_lists_that_users_sessions(store: AgentStateSto
 
 
 async def test_delete(store: AgentStateStore) -> None:
-    other = StateKey("agent", "user", "other")
+    other = SessionRef("agent", "user", "other")
     await store.save(rich_state())
     await store.save(AgentState.new(other))
     assert await store.delete(KEY) is True
@@ -387,7 +387,7 @@ async def test_corrupted_file_gives_a_clear_error(tmp_path: Path, content: bytes
 
 async def test_file_holding_another_key_is_rejected(tmp_path: Path) -> None:
     store = JsonFileStateStore(tmp_path)
-    other = StateKey("agent", "user", "other")
+    other = SessionRef("agent", "user", "other")
     await store.save(AgentState.new(KEY))
     store.path_for(other).write_bytes(store.path_for(KEY).read_bytes())
     with pytest.raises(StateCorruptedError, match="expected"):
@@ -406,7 +406,7 @@ async def test_foreign_files_are_not_listed(tmp_path: Path) -> None:
 async def test_too_long_ids_are_refused_clearly(tmp_path: Path) -> None:
     store = JsonFileStateStore(tmp_path)
     with pytest.raises(ValueError, match="too long"):
-        await store.save(AgentState.new(StateKey("agent", "user", "ü" * 120)))
+        await store.save(AgentState.new(SessionRef("agent", "user", "ü" * 120)))
 
 
 @pytest.mark.parametrize("todos", [3, 2_000], ids=["small file", "large file"])

@@ -155,7 +155,8 @@ def _call_ids(request: ModelRequest) -> set[str]:
 
 
 def test_markers_are_never_longer_than_what_they_replace() -> None:
-    from harnessed.state import AgentState, StateKey
+    from harnessed.runtime import SessionRef
+    from harnessed.state import AgentState
     from harnessed.todos.receipts import SupersededTodoReceipts
 
     short = Msg.assistant([ToolUseBlock("a", "todo_write", {"todos": []})])  # 13 chars
@@ -166,7 +167,7 @@ def test_markers_are_never_longer_than_what_they_replace() -> None:
         Msg.assistant([ToolUseBlock("b", "todo_write", {"todos": [{"content": "x" * 200}]})]),
         Msg.tool_result("b", "saved " + "y" * 200, name="todo_write"),
     ]
-    shown = SupersededTodoReceipts()(history, AgentState.new(StateKey("a", "u", "s")))
+    shown = SupersededTodoReceipts()(history, AgentState.new(SessionRef("a", "u", "s")))
     assert shown[1] is short and shown[2] is history[2]  # tiny originals stay as they are
     assert shown[4] is history[4]
     assert len(json.dumps(shown[1].to_dict())) <= len(json.dumps(history[1].to_dict()))
@@ -183,12 +184,13 @@ def _todo_pair(call_id: str, n: int, *, ok: bool = True) -> list[Msg]:
 
 
 def test_the_view_follows_appends_replacements_and_sessions() -> None:
-    from harnessed.state import AgentState, StateKey
+    from harnessed.runtime import SessionRef
+    from harnessed.state import AgentState
     from harnessed.todos.receipts import SupersededTodoReceipts
 
     view = SupersededTodoReceipts()
-    state = AgentState.new(StateKey("a", "u", "s"))
-    other = AgentState.new(StateKey("a", "u", "other"))
+    state = AgentState.new(SessionRef("a", "u", "s"))
+    other = AgentState.new(SessionRef("a", "u", "other"))
     read = [
         Msg.assistant([ToolUseBlock("r", "read_file", {"path": "a"})]),
         Msg.tool_result("r", "old text", name="read_file"),

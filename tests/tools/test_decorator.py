@@ -10,7 +10,8 @@ import pydantic
 import pytest
 
 from harnessed import RuntimeContext, Tool, ToolContext, tool
-from harnessed.state import AgentState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state import AgentState
 
 
 class Colour(StrEnum):
@@ -45,7 +46,7 @@ def find(
 
 
 def context() -> ToolContext:
-    key = StateKey("a", "u", "s")
+    key = SessionRef("a", "u", "s")
     return ToolContext("a", RuntimeContext("u", "s"), AgentState.new(key), "call_1")
 
 

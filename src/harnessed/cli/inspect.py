@@ -20,9 +20,10 @@ from rich.text import Text
 
 from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
-from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from harnessed.runtime import SessionRef
 from harnessed.stores.local.jsonl import JsonlSessionLogStore
 from harnessed.workspace.layout import Workspace
 
@@ -119,13 +120,13 @@ async def _inspect(
     if session is None:
         known = await store.sessions(args.agent, args.user)
         session = known[0].session_id if known else args.agent
-    key = SessionKey(args.agent, args.user, session)
+    key = SessionRef(args.agent, args.user, session)
     if args.show:
         return await show_last_request(workspace, key, console)
     return await inspect_session(store, key, console, last=args.last, as_json=args.json)
 
 
-async def show_last_request(workspace: Workspace, key: SessionKey, console: Console) -> int:
+async def show_last_request(workspace: Workspace, key: SessionRef, console: Console) -> int:
     """Print the session's last reasoning request: every message in full, then the tools."""
     path = last_request_path(workspace, key.agent_id, key.user_id, key.session_id)
     try:
@@ -180,7 +181,7 @@ def _k(tokens: int) -> str:
 
 async def inspect_session(
     store: SessionLogStore,
-    key: SessionKey,
+    key: SessionRef,
     console: Console,
     *,
     last: int = 10,

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from harnessed.gateway.identity import ChannelIdentity, check_session_id
-from harnessed.log.record import NewRecord, SessionKey
+from harnessed.log.record import NewRecord
 from harnessed.log.store import SessionInfo
-from harnessed.runtime import RuntimeContext
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.sessions import AgentSession, Turn, TurnSlots
 from harnessed.sessions.deps import SessionHost
 
@@ -132,7 +132,7 @@ class Gateway:
         if known in self._known:
             self._known.move_to_end(known)
             return True
-        key = SessionKey(*known)
+        key = SessionRef(*known)
         if not await session.agent.session_store.read(key, limit=1):
             return False
         self._remember(known)
@@ -147,7 +147,7 @@ class Gateway:
         """Create the session if it does not exist yet; ``True`` when it was created."""
         if await self.exists(session):
             return False
-        key = SessionKey(session.agent.name, session.user_id, session.session_id)
+        key = SessionRef(session.agent.name, session.user_id, session.session_id)
         await session.agent.session_store.append(
             key, [NewRecord(SESSION_CREATED, {"channel": channel})]
         )

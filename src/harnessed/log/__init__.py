@@ -6,7 +6,7 @@ store protocol (:mod:`~harnessed.log.store`), the search protocol and its matchi
 :mod:`harnessed.stores` (local files, fsspec, memory, PostgreSQL).
 """
 
-from harnessed.log.record import NewRecord, RecordType, SessionKey, SessionRecord
+from harnessed.log.record import NewRecord, RecordType, SessionRecord
 from harnessed.log.search import MatchMode, SearchHit, SearchIndex, SearchOrder
 from harnessed.log.store import SessionCatalog, SessionInfo, SessionLogStore
 
@@ -19,7 +19,6 @@ __all__ = [
     "SearchOrder",
     "SessionCatalog",
     "SessionInfo",
-    "SessionKey",
     "SessionLogStore",
     "SessionRecord",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 from harnessed._internal.clock import now_iso
 from harnessed.messages import Msg, clean_text, new_id
 
-__all__ = ["NewRecord", "RecordType", "SessionKey", "SessionRecord", "jsonl_bytes"]
+__all__ = ["NewRecord", "RecordType", "SessionRecord", "jsonl_bytes"]
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """One encoder for every record (``json.dumps`` with options builds a new one per call)."""
@@ -37,13 +37,6 @@ class RecordType:
     CHECKPOINT = "history/checkpoint"
     """The working history was replaced (summary, pruned or offloaded views): see
     :mod:`harnessed.log.checkpoint`."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionKey:
-    agent_id: str
-    user_id: str
-    session_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
-from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, clean_text
+from harnessed.runtime import SessionRef
 
 __all__ = [
     "BlockingSearchIndex",
@@ -104,11 +105,11 @@ class SearchIndex(Protocol):
     concurrent append) and should pass the records after the returned number.
     """
 
-    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+    async def add(self, key: SessionRef, records: Sequence[SessionRecord]) -> int:
         """Index ``records`` (any types; only messages are searchable)."""
         ...
 
-    async def indexed_through(self, key: SessionKey) -> int:
+    async def indexed_through(self, key: SessionRef) -> int:
         """The highest ``seq`` of the session whose prefix is fully indexed (0 = nothing)."""
         ...
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from harnessed._internal.group_commit import Failed
-from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.record import NewRecord, SessionRecord
+from harnessed.runtime import SessionRef
 
 __all__ = ["BatchAppendStore", "Stored", "SessionCatalog", "SessionInfo", "SessionLogStore"]
 
-Stored = Sequence[tuple[SessionKey, list[SessionRecord]]]
+Stored = Sequence[tuple[SessionRef, list[SessionRecord]]]
 """The appends of a batch that succeeded: each session with the records it stored."""
 
 
@@ -29,13 +30,13 @@ class SessionInfo:
 class SessionLogStore(Protocol):
     """Append-only storage of session records, one sequence per (agent, user, session)."""
 
-    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list[SessionRecord]:
         """Store ``records`` in order after the existing ones, with gapless sequence numbers."""
         ...
 
     async def read(
         self,
-        key: SessionKey,
+        key: SessionRef,
         *,
         after_seq: int = 0,
         types: Sequence[str] | None = None,
@@ -45,7 +46,7 @@ class SessionLogStore(Protocol):
         ...
 
     async def tail(
-        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+        self, key: SessionRef, count: int, *, types: Sequence[str] | None = None
     ) -> list[SessionRecord]:
         """The newest ``count`` records (of the given types), oldest first."""
         ...
@@ -78,7 +79,7 @@ class BatchAppendStore(Protocol):
 
     async def append_batch(
         self,
-        appends: Sequence[tuple[SessionKey, Sequence[NewRecord]]],
+        appends: Sequence[tuple[SessionRef, Sequence[NewRecord]]],
         *,
         then: Callable[[Stored], None] | None = None,
     ) -> list[list[SessionRecord] | Failed]:

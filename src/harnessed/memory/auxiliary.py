@@ -14,8 +14,8 @@ from typing import Any
 from harnessed.capabilities.seam import PrepareInfo, RequestPreparer
 from harnessed.messages import Msg, new_id
 from harnessed.models.base import Model, ModelRequest, collect
-from harnessed.runtime import RuntimeContext
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import RuntimeContext, SessionRef
+from harnessed.state.agent_state import AgentState
 
 __all__ = ["AuxiliaryModel", "Emit"]
 
@@ -59,7 +59,7 @@ class AuxiliaryModel:
             run_cache=run_cache if run_cache is not None else {},
         )
         # A summary request never reads or changes the session's state: a blank one will do.
-        state = AgentState.new(StateKey(self.agent_name, runtime.user_id, runtime.session))
+        state = AgentState.new(SessionRef(self.agent_name, runtime.user_id, runtime.session))
         prepared = await self.prepare(state, request, info)
         response = await collect(self.model, prepared)
         return response.message.text

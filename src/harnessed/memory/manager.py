@@ -25,7 +25,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from harnessed.capabilities.seam import PrepareInfo
-from harnessed.log.record import NewRecord, RecordType, SessionKey
+from harnessed.log.record import NewRecord, RecordType
 from harnessed.log.store import SessionLogStore
 from harnessed.memory.auxiliary import AuxiliaryModel, Emit
 from harnessed.memory.config import MemoryConfig
@@ -39,7 +39,7 @@ from harnessed.memory.flush import FlushResult, flush_windows, run_flush
 from harnessed.memory.ledger import Ledger, MemoryPlace
 from harnessed.memory.lookup import MemoryMatch, read_memory, search_memory
 from harnessed.messages import Msg
-from harnessed.runtime import RuntimeContext, SessionLocks
+from harnessed.runtime import RuntimeContext, SessionLocks, SessionRef
 from harnessed.tokens import TokenEstimator, default_estimator
 from harnessed.workspace.layout import Workspace
 
@@ -109,10 +109,10 @@ class MemoryManager:
         self.clock = clock or (lambda: datetime.now(UTC))
         self._zone = ZoneInfo(self.config.timezone) if self.config.timezone else None
         self._writes = SessionLocks()
-        self._lanes: dict[SessionKey, _Lane] = {}
+        self._lanes: dict[SessionRef, _Lane] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._last_flush: OrderedDict[SessionKey, float] = OrderedDict()
-        self._flushed_upto: OrderedDict[SessionKey, str] = OrderedDict()
+        self._last_flush: OrderedDict[SessionRef, float] = OrderedDict()
+        self._flushed_upto: OrderedDict[SessionRef, str] = OrderedDict()
         self._maintenance_checked: OrderedDict[str, float] = OrderedDict()
 
     # ------------------------------------------------------------ places
@@ -193,7 +193,7 @@ class MemoryManager:
     def after_call(self, ctx: RuntimeContext, history: Sequence[Msg]) -> None:
         """Schedule the end-of-call work of a session (returns at once)."""
         runtime = self._runtime(ctx)
-        key = SessionKey(self.agent_name, runtime.user_id, runtime.session)
+        key = SessionRef(self.agent_name, runtime.user_id, runtime.session)
         messages = self._due_messages(key, history)
         maintenance = self._maintenance_due(runtime)
         if messages is None and not maintenance:
@@ -214,7 +214,7 @@ class MemoryManager:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _due_messages(self, key: SessionKey, history: Sequence[Msg]) -> list[Msg] | None:
+    def _due_messages(self, key: SessionRef, history: Sequence[Msg]) -> list[Msg] | None:
         """The messages an end-of-call flush should read now, or ``None`` (throttled/none)."""
         interval = self.config.flush_interval_seconds
         if interval is None:
@@ -244,7 +244,7 @@ class MemoryManager:
 
     async def _run_lane(
         self,
-        key: SessionKey,
+        key: SessionRef,
         lane: _Lane,
         runtime: RuntimeContext,
         messages: list[Msg] | None,
@@ -277,7 +277,7 @@ class MemoryManager:
             if self._lanes.get(key) is lane:
                 del self._lanes[key]
 
-    async def _after_mark(self, key: SessionKey, messages: list[Msg]) -> list[Msg] | None:
+    async def _after_mark(self, key: SessionRef, messages: list[Msg]) -> list[Msg] | None:
         """``messages`` without what any server already flushed (the session log's last
         ``memory/flushed`` record), or ``None`` when that flush is within the throttle."""
         if self.session_store is None:
@@ -327,7 +327,7 @@ class MemoryManager:
             )
             for name, data in recorder.events
         ]
-        key = SessionKey(self.agent_name, runtime.user_id, runtime.session)
+        key = SessionRef(self.agent_name, runtime.user_id, runtime.session)
         try:
             await self.session_store.append(key, records)
         except Exception:

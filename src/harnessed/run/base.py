@@ -11,14 +11,14 @@ from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
-from harnessed.log.record import NewRecord, RecordType, SessionKey
+from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
 from harnessed.permissions.flow import ApprovalFlow, ConfirmationMode
 from harnessed.run.deps import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
 from harnessed.run.fair import checkpoint
 from harnessed.run.inbox import EventInbox
-from harnessed.runtime import RuntimeContext
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import RuntimeContext, SessionRef
+from harnessed.state.agent_state import AgentState
 from harnessed.turns.control import TurnControl
 
 __all__ = ["RunBase"]
@@ -49,7 +49,7 @@ class RunBase:
         """The assistant message cut short by an interrupt (saved as it was)."""
         self.caps = agent.capabilities
         self.ctx = ctx
-        self.key = SessionKey(agent.name, ctx.user_id, ctx.session)
+        self.key = SessionRef(agent.name, ctx.user_id, ctx.session)
         self.run_id = ctx.run_id or new_id("run_")
         self.turn_id = new_id("turn_")
         self.pending: EventInbox[Event] = EventInbox()
@@ -130,7 +130,7 @@ class RunBase:
         """The session's state at the start of the call (a fresh one for a new session): its
         history is the session log's, settled (tool calls a stopped process left unanswered
         get their "interrupted" result)."""
-        key = StateKey(self.agent.name, self.ctx.user_id, self.ctx.session)
+        key = SessionRef(self.agent.name, self.ctx.user_id, self.ctx.session)
         return await self.agent.conversation.load(key, settle=True)
 
     async def _commit_step(self) -> None:

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.record import RecordType, SessionRecord
 from harnessed.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from harnessed.runtime import SessionRef
 from harnessed.stores.local.indexed import IndexedSessionLogStore
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
@@ -82,7 +83,7 @@ def session_tools(
         whose = "" if agent == ctx.agent_name else f" of agent {agent}"
         lines = [f"{len(infos)} session(s){whose}, newest first:"]
         for info in infos[:limit]:
-            key = SessionKey(agent, ctx.user_id, info.session_id)
+            key = SessionRef(agent, ctx.user_id, info.session_id)
             first = await log.read(key, types=[RecordType.MESSAGE], limit=1)
             title = _one_line(_record_text(first[0]), _TITLE_CHARS) if first else ""
             mine = agent == ctx.agent_name and info.session_id == ctx.session_id
@@ -124,7 +125,7 @@ def session_tools(
                 "shows them"
             )
         sid = session_id or ctx.session_id
-        key = SessionKey(agent, ctx.user_id, sid)
+        key = SessionRef(agent, ctx.user_id, sid)
         records = await log.read(key, types=[RecordType.MESSAGE])
         if not records:
             whose = "" if agent == ctx.agent_name else f" of agent {agent}"

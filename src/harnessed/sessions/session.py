@@ -19,14 +19,14 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessed.events import AgentEndEvent, Event
-from harnessed.log.record import RecordType, SessionKey
+from harnessed.log.record import RecordType
 from harnessed.messages import Msg, new_id
 from harnessed.run.fair import checkpoint
-from harnessed.runtime import RuntimeContext
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.sessions.turn import Turn
 from harnessed.turns.control import steering_text
 from harnessed.turns.gate import SessionBusyError, TurnGate, TurnLease
-from harnessed.turns.lease import gate_key, keep_renewed
+from harnessed.turns.lease import keep_renewed
 from harnessed.turns.notes import (
     Delivery,
     Note,
@@ -100,7 +100,7 @@ class AgentSession:
         self._notes = notes_of(gate)
         """The gate as :class:`TurnNotes` (``None`` when it carries no notes); checked once,
         a runtime protocol check costs several microseconds."""
-        self.gate_key = gate_key(agent.name, self.user_id, self.session_id)
+        self.gate_key = SessionRef(agent.name, self.user_id, self.session_id).token
         self._queue: deque[Turn] = deque()
         self._recent: deque[Turn] = deque(maxlen=_RECENT_TURNS)
         self._by_key: OrderedDict[str, Turn] = OrderedDict()
@@ -178,7 +178,7 @@ class AgentSession:
         has none) and no turn is queued or running here to continue after.
         """
         if self._current is None and not self._queue:
-            key = SessionKey(self.agent.name, self.user_id, self.session_id)
+            key = SessionRef(self.agent.name, self.user_id, self.session_id)
             last = await self.agent.session_store.tail(
                 key, 1, types=[RecordType.RUN_START, RecordType.RUN_END]
             )  # a start without its end: a stopped process left that turn unfinished

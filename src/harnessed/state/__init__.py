@@ -1,6 +1,6 @@
 """Agent state and the stores that keep it between calls and processes."""
 
-from harnessed.state.agent_state import AgentState, PlanState, StateKey, TodoItem, TodoStatus
+from harnessed.state.agent_state import AgentState, PlanState, TodoItem, TodoStatus
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
 from harnessed.state.store import (
@@ -21,7 +21,6 @@ __all__ = [
     "StateConflictError",
     "StateCorruptedError",
     "StateEditor",
-    "StateKey",
     "TodoItem",
     "TodoStatus",
 ]

@@ -17,26 +17,12 @@ from typing import Any, Literal, TypeAlias, get_args
 
 from harnessed.contract.state import TaskContextState
 from harnessed.messages import Msg
+from harnessed.runtime import SessionRef
 
-__all__ = ["AgentState", "PlanState", "StateKey", "TodoItem", "TodoStatus"]
+__all__ = ["AgentState", "PlanState", "TodoItem", "TodoStatus"]
 
 TodoStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
 _TODO_STATUSES = frozenset(get_args(TodoStatus))
-
-
-@dataclass(frozen=True, slots=True)
-class StateKey:
-    """Identifies one state: an agent, a user and a session."""
-
-    agent_id: str
-    user_id: str
-    session_id: str
-
-    def __post_init__(self) -> None:
-        for name in ("agent_id", "user_id", "session_id"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"StateKey.{name} must be a non-empty string, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +91,11 @@ class AgentState:
     """The session log position (record ``seq``) the stored state was last saved at."""
 
     @property
-    def key(self) -> StateKey:
-        return StateKey(self.agent_id, self.user_id, self.session_id)
+    def key(self) -> SessionRef:
+        return SessionRef(self.agent_id, self.user_id, self.session_id)
 
     @classmethod
-    def new(cls, key: StateKey) -> AgentState:
+    def new(cls, key: SessionRef) -> AgentState:
         return cls(key.agent_id, key.user_id, key.session_id)
 
     # -------------------------------------------------------------- changes

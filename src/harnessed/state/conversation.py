@@ -40,7 +40,7 @@ from typing import Any
 
 from harnessed._internal.gcpause import gc_paused
 from harnessed.log.checkpoint import checkpoint_ops
-from harnessed.log.record import NewRecord, RecordType, SessionKey, SessionRecord
+from harnessed.log.record import NewRecord, RecordType, SessionRecord
 from harnessed.log.store import SessionLogStore
 from harnessed.log.view import (
     RENAMED_CALL_IDS,
@@ -50,7 +50,8 @@ from harnessed.log.view import (
     unanswered_step,
 )
 from harnessed.messages import Msg, ToolUseBlock, shared_prefix
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state.agent_state import AgentState
 from harnessed.state.store import AgentStateStore
 from harnessed.tool_call_ids import CallIdIndex, repair_call_ids
 
@@ -99,14 +100,14 @@ class ConversationStore:
         self.log = log
         self.states = states
         self.max_sessions = max_sessions
-        self._entries: OrderedDict[SessionKey, _Entry] = OrderedDict()
+        self._entries: OrderedDict[SessionRef, _Entry] = OrderedDict()
         self._evict_above = max_sessions
 
     def __repr__(self) -> str:
         return f"ConversationStore({self.log!r}, {self.states!r})"
 
     # ------------------------------------------------------------------ views
-    def _entry(self, key: SessionKey) -> _Entry:
+    def _entry(self, key: SessionRef) -> _Entry:
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = _Entry()
@@ -115,7 +116,7 @@ class ConversationStore:
             self._evict(keep=key)
         return entry
 
-    def _evict(self, keep: SessionKey) -> None:
+    def _evict(self, keep: SessionRef) -> None:
         """Drop least recently used entries beyond the bound, skipping those in use. While
         many are in use the next scan waits until a few more were added (a scan costs the
         number of entries)."""
@@ -126,7 +127,7 @@ class ConversationStore:
         left = len(self._entries)
         self._evict_above = max(self.max_sessions, left + left // 8)
 
-    async def _sync(self, key: SessionKey) -> _Entry:
+    async def _sync(self, key: SessionRef) -> _Entry:
         """The session's entry, with every record appended since it was last read applied.
         The first read of a session with a long log replays it whole: a bulk load, made
         without the cyclic garbage collector rescanning the heap it is building."""
@@ -140,25 +141,25 @@ class ConversationStore:
                 entry.view.apply(records)
         return entry
 
-    def call_ids(self, key: SessionKey) -> CallIdIndex:
+    def call_ids(self, key: SessionRef) -> CallIdIndex:
         """The tool-call ids of the session's history as this store has written and read it
         (a model response's calls get ids that are not among them). Kept up to date as the
         history grows: a look costs the messages added since the last one."""
         entry = self._entries.get(key) or self._entry(key)
         return entry.call_ids.sync(entry.view.messages)
 
-    async def history(self, key: SessionKey) -> list[Msg]:
+    async def history(self, key: SessionRef) -> list[Msg]:
         """The working history of a session as its log says now."""
         return list((await self._sync(key)).view.messages)
 
     # ------------------------------------------------------------------ load
-    async def load(self, key: StateKey, *, settle: bool = False) -> AgentState:
+    async def load(self, key: SessionRef, *, settle: bool = False) -> AgentState:
         """The session's state with its working history (a fresh state for a new session).
 
         ``settle=True`` (only under the session lock, before a call continues the session)
         converts a state of the previous format and answers tool calls left unanswered.
         """
-        skey = SessionKey(key.agent_id, key.user_id, key.session_id)
+        skey = SessionRef(key.agent_id, key.user_id, key.session_id)
         if not settle:
             return await self._load(key, skey, settle=False)
         entry = self._entry(skey)
@@ -170,7 +171,7 @@ class ConversationStore:
         entry.runs.append(weakref.ref(state))
         return state
 
-    async def _load(self, key: StateKey, skey: SessionKey, *, settle: bool) -> AgentState:
+    async def _load(self, key: SessionRef, skey: SessionRef, *, settle: bool) -> AgentState:
         # one after the other: for a warm session both are answered without a worker hand-off
         # (a stat of the log, a small or missing state file), where tasks would cost more
         entry = await self._sync(skey)
@@ -208,7 +209,7 @@ class ConversationStore:
 
     async def _settle(
         self,
-        key: SessionKey,
+        key: SessionRef,
         entry: _Entry,
         start: int,
         missing: list[ToolUseBlock],
@@ -241,7 +242,7 @@ class ConversationStore:
         await self._write(key, entry, records)
 
     async def _rename_call_ids(
-        self, key: SessionKey, entry: _Entry, repaired: list[Msg], renamed: list[list[str]]
+        self, key: SessionRef, entry: _Entry, repaired: list[Msg], renamed: list[list[str]]
     ) -> None:
         """The history holds tool-call ids that repeat or that a provider refuses (logged
         before every response's ids were checked): the log takes the history with those calls
@@ -261,7 +262,7 @@ class ConversationStore:
         view.tail_logged = tail_logged  # a renamed step left unanswered is still settled
         entry.call_ids.sync(view.messages)
 
-    async def _convert(self, key: SessionKey, entry: _Entry, state: AgentState) -> None:
+    async def _convert(self, key: SessionRef, entry: _Entry, state: AgentState) -> None:
         """A state saved with its history (the previous format, or an application that set
         the history through the state store): the log takes the history as a checkpoint."""
         view = entry.view
@@ -278,14 +279,14 @@ class ConversationStore:
         await self._save(state, entry, force=True)
 
     # ---------------------------------------------------------------- writes
-    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list[SessionRecord]:
         """Write ``records`` to the session log as one batch and apply them to the view."""
         return await self._write(key, self._entry(key), records)
 
     async def commit(self, state: AgentState, records: Sequence[NewRecord]) -> None:
         """End a step: write its records (with a checkpoint if the working history was
         replaced) as one batch, then save the structured state if it changed."""
-        key = SessionKey(state.agent_id, state.user_id, state.session_id)
+        key = SessionRef(state.agent_id, state.user_id, state.session_id)
         entry = self._entries.get(key) or await self._sync(key)
         view = entry.view
         batch = list(records)
@@ -320,7 +321,7 @@ class ConversationStore:
 
     async def _write(
         self,
-        key: SessionKey,
+        key: SessionRef,
         entry: _Entry,
         records: Sequence[NewRecord],
         *,

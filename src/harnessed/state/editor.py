@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harnessed.log.record import NewRecord, SessionKey
+from harnessed.log.record import NewRecord
 from harnessed.log.store import SessionLogStore
-from harnessed.runtime import RuntimeContext, SessionLocks
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import RuntimeContext, SessionLocks, SessionRef
+from harnessed.state.agent_state import AgentState
 from harnessed.state.store import AgentStateStore
 
 __all__ = ["Change", "StateEditor"]
@@ -45,14 +45,14 @@ class StateEditor:
     async def read(self, ctx: RuntimeContext | None) -> AgentState:
         """The stored state (without the lock: a snapshot as of the last saved step)."""
         ctx = self.resolve(ctx)
-        key = StateKey(self.agent_id, ctx.user_id, ctx.session)
+        key = SessionRef(self.agent_id, ctx.user_id, ctx.session)
         state = await self.state_store.load(key)
         return state if state is not None else AgentState.new(key)
 
     async def change(self, ctx: RuntimeContext | None, change: Change) -> AgentState:
         """Apply ``change`` to the stored state under the session lock; returns the state."""
         ctx = self.resolve(ctx)
-        key = StateKey(self.agent_id, ctx.user_id, ctx.session)
+        key = SessionRef(self.agent_id, ctx.user_id, ctx.session)
         async with self.locks.hold(self.agent_id, ctx.user_id, ctx.session):
             state = await self.state_store.load(key)
             if state is None:
@@ -63,7 +63,7 @@ class StateEditor:
             await self.state_store.save(state)
             if records:
                 await self.session_store.append(
-                    SessionKey(self.agent_id, ctx.user_id, ctx.session),
+                    SessionRef(self.agent_id, ctx.user_id, ctx.session),
                     [
                         NewRecord(kind, {**payload, "by": "application"}, run_id=ctx.run_id)
                         for kind, payload in records

@@ -23,7 +23,8 @@ from urllib.parse import unquote
 
 from harnessed._internal.durability import fsync_directory
 from harnessed.messages import clean_text
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state.agent_state import AgentState
 from harnessed.workspace.atomic import write_atomically
 from harnessed.workspace.paths import encode_part
 
@@ -39,7 +40,7 @@ __all__ = [
 class StateConflictError(RuntimeError):
     """Raised by ``save`` when the stored version is not the one the state was loaded with."""
 
-    def __init__(self, key: StateKey, expected: int, stored: int) -> None:
+    def __init__(self, key: SessionRef, expected: int, stored: int) -> None:
         self.key = key
         self.expected = expected
         self.stored = stored
@@ -48,7 +49,7 @@ class StateConflictError(RuntimeError):
             f"but the stored version is {stored}; load it again and retry"
         )
 
-    def __reduce__(self) -> tuple[type[StateConflictError], tuple[StateKey, int, int]]:
+    def __reduce__(self) -> tuple[type[StateConflictError], tuple[SessionRef, int, int]]:
         return (type(self), (self.key, self.expected, self.stored))  # picklable across processes
 
 
@@ -60,20 +61,20 @@ class StateCorruptedError(ValueError):
 class AgentStateStore(Protocol):
     """Where agent states live between calls. All methods are coroutines."""
 
-    async def load(self, key: StateKey) -> AgentState | None:
+    async def load(self, key: SessionRef) -> AgentState | None:
         """Return an independent copy of the stored state, or None if none was saved."""
 
     async def save(self, state: AgentState) -> None:
         """Store ``state`` if nobody saved since it was loaded, then bump its ``version``."""
 
-    async def delete(self, key: StateKey) -> bool:
+    async def delete(self, key: SessionRef) -> bool:
         """Remove the stored state; return whether there was one."""
 
     async def list_sessions(self, agent_id: str, user_id: str) -> list[str]:
         """Return the sorted session ids stored for this agent and user."""
 
 
-def _describe(key: StateKey) -> str:
+def _describe(key: SessionRef) -> str:
     return f"agent={key.agent_id!r} user={key.user_id!r} session={key.session_id!r}"
 
 
@@ -88,7 +89,7 @@ def parse_state_file(raw: bytes, where: str) -> dict[str, Any]:
     return data
 
 
-def decode_state(data: Mapping[str, Any], key: StateKey, where: str) -> AgentState:
+def decode_state(data: Mapping[str, Any], key: SessionRef, where: str) -> AgentState:
     """The state stored as ``data`` in ``where``, checked to be the one of ``key``."""
     try:
         state = AgentState.from_dict(data)
@@ -117,10 +118,10 @@ class InMemoryStateStore:
     """
 
     def __init__(self) -> None:
-        self._states: dict[StateKey, dict[str, Any]] = {}
+        self._states: dict[SessionRef, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    async def load(self, key: StateKey) -> AgentState | None:
+    async def load(self, key: SessionRef) -> AgentState | None:
         with self._lock:
             data = self._states.get(key)  # stored dicts are replaced, never mutated
         return None if data is None else AgentState.from_dict(copy.deepcopy(data))
@@ -137,7 +138,7 @@ class InMemoryStateStore:
             self._states[key] = data
         state.version = new_version
 
-    async def delete(self, key: StateKey) -> bool:
+    async def delete(self, key: SessionRef) -> bool:
         with self._lock:
             return self._states.pop(key, None) is not None
 
@@ -167,14 +168,14 @@ class JsonFileStateStore:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
-    def path_for(self, key: StateKey) -> Path:
+    def path_for(self, key: SessionRef) -> Path:
         """The file that holds the state for ``key``."""
         names = [encode_part(key.agent_id), encode_part(key.user_id), encode_part(key.session_id)]
         if any(len(name) > _MAX_NAME_BYTES for name in names):
             raise ValueError(f"an id of {_describe(key)} is too long to be used as a file name")
         return self.root.joinpath(*names[:2], names[2] + ".json")
 
-    async def load(self, key: StateKey) -> AgentState | None:
+    async def load(self, key: SessionRef) -> AgentState | None:
         path = self.path_for(key)
         try:
             size = os.stat(path).st_size
@@ -192,7 +193,7 @@ class JsonFileStateStore:
         await asyncio.to_thread(self._save, state.key, state.version, data)
         state.version = new_version
 
-    async def delete(self, key: StateKey) -> bool:
+    async def delete(self, key: SessionRef) -> bool:
         return await asyncio.to_thread(self._delete, key)
 
     async def list_sessions(self, agent_id: str, user_id: str) -> list[str]:
@@ -200,12 +201,12 @@ class JsonFileStateStore:
         return await asyncio.to_thread(self._list, directory)
 
     # ------------------------------------------------------------ blocking work
-    def _load(self, key: StateKey) -> AgentState | None:
+    def _load(self, key: SessionRef) -> AgentState | None:
         path = self.path_for(key)
         data = self._read(path)
         return None if data is None else decode_state(data, key, str(path))
 
-    def _save(self, key: StateKey, expected: int, data: dict[str, Any]) -> None:
+    def _save(self, key: SessionRef, expected: int, data: dict[str, Any]) -> None:
         path = self.path_for(key)
         text = clean_text(json.dumps(data, ensure_ascii=False, indent=1))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -218,7 +219,7 @@ class JsonFileStateStore:
                 raise StateConflictError(key, expected, stored)
             self._write_atomically(path, text)
 
-    def _delete(self, key: StateKey) -> bool:
+    def _delete(self, key: SessionRef) -> bool:
         path = self.path_for(key)
         if not path.parent.is_dir():
             return False

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.record import SessionRecord
 from harnessed.log.search import (
     MatchMode,
     SearchHit,
@@ -24,6 +24,7 @@ from harnessed.log.search import (
     words,
 )
 from harnessed.log.store import SessionLogStore
+from harnessed.runtime import SessionRef
 
 __all__ = ["ScanSearchIndex"]
 
@@ -37,13 +38,13 @@ class ScanSearchIndex:
     def __repr__(self) -> str:
         return f"ScanSearchIndex({self.store!r})"
 
-    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+    async def add(self, key: SessionRef, records: Sequence[SessionRecord]) -> int:
         """Nothing to store: the log is searched directly."""
         if records:
             return max(r.seq for r in records)
         return await self.indexed_through(key)
 
-    async def indexed_through(self, key: SessionKey) -> int:
+    async def indexed_through(self, key: SessionRef) -> int:
         last = await self.store.tail(key, 1)
         return last[-1].seq if last else 0
 
@@ -54,7 +55,7 @@ class ScanSearchIndex:
         """Nothing to rebuild; returns the number of searchable messages."""
         total = 0
         for info in await store.sessions(agent_id, user_id):
-            records = await store.read(SessionKey(agent_id, user_id, info.session_id))
+            records = await store.read(SessionRef(agent_id, user_id, info.session_id))
             total += sum(1 for r in records if indexable(r) is not None)
         return total
 
@@ -77,7 +78,7 @@ class ScanSearchIndex:
             session_ids = [s.session_id for s in await self.store.sessions(agent_id, user_id)]
         scored: list[tuple[float, int, int, SearchHit]] = []
         for position, sid in enumerate(session_ids):
-            for record in await self.store.read(SessionKey(agent_id, user_id, sid)):
+            for record in await self.store.read(SessionRef(agent_id, user_id, sid)):
                 item = indexable(record)
                 if item is None:
                     continue

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from harnessed.capabilities.base import CallContext
-from harnessed.log.record import SessionKey
 from harnessed.messages import Msg
-from harnessed.runtime import RuntimeContext
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.subagents.board import Running, TaskBook
 from harnessed.subagents.child import LINK_KEY, ChildOutcome, ChildRun
 from harnessed.subagents.core import (
@@ -81,7 +80,7 @@ class Recovery(Spawning):
 async def _since_spawn(child: Delegate, ctx: RuntimeContext, task_id: str) -> list[Msg]:
     """The messages the sub-agent's log holds for this task (after its ``subagent/spawned``
     record): what it was given and how far it got."""
-    records = await child.session_store.read(SessionKey(child.name, ctx.user_id, ctx.session))
+    records = await child.session_store.read(SessionRef(child.name, ctx.user_id, ctx.session))
     start = next(
         (
             i

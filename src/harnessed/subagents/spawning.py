@@ -9,11 +9,11 @@ from typing import Any
 
 from harnessed.capabilities.base import CallContext
 from harnessed.events import Event
-from harnessed.log.record import NewRecord, RecordType, SessionKey
+from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import new_id
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
-from harnessed.runtime import RuntimeContext
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
 from harnessed.state.parked import PENDING_KEY
 from harnessed.subagents.board import Running
@@ -100,7 +100,7 @@ class Spawning(SubagentsCore):
         try:
             await self._inherit(child, child_ctx, call.state)
             await child.session_store.append(
-                SessionKey(child.name, call.user_id, child_session),
+                SessionRef(child.name, call.user_id, child_session),
                 [
                     NewRecord(
                         SPAWNED,
@@ -165,7 +165,7 @@ class Spawning(SubagentsCore):
         assert outcome is not None
         try:
             await child.session_store.append(
-                SessionKey(child.name, ctx.user_id, ctx.session),
+                SessionRef(child.name, ctx.user_id, ctx.session),
                 [
                     NewRecord(
                         COMPLETED,

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from harnessed.context.render import PROJECTION_KEY
 from harnessed.messages import ContentBlock, Msg, ToolResultBlock, ToolUseBlock, shared_prefix
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state.agent_state import AgentState
 
 __all__ = ["SupersededTodoReceipts"]
 
@@ -58,7 +59,7 @@ class SupersededTodoReceipts:
 
     def __init__(self, tool_name: str = "todo_write") -> None:
         self.tool_name = tool_name
-        self._memos: OrderedDict[StateKey, _Memo] = OrderedDict()
+        self._memos: OrderedDict[SessionRef, _Memo] = OrderedDict()
         # projected copies per original message: each old receipt is rebuilt only when the set
         # of its superseded calls changes
         self._marked: weakref.WeakKeyDictionary[Msg, tuple[frozenset[str], Msg]] = (
@@ -82,7 +83,7 @@ class SupersededTodoReceipts:
         memo.shown = prefix
         return [*prefix, *history[latest:]]
 
-    def _memo(self, key: StateKey) -> _Memo:
+    def _memo(self, key: SessionRef) -> _Memo:
         memo = self._memos.get(key)
         if memo is None:
             memo = self._memos[key] = _Memo()

@@ -8,20 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 
 from harnessed.turns.gate import LeaseLostError, TurnGate, TurnLease
 
-__all__ = ["gate_key", "keep_renewed", "turn_lease"]
+__all__ = ["keep_renewed", "turn_lease"]
 
 logger = logging.getLogger(__name__)
-
-
-def gate_key(agent_name: str, user_id: str, session_id: str) -> str:
-    """The turn gate's name for one session of one agent."""
-    return json.dumps([agent_name, user_id, session_id])
 
 
 async def keep_renewed(

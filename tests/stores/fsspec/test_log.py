@@ -9,15 +9,16 @@ from collections.abc import Iterator
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.log import NewRecord, SessionKey
+from harnessed.log import NewRecord
 from harnessed.models import ScriptedModel
+from harnessed.runtime import SessionRef
 from harnessed.stores import FilesystemSessionLogStore
 from harnessed.workspace import Filesystem, FsspecFilesystem, MemoryFilesystem
 from tests.support import s3_server as s3_support
 from tests.support.s3_server import S3Server
 
 s3_server = s3_support.s3_server
-KEY = SessionKey("agent", "u1", "s1")
+KEY = SessionRef("agent", "u1", "s1")
 
 
 def rec(i: int) -> NewRecord:
@@ -69,10 +70,10 @@ async def test_concurrent_appends_in_one_process_stay_gapless(fs: Filesystem) ->
 
 async def test_sessions_and_users_are_listed(fs: Filesystem) -> None:
     store = FilesystemSessionLogStore(fs)
-    await store.append(SessionKey("agent", "alice", "a1"), [rec(1)])
+    await store.append(SessionRef("agent", "alice", "a1"), [rec(1)])
     await asyncio.sleep(0.01)
-    await store.append(SessionKey("agent", "alice", "a/2"), [rec(1)])
-    await store.append(SessionKey("agent", "bob", "b1"), [rec(1)])
+    await store.append(SessionRef("agent", "alice", "a/2"), [rec(1)])
+    await store.append(SessionRef("agent", "bob", "b1"), [rec(1)])
     listed = await store.sessions("agent", "alice")
     assert [s.session_id for s in listed] == ["a/2", "a1"]  # newest first
     assert all(s.updated_at > 0 and s.size_bytes > 0 for s in listed)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext
-from harnessed.log import NewRecord, SessionKey, SessionRecord
+from harnessed.log import NewRecord, SessionRecord
 from harnessed.models import ScriptedModel
+from harnessed.runtime import SessionRef
 from harnessed.stores import (
     IndexedSessionLogStore,
     InMemorySessionLogStore,
@@ -19,7 +20,7 @@ from harnessed.stores import (
     SqliteSearchIndex,
 )
 
-KEY = SessionKey("agent", "u", "s")
+KEY = SessionRef("agent", "u", "s")
 
 
 def said(text: str) -> NewRecord:
@@ -36,7 +37,7 @@ class FlakyIndex(SqliteSearchIndex):
             self.failures -= 1
             raise OSError("disk full")
 
-    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+    async def add(self, key: SessionRef, records: Sequence[SessionRecord]) -> int:
         self._fail()
         return await super().add(key, records)
 
@@ -75,7 +76,7 @@ async def test_the_next_append_fills_a_gap_left_by_a_failure(tmp_path: Path) -> 
 async def test_records_written_by_a_plain_store_are_found(tmp_path: Path) -> None:
     plain = JsonlSessionLogStore(tmp_path)  # e.g. a workspace from before search existed
     await plain.append(KEY, [said("gamma old")])
-    await plain.append(SessionKey("agent", "u", "s2"), [said("gamma other session")])
+    await plain.append(SessionRef("agent", "u", "s2"), [said("gamma other session")])
     log = IndexedSessionLogStore(JsonlSessionLogStore(tmp_path), SqliteSearchIndex(tmp_path))
     hits = await log.search("agent", "u", "gamma")  # first search builds the user's index
     assert sorted((h.session_id, h.seq) for h in hits) == [("s", 1), ("s2", 1)]
@@ -127,14 +128,14 @@ def test_two_processes_share_the_log_and_the_index(tmp_path: Path) -> None:
 
 async def test_rebuild_every_user_needs_a_store_that_lists_users(tmp_path: Path) -> None:
     log = IndexedSessionLogStore(InMemorySessionLogStore(), SqliteSearchIndex(tmp_path))
-    await log.append(SessionKey("agent", "a", "s"), [said("eta")])
-    await log.append(SessionKey("agent", "b", "s"), [said("eta theta")])
+    await log.append(SessionRef("agent", "a", "s"), [said("eta")])
+    await log.append(SessionRef("agent", "b", "s"), [said("eta theta")])
     assert await log.users("agent") == ["a", "b"]
     assert await log.rebuild("agent") == 2
     assert await log.rebuild("agent", "b") == 1
 
     class Bare:
-        async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list:
+        async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list:
             return []
 
     with pytest.raises(TypeError, match="already indexed"):

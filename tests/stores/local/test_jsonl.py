@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harnessed.log import NewRecord, SessionKey, SessionLogStore
+from harnessed.log import NewRecord, SessionLogStore
+from harnessed.runtime import SessionRef
 from harnessed.stores import InMemorySessionLogStore, JsonlSessionLogStore
 from tests.support.postgres import postgres_store
 
-KEY = SessionKey("agent", "user-1", "s1")
+KEY = SessionRef("agent", "user-1", "s1")
 
 
 def rec(i: int, kind: str = "note") -> NewRecord:
@@ -45,9 +46,9 @@ async def test_append_assigns_gapless_sequence_and_reads_back(store: SessionLogS
 
 
 async def test_sessions_are_listed_per_user(store: SessionLogStore) -> None:
-    await store.append(SessionKey("agent", "alice", "a1"), [rec(1)])
-    await store.append(SessionKey("agent", "alice", "a/2"), [rec(1)])
-    await store.append(SessionKey("agent", "bob", "b1"), [rec(1)])
+    await store.append(SessionRef("agent", "alice", "a1"), [rec(1)])
+    await store.append(SessionRef("agent", "alice", "a/2"), [rec(1)])
+    await store.append(SessionRef("agent", "bob", "b1"), [rec(1)])
     assert sorted(s.session_id for s in await store.sessions("agent", "alice")) == ["a/2", "a1"]
     assert [s.session_id for s in await store.sessions("agent", "bob")] == ["b1"]
     assert await store.sessions("agent", "carol") == []
@@ -90,7 +91,7 @@ async def test_a_corrupt_line_in_the_middle_is_skipped(tmp_path: Path) -> None:
 
 async def test_ids_cannot_escape_the_root(tmp_path: Path) -> None:
     store = JsonlSessionLogStore(tmp_path / "agents")
-    key = SessionKey("../x", "../../etc", "../passwd")
+    key = SessionRef("../x", "../../etc", "../passwd")
     await store.append(key, [rec(1)])
     path = store.path_for(key).resolve()
     assert path.is_relative_to((tmp_path / "agents").resolve())

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harnessed.log import NewRecord, SessionKey, SessionRecord
+from harnessed.log import NewRecord, SessionRecord
 from harnessed.messages import Msg
+from harnessed.runtime import SessionRef
 from harnessed.stores import IndexedSessionLogStore, JsonlSessionLogStore, SqliteSearchIndex
 
 
@@ -58,10 +59,10 @@ async def test_concurrent_appends_to_many_sessions_are_durable_when_they_return(
 ) -> None:
     watch = SyncWatch(monkeypatch)
     store = JsonlSessionLogStore(tmp_path, durable=True)
-    keys = [SessionKey("a", f"u{i % 3}", f"s{i}") for i in range(12)]
-    unsynced: list[tuple[SessionKey, int]] = []
+    keys = [SessionRef("a", f"u{i % 3}", f"s{i}") for i in range(12)]
+    unsynced: list[tuple[SessionRef, int]] = []
 
-    async def writer(w: int) -> list[tuple[SessionKey, list[SessionRecord]]]:
+    async def writer(w: int) -> list[tuple[SessionRef, list[SessionRecord]]]:
         out = []
         for i in range(10):
             key = keys[(w + i) % len(keys)]
@@ -92,8 +93,8 @@ async def test_a_failed_fsync_fails_exactly_the_appends_of_that_file(
 ) -> None:
     watch = SyncWatch(monkeypatch)
     store = JsonlSessionLogStore(tmp_path, durable=True)
-    good = [SessionKey("a", "u", f"good{i}") for i in range(3)]
-    bad = SessionKey("a", "u", "bad")
+    good = [SessionRef("a", "u", f"good{i}") for i in range(3)]
+    bad = SessionRef("a", "u", "bad")
     for key in [*good, bad]:  # the files exist (and are synced) before the fault
         await store.append(key, [note(0)])
     watch.failing.add(str(store.path_for(bad)))
@@ -119,14 +120,14 @@ async def test_a_failed_fsync_fails_exactly_the_appends_of_that_file(
 
 async def test_an_id_that_cannot_name_a_file_fails_only_its_own_append(tmp_path: Path) -> None:
     store = JsonlSessionLogStore(tmp_path, durable=True)
-    ok = SessionKey("a", "u", "fine")
+    ok = SessionRef("a", "u", "fine")
     results = await asyncio.gather(
         store.append(ok, [note(1)]),
-        store.append(SessionKey("a", "u", ""), [note(2)]),
+        store.append(SessionRef("a", "u", "x" * 300), [note(2)]),  # too long for a file name
         store.append(ok, [note(3)]),
         return_exceptions=True,
     )
-    assert isinstance(results[1], ValueError)
+    assert isinstance(results[1], OSError)
     assert [[r.seq for r in stored] for stored in (results[0], results[2])] == [[1], [2]]
 
 
@@ -134,7 +135,7 @@ async def test_batches_of_many_users_are_indexed_per_user(tmp_path: Path) -> Non
     log = IndexedSessionLogStore(
         JsonlSessionLogStore(tmp_path, durable=True), SqliteSearchIndex(tmp_path)
     )
-    keys = [SessionKey("a", f"user{u}", f"s{s}") for u in range(3) for s in range(4)]
+    keys = [SessionRef("a", f"user{u}", f"s{s}") for u in range(3) for s in range(4)]
     await asyncio.gather(*(log.append(keys[i % 12], [note(i)]) for i in range(240)))
     for key in keys:
         assert await log.index.indexed_through(key) == 20
@@ -147,7 +148,7 @@ async def test_batches_of_many_users_are_indexed_per_user(tmp_path: Path) -> Non
 def _batch_writer(root: str, worker: int, rounds: int) -> None:
     async def run() -> None:
         store = JsonlSessionLogStore(root, durable=True)
-        keys = [SessionKey("a", "u", f"s{i}") for i in range(4)]
+        keys = [SessionRef("a", "u", f"s{i}") for i in range(4)]
 
         async def one(task: int) -> None:
             for i in range(rounds):
@@ -170,7 +171,7 @@ def test_processes_writing_batches_keep_every_session_gapless(tmp_path: Path) ->
 
     async def read_all() -> list[list[SessionRecord]]:
         store = JsonlSessionLogStore(tmp_path)
-        return [await store.read(SessionKey("a", "u", f"s{i}")) for i in range(4)]
+        return [await store.read(SessionRef("a", "u", f"s{i}")) for i in range(4)]
 
     sessions = asyncio.run(read_all())
     seen = set()
@@ -194,11 +195,12 @@ async def test_a_read_of_nothing_new_is_answered_without_a_worker_thread(tmp_pat
     news is read as before."""
     import asyncio as aio
 
-    from harnessed.log import NewRecord, SessionKey
+    from harnessed.log import NewRecord
     from harnessed.messages import Msg
+    from harnessed.runtime import SessionRef
     from harnessed.stores import JsonlSessionLogStore
 
-    key = SessionKey("a", "u", "s")
+    key = SessionRef("a", "u", "s")
     mine, other = JsonlSessionLogStore(tmp_path), JsonlSessionLogStore(tmp_path)
     stored = await mine.append(key, [NewRecord.message(Msg.user("one"), run_id="r", turn_id="t")])
     handoffs: list[object] = []

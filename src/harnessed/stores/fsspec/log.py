@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.record import NewRecord, SessionRecord
 from harnessed.log.store import SessionInfo
-from harnessed.runtime import SessionLocks
+from harnessed.runtime import SessionLocks, SessionRef
 from harnessed.workspace.appendlog import SEGMENTS_SUFFIX, AppendLog
 from harnessed.workspace.filesystem import Filesystem
 from harnessed.workspace.paths import encode_part, join, session_dir_parts
@@ -72,7 +72,7 @@ class FilesystemSessionLogStore:
         self.fs = fs
         self.root = fs.normalize(root)
         self.segmented = segmented
-        self._logs: OrderedDict[SessionKey, _Log] = OrderedDict()
+        self._logs: OrderedDict[SessionRef, _Log] = OrderedDict()
         self._locks = SessionLocks()
 
     def __repr__(self) -> str:
@@ -81,12 +81,12 @@ class FilesystemSessionLogStore:
     def _user_dir(self, agent_id: str, user_id: str) -> str:
         return join(self.root, *session_dir_parts(agent_id, user_id))
 
-    def path_for(self, key: SessionKey) -> str:
+    def path_for(self, key: SessionRef) -> str:
         name = encode_part(key.session_id, "session id") + _SUFFIX
         return join(self._user_dir(key.agent_id, key.user_id), name)
 
     # ---------------------------------------------------------------- cache
-    def _entry(self, key: SessionKey) -> _Log:
+    def _entry(self, key: SessionRef) -> _Log:
         entry = self._logs.get(key)
         if entry is None:
             entry = _Log(AppendLog(self.fs, self.path_for(key), segmented=self.segmented))
@@ -96,7 +96,7 @@ class FilesystemSessionLogStore:
             self._logs.popitem(last=False)
         return entry
 
-    async def _sync(self, key: SessionKey) -> _Log:
+    async def _sync(self, key: SessionRef) -> _Log:
         """Bring the cached records of a session up to date with storage."""
         entry = self._entry(key)
         fs, path = self.fs, entry.log.path
@@ -119,7 +119,7 @@ class FilesystemSessionLogStore:
         return entry
 
     # ---------------------------------------------------------------- write
-    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list[SessionRecord]:
         """Append records as one write; returns them with their sequence numbers."""
         if not records:
             return []
@@ -141,7 +141,7 @@ class FilesystemSessionLogStore:
     # ----------------------------------------------------------------- read
     async def read(
         self,
-        key: SessionKey,
+        key: SessionRef,
         *,
         after_seq: int = 0,
         types: Sequence[str] | None = None,
@@ -159,7 +159,7 @@ class FilesystemSessionLogStore:
         return out[:limit] if limit is not None else out
 
     async def tail(
-        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+        self, key: SessionRef, count: int, *, types: Sequence[str] | None = None
     ) -> list[SessionRecord]:
         records = await self.read(key, types=types)
         return records[-count:] if count > 0 else []

@@ -17,8 +17,8 @@ import json
 from typing import Any
 
 from harnessed.messages import clean_text
-from harnessed.runtime import SessionLocks
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import SessionLocks, SessionRef
+from harnessed.state.agent_state import AgentState
 from harnessed.state.store import (
     StateConflictError,
     StateCorruptedError,
@@ -43,7 +43,7 @@ class FilesystemStateStore:
     def __repr__(self) -> str:
         return f"FilesystemStateStore({self.fs!r}, {self.root!r})"
 
-    def path_for(self, key: StateKey) -> str:
+    def path_for(self, key: SessionRef) -> str:
         return join(
             self.root,
             encode_part(key.agent_id, "agent id"),
@@ -51,7 +51,7 @@ class FilesystemStateStore:
             encode_part(key.session_id, "session id") + ".json",
         )
 
-    async def load(self, key: StateKey) -> AgentState | None:
+    async def load(self, key: SessionRef) -> AgentState | None:
         path = self.path_for(key)
         data = await self._read(path)
         return None if data is None else decode_state(data, key, path)
@@ -71,7 +71,7 @@ class FilesystemStateStore:
             await self.fs.write_text(path, text)
         state.version = new_version
 
-    async def delete(self, key: StateKey) -> bool:
+    async def delete(self, key: SessionRef) -> bool:
         path = self.path_for(key)
         async with self._locks.hold(key.agent_id, key.user_id, key.session_id):
             if not await self.fs.exists(path):

@@ -10,9 +10,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.record import SessionRecord
 from harnessed.log.search import indexable
 from harnessed.log.store import SessionLogStore
+from harnessed.runtime import SessionRef
 from harnessed.workspace.paths import session_dir_parts
 
 __all__ = ["Handle", "HandlePool", "rebuild_from_log", "user_session_file"]
@@ -87,7 +88,7 @@ class HandlePool(Generic[H]):
 
 
 async def rebuild_from_log(
-    add: Callable[[SessionKey, Sequence[SessionRecord]], Awaitable[int]],
+    add: Callable[[SessionRef, Sequence[SessionRecord]], Awaitable[int]],
     store: SessionLogStore,
     agent_id: str,
     user_id: str,
@@ -96,7 +97,7 @@ async def rebuild_from_log(
     """Feed every session of the user to ``add`` in chunks; returns the records indexed."""
     total = 0
     for info in await store.sessions(agent_id, user_id):
-        key = SessionKey(agent_id, user_id, info.session_id)
+        key = SessionRef(agent_id, user_id, info.session_id)
         records = await store.read(key)
         total += sum(1 for r in records if indexable(r) is not None)
         for start in range(0, len(records), chunk):

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Sequence
 
 from harnessed._internal.group_commit import Failed, GroupCommit
-from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.record import NewRecord, SessionRecord
 from harnessed.log.search import (
     BlockingSearchIndex,
     GroupedSearchIndex,
@@ -33,7 +33,7 @@ from harnessed.log.store import (
     SessionLogStore,
     Stored,
 )
-from harnessed.runtime import SessionLocks
+from harnessed.runtime import SessionLocks, SessionRef
 
 __all__ = ["IndexedSessionLogStore"]
 
@@ -48,14 +48,14 @@ class IndexedSessionLogStore:
             raise TypeError("the store is already indexed; pass its .store instead")
         self.store = store
         self.index = index
-        self._behind: set[SessionKey] = set()
+        self._behind: set[SessionRef] = set()
         self._verified: set[tuple[str, str]] = set()
         """Users whose every session was compared with the index in this process."""
         self._builds = SessionLocks()
-        self._groups: GroupCommit[tuple[SessionKey, Sequence[SessionRecord]], None] = GroupCommit(
+        self._groups: GroupCommit[tuple[SessionRef, Sequence[SessionRecord]], None] = GroupCommit(
             self._index_group
         )
-        self._batches: GroupCommit[tuple[SessionKey, Sequence[NewRecord]], list[SessionRecord]]
+        self._batches: GroupCommit[tuple[SessionRef, Sequence[NewRecord]], list[SessionRecord]]
         self._batches = GroupCommit(self._append_batch)
         self._fused: tuple[BatchAppendStore, BlockingSearchIndex] | None = None
         if isinstance(store, BatchAppendStore) and isinstance(index, BlockingSearchIndex):
@@ -65,7 +65,7 @@ class IndexedSessionLogStore:
         return f"IndexedSessionLogStore({self.store!r}, {self.index!r})"
 
     # ------------------------------------------------------------ the store
-    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list[SessionRecord]:
         if self._fused is not None:
             return await self._batches.submit(None, (key, records)) if records else []
         stored = await self.store.append(key, records)
@@ -76,9 +76,9 @@ class IndexedSessionLogStore:
         return stored
 
     async def _index_group(
-        self, scope: object, items: list[tuple[SessionKey, Sequence[SessionRecord]]]
+        self, scope: object, items: list[tuple[SessionRef, Sequence[SessionRecord]]]
     ) -> list[None]:
-        by_session: dict[SessionKey, list[SessionRecord]] = {}
+        by_session: dict[SessionRef, list[SessionRecord]] = {}
         for key, stored in items:
             by_session.setdefault(key, []).extend(stored)
         for stored in by_session.values():
@@ -109,16 +109,16 @@ class IndexedSessionLogStore:
         return [None] * len(items)
 
     async def _append_batch(
-        self, _: object, appends: list[tuple[SessionKey, Sequence[NewRecord]]]
+        self, _: object, appends: list[tuple[SessionRef, Sequence[NewRecord]]]
     ) -> Sequence[list[SessionRecord] | Failed]:
         """Log a batch and index it in the same worker thread; then, back here, note what
         the index could not take and fill the gaps other writers left."""
         assert self._fused is not None
         store, index = self._fused
-        outcome: dict[SessionKey, tuple[list[SessionRecord], int | Exception]] = {}
+        outcome: dict[SessionRef, tuple[list[SessionRecord], int | Exception]] = {}
 
         def index_batch(done: Stored) -> None:
-            users: dict[tuple[str, str], dict[SessionKey, list[SessionRecord]]] = {}
+            users: dict[tuple[str, str], dict[SessionRef, list[SessionRecord]]] = {}
             for key, stored in done:
                 users.setdefault((key.agent_id, key.user_id), {}).setdefault(key, []).extend(stored)
             for (agent_id, user_id), sessions in users.items():
@@ -148,7 +148,7 @@ class IndexedSessionLogStore:
 
     async def read(
         self,
-        key: SessionKey,
+        key: SessionRef,
         *,
         after_seq: int = 0,
         types: Sequence[str] | None = None,
@@ -157,7 +157,7 @@ class IndexedSessionLogStore:
         return await self.store.read(key, after_seq=after_seq, types=types, limit=limit)
 
     async def tail(
-        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+        self, key: SessionRef, count: int, *, types: Sequence[str] | None = None
     ) -> list[SessionRecord]:
         return await self.store.tail(key, count, types=types)
 
@@ -173,7 +173,7 @@ class IndexedSessionLogStore:
         return await self.store.users(agent_id)
 
     # ------------------------------------------------------------ indexing
-    async def _index(self, key: SessionKey, stored: Sequence[SessionRecord]) -> None:
+    async def _index(self, key: SessionRef, stored: Sequence[SessionRecord]) -> None:
         try:
             through = await self.index.add(key, stored)
             if through < stored[-1].seq:  # records another writer appended are missing
@@ -190,7 +190,7 @@ class IndexedSessionLogStore:
         else:
             self._behind.discard(key)
 
-    async def catch_up(self, key: SessionKey) -> int:
+    async def catch_up(self, key: SessionRef) -> int:
         """Index whatever of the session's log the index does not have yet."""
         through = await self.index.indexed_through(key)
         missing = await self.store.read(key, after_seq=through)
@@ -212,7 +212,7 @@ class IndexedSessionLogStore:
                 # A process that stopped between writing the log and the index (a crash, a
                 # kill) left no note of it: compare every session once per process.
                 for info in await self.store.sessions(agent_id, user_id):
-                    key = SessionKey(agent_id, user_id, info.session_id)
+                    key = SessionRef(agent_id, user_id, info.session_id)
                     last = await self.store.tail(key, 1)
                     if last and await self.index.indexed_through(key) < last[-1].seq:
                         self._behind.add(key)
@@ -262,7 +262,7 @@ class IndexedSessionLogStore:
         await self.index.close()
 
 
-def _warn_behind(key: SessionKey, error: Exception) -> None:
+def _warn_behind(key: SessionRef, error: Exception) -> None:
     logger.warning(
         "could not index session %s of user %s (the log is complete; the index catches up "
         "before the next search)",

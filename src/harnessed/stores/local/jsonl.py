@@ -23,8 +23,9 @@ from urllib.parse import unquote
 
 from harnessed._internal.gcpause import gc_paused
 from harnessed._internal.group_commit import Failed, GroupCommit
-from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.record import NewRecord, SessionRecord
 from harnessed.log.store import SessionInfo, Stored
+from harnessed.runtime import SessionRef
 from harnessed.stores.local.index_files import user_session_file
 from harnessed.stores.local.jsonl_files import TailCache, parse_line, write_batch
 from harnessed.workspace.paths import encode_part
@@ -52,13 +53,13 @@ class JsonlSessionLogStore:
         per file, and the files' fsyncs at once (group commit)."""
         self.root = Path(root)
         self.durable = durable
-        self._paths: dict[SessionKey, Path] = {}  # ids encoded once, not on every append
+        self._paths: dict[SessionRef, Path] = {}  # ids encoded once, not on every append
         self._tails: TailCache = {}
         self._reported: set[tuple[Path, int]] = set()  # unreadable lines already warned about
-        self._batches: GroupCommit[tuple[SessionKey, Sequence[NewRecord]], list[SessionRecord]]
+        self._batches: GroupCommit[tuple[SessionRef, Sequence[NewRecord]], list[SessionRecord]]
         self._batches = GroupCommit(lambda _, appends: self.append_batch(appends))
 
-    def path_for(self, key: SessionKey) -> Path:
+    def path_for(self, key: SessionRef) -> Path:
         path = self._paths.get(key)
         if path is None:
             name = f"{encode_part(key.session_id, 'session id')}{_SUFFIX}"
@@ -69,7 +70,7 @@ class JsonlSessionLogStore:
         return path
 
     # ---------------------------------------------------------------- write
-    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list[SessionRecord]:
         """Append records atomically as a group; returns them with their sequence numbers."""
         if not records:
             return []
@@ -77,7 +78,7 @@ class JsonlSessionLogStore:
 
     async def append_batch(
         self,
-        appends: Sequence[tuple[SessionKey, Sequence[NewRecord]]],
+        appends: Sequence[tuple[SessionRef, Sequence[NewRecord]]],
         *,
         then: Callable[[Stored], None] | None = None,
     ) -> list[list[SessionRecord] | Failed]:
@@ -87,7 +88,7 @@ class JsonlSessionLogStore:
 
     def _write(
         self,
-        appends: Sequence[tuple[SessionKey, Sequence[NewRecord]]],
+        appends: Sequence[tuple[SessionRef, Sequence[NewRecord]]],
         then: Callable[[Stored], None] | None,
     ) -> list[list[SessionRecord] | Failed]:
         results: list[list[SessionRecord] | Failed] = []
@@ -118,7 +119,7 @@ class JsonlSessionLogStore:
     # ----------------------------------------------------------------- read
     async def read(
         self,
-        key: SessionKey,
+        key: SessionRef,
         *,
         after_seq: int = 0,
         types: Sequence[str] | None = None,
@@ -207,7 +208,7 @@ class JsonlSessionLogStore:
             self._tails[path] = (end, last)
 
     async def tail(
-        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+        self, key: SessionRef, count: int, *, types: Sequence[str] | None = None
     ) -> list[SessionRecord]:
         """The last ``count`` records (of the given types)."""
         records = await self.read(key, types=types)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.record import SessionRecord
 from harnessed.log.search import (
     MatchMode,
     SearchHit,
@@ -34,6 +34,7 @@ from harnessed.log.search import (
     timestamp_micros,
 )
 from harnessed.log.store import SessionLogStore
+from harnessed.runtime import SessionRef
 from harnessed.stores.local.index_files import HandlePool, rebuild_from_log, user_session_file
 
 __all__ = ["DEFAULT_TOKENIZER", "INDEX_FILE", "SqliteSearchIndex", "fts_query"]
@@ -177,7 +178,7 @@ class SqliteSearchIndex:
         return await asyncio.to_thread(self._pool.use, path, lambda db: work(db.conn))
 
     # ------------------------------------------------------------------ write
-    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+    async def add(self, key: SessionRef, records: Sequence[SessionRecord]) -> int:
         if not records:
             return await self.indexed_through(key)
         ordered = sorted(records, key=lambda r: r.seq)
@@ -200,7 +201,7 @@ class SqliteSearchIndex:
         path = self.path_for(agent_id, user_id)
         return self._pool.use(path, lambda db: _add_many(db.conn, batches))
 
-    async def indexed_through(self, key: SessionKey) -> int:
+    async def indexed_through(self, key: SessionRef) -> int:
         if not self.path_for(key.agent_id, key.user_id).exists():
             return 0
         return await self._run(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.record import SessionRecord
 from harnessed.log.search import (
     MatchMode,
     SearchHit,
@@ -30,6 +30,7 @@ from harnessed.log.search import (
     timestamp_micros,
 )
 from harnessed.log.store import SessionLogStore
+from harnessed.runtime import SessionRef
 from harnessed.stores.local.index_files import HandlePool, rebuild_from_log, user_session_file
 
 __all__ = ["TANTIVY_DIR", "TantivySearchIndex"]
@@ -141,13 +142,13 @@ class TantivySearchIndex:
         return await asyncio.to_thread(self._pool.use, self.path_for(agent_id, user_id), work)
 
     # ------------------------------------------------------------ write
-    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+    async def add(self, key: SessionRef, records: Sequence[SessionRecord]) -> int:
         ordered = sorted(records, key=lambda r: r.seq)
         return await self._run(
             key.agent_id, key.user_id, lambda h: _add(h, key.session_id, ordered)
         )
 
-    async def indexed_through(self, key: SessionKey) -> int:
+    async def indexed_through(self, key: SessionRef) -> int:
         if not self.path_for(key.agent_id, key.user_id).exists():
             return 0
         return await self._run(key.agent_id, key.user_id, lambda h: _mark(h, key.session_id))

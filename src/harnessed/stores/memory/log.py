@@ -6,8 +6,9 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.record import NewRecord, SessionRecord
 from harnessed.log.store import SessionInfo
+from harnessed.runtime import SessionRef
 
 __all__ = ["InMemorySessionLogStore"]
 
@@ -16,11 +17,11 @@ class InMemorySessionLogStore:
     """Keeps records in process memory; lost when the process ends."""
 
     def __init__(self) -> None:
-        self._logs: dict[SessionKey, list[SessionRecord]] = {}
-        self._updated: dict[SessionKey, float] = {}
+        self._logs: dict[SessionRef, list[SessionRecord]] = {}
+        self._updated: dict[SessionRef, float] = {}
         self._lock = asyncio.Lock()
 
-    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list[SessionRecord]:
         async with self._lock:
             log = self._logs.setdefault(key, [])
             stored = [SessionRecord.assign(len(log) + i + 1, r) for i, r in enumerate(records)]
@@ -31,7 +32,7 @@ class InMemorySessionLogStore:
 
     async def read(
         self,
-        key: SessionKey,
+        key: SessionRef,
         *,
         after_seq: int = 0,
         types: Sequence[str] | None = None,
@@ -42,7 +43,7 @@ class InMemorySessionLogStore:
         return out[:limit] if limit is not None else out
 
     async def tail(
-        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+        self, key: SessionRef, count: int, *, types: Sequence[str] | None = None
     ) -> list[SessionRecord]:
         records = await self.read(key, types=types)
         return records[-count:] if count > 0 else []

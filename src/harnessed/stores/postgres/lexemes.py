@@ -18,9 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from harnessed.log.record import SessionKey, SessionRecord
+from harnessed.log.record import SessionRecord
 from harnessed.log.search import MatchMode, indexable, timestamp_micros, words
 from harnessed.messages import clean_text
+from harnessed.runtime import SessionRef
 
 __all__ = [
     "INEXACT",
@@ -101,7 +102,7 @@ def search_fields(record: SessionRecord) -> tuple[Any, ...] | None:
     return (timestamp_micros(stamp), stamp, role, name, db_text(text), tsvector(words(text)))
 
 
-def search_row(key: SessionKey, record: SessionRecord) -> tuple[Any, ...] | None:
+def search_row(key: SessionRef, record: SessionRecord) -> tuple[Any, ...] | None:
     """The ``harnessed_search`` row of a searchable record (``None`` for the others)."""
     fields = search_fields(record)
     if fields is None:

@@ -12,8 +12,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harnessed.log.record import NewRecord, SessionKey, SessionRecord
+from harnessed.log.record import NewRecord, SessionRecord
 from harnessed.log.store import SessionInfo
+from harnessed.runtime import SessionRef
 from harnessed.stores.postgres.connection import PostgresStore
 from harnessed.stores.postgres.lexemes import db_text, search_fields
 
@@ -66,7 +67,7 @@ class PostgresSessionLogStore:
     def __repr__(self) -> str:
         return f"PostgresSessionLogStore(schema={self.store.schema!r})"
 
-    async def append(self, key: SessionKey, records: Sequence[NewRecord]) -> list[SessionRecord]:
+    async def append(self, key: SessionRef, records: Sequence[NewRecord]) -> list[SessionRecord]:
         if not records:
             return []
         payloads = [
@@ -108,7 +109,7 @@ class PostgresSessionLogStore:
 
     async def read(
         self,
-        key: SessionKey,
+        key: SessionRef,
         *,
         after_seq: int = 0,
         types: Sequence[str] | None = None,
@@ -131,7 +132,7 @@ class PostgresSessionLogStore:
         return await self._fetch(query, params)
 
     async def tail(
-        self, key: SessionKey, count: int, *, types: Sequence[str] | None = None
+        self, key: SessionRef, count: int, *, types: Sequence[str] | None = None
     ) -> list[SessionRecord]:
         if count <= 0:
             return []
@@ -147,7 +148,7 @@ class PostgresSessionLogStore:
         params.append(count)
         return list(reversed(await self._fetch(query, params)))
 
-    async def last_seq(self, key: SessionKey) -> int:
+    async def last_seq(self, key: SessionRef) -> int:
         """The newest sequence number of a session (0 when it has no records)."""
         async with self.store.connection() as conn:
             cursor = await conn.execute(

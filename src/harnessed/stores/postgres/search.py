@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harnessed.log.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.search import (
     MatchMode,
     SearchHit,
@@ -23,6 +23,7 @@ from harnessed.log.search import (
     words,
 )
 from harnessed.log.store import SessionLogStore
+from harnessed.runtime import SessionRef
 from harnessed.stores.postgres.connection import PostgresStore
 from harnessed.stores.postgres.lexemes import INSERT_SEARCH_ROW, search_row, tsquery
 from harnessed.stores.postgres.log import PostgresSessionLogStore
@@ -39,13 +40,13 @@ class PostgresSearchIndex:
     def __repr__(self) -> str:
         return f"PostgresSearchIndex(schema={self.store.schema!r})"
 
-    async def add(self, key: SessionKey, records: Sequence[SessionRecord]) -> int:
+    async def add(self, key: SessionRef, records: Sequence[SessionRecord]) -> int:
         # Appends index their own messages in the same transaction: nothing is left to do.
         if records:
             return max(r.seq for r in records)
         return await self.indexed_through(key)
 
-    async def indexed_through(self, key: SessionKey) -> int:
+    async def indexed_through(self, key: SessionRef) -> int:
         # every append indexes its messages in its own statement: the index is the log
         return await PostgresSessionLogStore(self.store).last_seq(key)
 
@@ -110,7 +111,7 @@ class PostgresSearchIndex:
                 (agent_id, user_id),
             )
             for info in await store.sessions(agent_id, user_id):
-                key = SessionKey(agent_id, user_id, info.session_id)
+                key = SessionRef(agent_id, user_id, info.session_id)
                 records = await store.read(key, types=[RecordType.MESSAGE])
                 rows = [r for r in (search_row(key, rec) for rec in records) if r is not None]
                 if rows:

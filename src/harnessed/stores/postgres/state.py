@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from harnessed.messages import clean_text
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.runtime import SessionRef
+from harnessed.state.agent_state import AgentState
 from harnessed.state.store import (
     StateConflictError,
     decode_state,
@@ -31,7 +32,7 @@ class PostgresStateStore:
     def __repr__(self) -> str:
         return f"PostgresStateStore(schema={self.store.schema!r})"
 
-    async def load(self, key: StateKey) -> AgentState | None:
+    async def load(self, key: SessionRef) -> AgentState | None:
         async with self.store.connection() as conn:
             cursor = await conn.execute(
                 "SELECT version, data FROM harnessed_states"
@@ -75,7 +76,7 @@ class PostgresStateStore:
                 raise StateConflictError(key, state.version, int(row[0]) if row else 0)
         state.version = new_version
 
-    async def delete(self, key: StateKey) -> bool:
+    async def delete(self, key: SessionRef) -> bool:
         async with self.store.connection() as conn:
             cursor = await conn.execute(
                 "DELETE FROM harnessed_states"
