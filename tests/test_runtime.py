@@ -57,7 +57,7 @@ def test_a_session_ref_names_the_empty_part_and_has_one_text_form() -> None:
 
     from harnessed import RuntimeContext, SessionRef
 
-    with pytest.raises(ValueError, match="SessionRef.user_id must be a non-empty string"):
+    with pytest.raises(ValueError, match=r"SessionRef\.user_id must be a non-empty string"):
         SessionRef("agent", "", "s1")
     ref = SessionRef.of("agent", RuntimeContext(user_id="u", session_id="s1"))
     assert ref == SessionRef("agent", "u", "s1")
