@@ -14,8 +14,11 @@ import contextlib
 import os
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from harnessed._internal.forward import forward
 from harnessed.agent_host import AgentHost
+from harnessed.agent_log import SessionQueries
 from harnessed.agent_sessions import SessionAccess
 from harnessed.builtins import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
 from harnessed.capabilities.base import Capability
@@ -59,6 +62,9 @@ from harnessed.tools.toolkit import ToolGuard, Toolkit
 from harnessed.turns.control import TurnControl
 from harnessed.workspace import Filesystem, IsolationScope, Workspace
 
+if TYPE_CHECKING:
+    from harnessed.turns.gate import TurnGate  # loaded with the first turn
+
 __all__ = ["AgentInput", "HarnessAgent"]
 
 # Default history transforms (frozen configs, safe to share).
@@ -67,7 +73,7 @@ _EVICTION = ToolResultEvictionConfig()
 _PRUNE = PruneConfig()
 
 
-class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, SessionAccess):
+class HarnessAgent(AgentHost):
     """A long-running agent: a model, tools, capabilities, and a harness around every request.
 
     Args:
@@ -156,7 +162,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         )
         self._stores = agent_stores(self.workspace, store, state_store, session_store, search_index)
         self.store, self.state_store = self._stores.shared, self._stores.state
-        self.session_store, self._turn_gate = self._stores.sessions, self._stores.gate
+        self.session_store = self._stores.sessions
         self.conversation = ConversationStore(self.session_store, self.state_store)  # history
         self.max_iters, self.max_output_tokens = max_iters, max_output_tokens
         self.compaction = compaction
@@ -192,6 +198,14 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         self._locks = SessionLocks()
         self._editor = StateEditor(name, self.state_store, self.session_store, self._locks)
         self.verification = VerificationService(self._editor)
+        # the parts whose methods the agent offers (see the forwards below the constructor)
+        self._tasks = TaskControls(self._editor, self.verification)
+        self._plan = PlanControls(name, self._editor, self.capability)
+        self._permissions = PermissionControls(name, self._editor, lambda: self.approval_gate)
+        self._log = SessionQueries(name, self.session_store)
+        self._sessions = SessionAccess(self, name, self.workspace)
+        if self._stores.gate is not None:
+            self._sessions.turn_gate = self._stores.gate
         shortcuts = Shortcuts(
             file_tools=file_tools,
             shell=shell,
@@ -214,6 +228,36 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""
         self.toolkit = Toolkit(tools)
         self._plug_in(frozenset(self.toolkit.names))
+
+    # ----------------------------------------------- the parts' methods, forwarded
+    task_state = forward("_tasks", TaskControls.task_state)
+    begin_task = forward("_tasks", TaskControls.begin_task)
+    add_requirement = forward("_tasks", TaskControls.add_requirement)
+    confirm_requirement = forward("_tasks", TaskControls.confirm_requirement)
+    reject_requirement = forward("_tasks", TaskControls.reject_requirement)
+    set_task_subject = forward("_tasks", TaskControls.set_task_subject)
+    end_task = forward("_tasks", TaskControls.end_task)
+    enter_plan_mode = forward("_plan", PlanControls.enter_plan_mode)
+    exit_plan_mode = forward("_plan", PlanControls.exit_plan_mode)
+    set_permission_mode = forward("_permissions", PermissionControls.set_permission_mode)
+    set_permission_rules = forward("_permissions", PermissionControls.set_permission_rules)
+    pending_confirmations = forward("_permissions", PermissionControls.pending_confirmations)
+    respond = forward("_permissions", PermissionControls.respond)
+    session_log = forward("_log", SessionQueries.session_log)
+    session_messages = forward("_log", SessionQueries.session_messages)
+    sessions = forward("_log", SessionQueries.sessions)
+    session_search = forward("_log", SessionQueries.session_search)
+    session = forward("_sessions", SessionAccess.session)
+
+    @property
+    def turn_gate(self) -> TurnGate:
+        """Keeps one turn per session running at a time, across processes (see
+        :attr:`SessionAccess.turn_gate`); assign another before the first turn."""
+        return self._sessions.turn_gate
+
+    @turn_gate.setter
+    def turn_gate(self, gate: TurnGate) -> None:
+        self._sessions.turn_gate = gate
 
     # ------------------------------------------------------------ public API
     async def call(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
@@ -258,7 +302,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         await discover_windows(self.models())  # self-hosted servers tell their window once
-        lease = self._call_lease(ctx, control)  # first: across processes, then this one
+        lease = self._sessions.call_lease(ctx, control)  # first: across processes, then this one
         async with lease, self._locks.hold(self.name, ctx.user_id, ctx.session):
             run = AgentRun(self, ctx, confirmations, control)
             async with contextlib.aclosing(run.execute(messages)) as events:

@@ -1,4 +1,4 @@
-"""Reading an agent's session log: part of :class:`~harnessed.HarnessAgent` (a mixin)."""
+"""Reading an agent's session log: a part of :class:`~harnessed.HarnessAgent`."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ __all__ = ["SessionQueries"]
 class SessionQueries:
     """The full history of an agent's sessions, and search over it."""
 
-    name: str
-    session_store: IndexedSessionLogStore
+    def __init__(self, name: str, session_store: IndexedSessionLogStore) -> None:
+        self.name = name
+        self.session_store = session_store
 
     async def session_log(
         self,

@@ -1,5 +1,4 @@
-"""``agent.session(ctx)`` and the agent's turn gate: part of :class:`~harnessed.HarnessAgent`
-(a mixin, with the session log queries)."""
+"""``agent.session(ctx)`` and the agent's turn gate: a part of :class:`~harnessed.HarnessAgent`."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, cast
 
-from harnessed.agent_log import SessionQueries
 from harnessed.runtime import RuntimeContext, SessionRef
 
 if TYPE_CHECKING:
@@ -23,12 +21,14 @@ __all__ = ["SessionAccess"]
 logger = logging.getLogger(__name__)
 
 
-class SessionAccess(SessionQueries):
-    """Steerable sessions of an agent, besides reading their logs."""
+class SessionAccess:
+    """Steerable sessions of an agent and the turn gate they share."""
 
-    name: str
-    workspace: Workspace | None
-    _turn_gate: TurnGate | None = None
+    def __init__(self, agent: object, name: str, workspace: Workspace | None) -> None:
+        self._agent = agent  # a SessionHost (HarnessAgent is one); sessions drive it
+        self.name = name
+        self.workspace = workspace
+        self._turn_gate: TurnGate | None = None
 
     @property
     def turn_gate(self) -> TurnGate:
@@ -52,10 +52,10 @@ class SessionAccess(SessionQueries):
         use): submit turns, steer or interrupt the running one, resume, follow events."""
         from harnessed.sessions.session import open_session  # imported on first use
 
-        return open_session(cast("SessionHost", self), ctx)
+        return open_session(cast("SessionHost", self._agent), ctx)
 
     @contextlib.asynccontextmanager
-    async def _call_lease(
+    async def call_lease(
         self, ctx: RuntimeContext, control: TurnControl | None
     ) -> AsyncIterator[None]:
         """A plain ``call`` / ``stream_events`` holds the session's turn lease too, so it never

@@ -233,7 +233,7 @@ async def test_a_restarted_http_server_is_reconnected_at_the_next_call() -> None
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     model = ScriptedModel([ask("add", a=1, b=1), "one", ask("add", a=2, b=2), "two"])
     try:
-        async with HarnessAgent("n", model, mcp_servers=[notes(url, timeout=5)]) as agent:
+        async with HarnessAgent("n", model, mcp_servers=[notes(url, timeout=120)]) as agent:
             await agent.call("first", CTX)
             process.kill()  # a crash: the open connections just drop
             process.wait(10)

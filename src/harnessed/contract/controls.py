@@ -1,4 +1,4 @@
-"""The application's side of the task contract, part of :class:`~harnessed.HarnessAgent`.
+"""The application's side of the task contract (the agent offers these methods).
 
 Called by trusted application code, never by the model: begin a task, decide on its
 requirements, move its subject version, end it. Each change runs under the session lock (it
@@ -24,11 +24,12 @@ Records = list[tuple[str, Mapping[str, Any]]]
 
 
 class TaskControls:
-    """Task contract controls (a mixin of the agent)."""
+    """Task contract controls: a part of :class:`~harnessed.HarnessAgent`."""
 
-    _editor: StateEditor
-    verification: VerificationService
-    """Records verification results in a session's task contract."""
+    def __init__(self, editor: StateEditor, verification: VerificationService) -> None:
+        self._editor = editor
+        self.verification = verification
+        """Records verification results in a session's task contract."""
 
     # ------------------------------------------------------------ task contract
     async def task_state(self, ctx: RuntimeContext | None = None) -> TaskContextState | None:

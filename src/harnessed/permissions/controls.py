@@ -1,4 +1,4 @@
-"""The application's side of permissions, part of :class:`~harnessed.HarnessAgent`.
+"""The application's side of permissions (the agent offers these methods).
 
 Set a session's permission mode or rules, list the confirmation requests waiting for an answer
 and answer them. Changes run under the session lock and are written to the session log as
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harnessed.log.record import RecordType
@@ -27,14 +27,17 @@ Records = list[tuple[str, Mapping[str, Any]]]
 
 
 class PermissionControls:
-    """Permission controls (a mixin of the agent)."""
+    """Permission controls: a part of :class:`~harnessed.HarnessAgent`."""
 
-    name: str
-    _editor: StateEditor
+    def __init__(self, name: str, editor: StateEditor, gate: Callable[[], ApprovalGate]) -> None:
+        self.name = name
+        self._editor = editor
+        self._gate = gate
 
     @property
     def approval_gate(self) -> ApprovalGate:
-        raise NotImplementedError
+        """The agent's approval gate (looked up when used: capabilities may replace it)."""
+        return self._gate()
 
     # ------------------------------------------------------------- permissions
     async def set_permission_mode(

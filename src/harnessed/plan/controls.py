@@ -1,4 +1,4 @@
-"""The application's side of plan mode, part of :class:`~harnessed.HarnessAgent`.
+"""The application's side of plan mode (the agent offers these methods).
 
 Entering and leaving plan mode from application code (the model uses the plan tools) runs under
 the session lock and is written to the session log as ``plan/changed``.
@@ -6,10 +6,9 @@ the session lock and is written to the session log as ``plan/changed``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from harnessed.capabilities.base import Capability
 from harnessed.log.record import RecordType
 from harnessed.plan.capability import PlanMode
 from harnessed.plan.tools import plan_path
@@ -20,17 +19,20 @@ from harnessed.state.editor import StateEditor
 __all__ = ["PlanControls"]
 
 Records = list[tuple[str, Mapping[str, Any]]]
-C = TypeVar("C", bound=Capability)
 
 
 class PlanControls:
-    """Plan mode controls (a mixin of the agent)."""
+    """Plan mode controls: a part of :class:`~harnessed.HarnessAgent`."""
 
-    _editor: StateEditor
-    name: str
-
-    def capability(self, kind: type[C]) -> C | None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        name: str,
+        editor: StateEditor,
+        capability: Callable[[type[PlanMode]], PlanMode | None],
+    ) -> None:
+        self.name = name
+        self._editor = editor
+        self.capability = capability
 
     # --------------------------------------------------------------- plan mode
     async def enter_plan_mode(self, ctx: RuntimeContext | None = None) -> PlanState:
