@@ -14,13 +14,14 @@ import contextlib
 import os
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from harnessed._internal.forward import forward
 from harnessed.agent_host import AgentHost
 from harnessed.agent_log import SessionQueries
+from harnessed.agent_options import SHORTCUT_OPTIONS, AgentOptions, check_options
 from harnessed.agent_sessions import SessionAccess
-from harnessed.builtins import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
+from harnessed.builtins import Shortcuts, SkillsArg
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
 from harnessed.capabilities.seam import RequestPreparer
@@ -34,33 +35,27 @@ from harnessed.context.compiler import ContextCompiler
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
 from harnessed.contract.controls import TaskControls
-from harnessed.contract.state import TaskContractConfig
 from harnessed.contract.verification import VerificationService
 from harnessed.events import AgentEndEvent, Event
-from harnessed.log import SessionLogStore
-from harnessed.log.search import SearchIndex
 from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
 from harnessed.models.base import Model, ModelRequest
 from harnessed.models.registry import resolve_model
 from harnessed.models.windows import discover_windows
-from harnessed.permissions import ConfirmationMode, PermissionMode, PermissionRule
+from harnessed.permissions import ConfirmationMode
 from harnessed.permissions.controls import PermissionControls
-from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
 from harnessed.run import AgentRun
 from harnessed.run.inputs import AgentInput, input_messages
 from harnessed.runtime import RuntimeContext, SessionLocks, SessionRef
-from harnessed.sandbox.process import ShellConfig
 from harnessed.state.agent_state import AgentState
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
-from harnessed.state.store import AgentStateStore
 from harnessed.stores.choice import SharedStore, agent_stores
 from harnessed.tools.base import Tool
-from harnessed.tools.toolkit import ToolGuard, Toolkit
+from harnessed.tools.toolkit import Toolkit
 from harnessed.turns.control import TurnControl
-from harnessed.workspace import Filesystem, IsolationScope, Workspace
+from harnessed.workspace import Filesystem, Workspace
 
 if TYPE_CHECKING:
     from harnessed.turns.gate import TurnGate  # loaded with the first turn
@@ -110,42 +105,41 @@ class HarnessAgent(AgentHost):
         tools: Iterable[Tool] = (),
         capabilities: Sequence[Capability] = (),
         workspace: str | os.PathLike[str] | Workspace | Filesystem | None = None,
-        isolation_scope: IsolationScope = "user",
-        file_tools: bool = True,
-        shell: bool | ShellConfig | Sandbox | None = None,
-        state_store: AgentStateStore | None = None,
-        session_store: SessionLogStore | None = None,
-        max_iters: int = 10,
-        max_output_tokens: int | None = None,
         instructions: Mapping[str, str] | None = None,
+        store: str | SharedStore | None = None,
+        max_iters: int = 10,
         context_policy: ContextPolicy | None = None,
-        max_context_tokens: int = 8_000,
-        context_files: Sequence[str] = (),
-        prepare: RequestPreparer | None = None,
-        tool_guard: ToolGuard | None = None,
         compaction: CompactionConfig | None = _COMPACTION,
         tool_result_eviction: ToolResultEvictionConfig | None = _EVICTION,
-        prune: PruneConfig | None = _PRUNE,
         enable_task_list: bool = False,
-        enable_plan_mode: bool = False,
-        task_contract: TaskContractConfig | None = None,
-        permission_mode: PermissionMode | str | None = None,
-        permission_rules: Sequence[PermissionRule] = (),
-        permission_checks: Mapping[str, ToolPermissionCheck] | None = None,
-        confirmation_timeout: float | None = None,
-        search_index: SearchIndex | None = None,
         memory: MemoryConfig | bool = True,
-        memory_tools: bool = True,
-        readable_session_agents: Sequence[str] = (),
         skills: SkillsArg = None,
-        mcp_servers: MCPServers = (),
-        mcp_resources: MCPResources = (),
-        store: str | SharedStore | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None:
         if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):  # \w: isalnum, _
             raise ValueError(
                 f"HarnessAgent name must be non-empty letters, digits, '_', '.' or '-': {name!r}"
             )
+        check_options(options)
+        self._arguments: dict[str, object] = {
+            "sys_prompt": sys_prompt,
+            "tools": tools,
+            "capabilities": capabilities,
+            "workspace": workspace,
+            "instructions": instructions,
+            "store": store,
+            "max_iters": max_iters,
+            "context_policy": context_policy,
+            "compaction": compaction,
+            "tool_result_eviction": tool_result_eviction,
+            "enable_task_list": enable_task_list,
+            "memory": memory,
+            "skills": skills,
+            **options,
+        }
+        max_output_tokens = options.get("max_output_tokens")
+        max_context_tokens = options.get("max_context_tokens", 8_000)
+        prune = options.get("prune", _PRUNE)
         if max_iters < 1:
             raise ValueError(f"HarnessAgent max_iters must be at least 1, got {max_iters}")
         if max_output_tokens is not None and max_output_tokens <= 0:
@@ -158,9 +152,15 @@ class HarnessAgent(AgentHost):
         self.workspace = (
             workspace
             if workspace is None or isinstance(workspace, Workspace)
-            else Workspace(workspace, scope=isolation_scope)
+            else Workspace(workspace, scope=options.get("isolation_scope", "user"))
         )
-        self._stores = agent_stores(self.workspace, store, state_store, session_store, search_index)
+        self._stores = agent_stores(
+            self.workspace,
+            store,
+            options.get("state_store"),
+            options.get("session_store"),
+            options.get("search_index"),
+        )
         self.store, self.state_store = self._stores.shared, self._stores.state
         self.session_store = self._stores.sessions
         self.conversation = ConversationStore(self.session_store, self.state_store)  # history
@@ -189,12 +189,12 @@ class HarnessAgent(AgentHost):
                 name,
                 self.compiler.meter.estimator,
                 max_context_tokens=max_context_tokens,
-                context_files=context_files,
+                context_files=options.get("context_files", ()),
             )
         for key, text in (instructions or {}).items():
             self.add_instruction(key, text)
-        self.prepare: RequestPreparer = prepare or self.compiler
-        self.tool_guard = tool_guard
+        self.prepare: RequestPreparer = options.get("prepare") or self.compiler
+        self.tool_guard = options.get("tool_guard")
         self._locks = SessionLocks()
         self._editor = StateEditor(name, self.state_store, self.session_store, self._locks)
         self.verification = VerificationService(self._editor)
@@ -207,20 +207,9 @@ class HarnessAgent(AgentHost):
         if self._stores.gate is not None:
             self._sessions.turn_gate = self._stores.gate
         shortcuts = Shortcuts(
-            file_tools=file_tools,
-            shell=shell,
             memory=memory,
-            memory_tools=memory_tools,
-            readable_session_agents=readable_session_agents,
             enable_task_list=enable_task_list,
-            enable_plan_mode=enable_plan_mode,
-            task_contract=task_contract,
-            permission_mode=permission_mode,
-            permission_rules=permission_rules,
-            permission_checks=permission_checks,
-            confirmation_timeout=confirmation_timeout,
-            mcp_servers=mcp_servers,
-            mcp_resources=mcp_resources,
+            **{k: v for k, v in options.items() if k in SHORTCUT_OPTIONS},  # type: ignore[arg-type]
         )
         given = Shortcuts.given_capabilities(capabilities, skills)
         self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
@@ -318,6 +307,13 @@ class HarnessAgent(AgentHost):
             closer = getattr(model, "aclose", None)
             if closer is not None:
                 await closer()
+
+    def clone(self, **changes: Any) -> Self:
+        """A new agent of the same class, built with this one's arguments except ``changes``
+        (``agent.clone(name="reviewer", sys_prompt="...")``). Nothing is shared but what
+        the arguments themselves hold (a store object, a model)."""
+        arguments = {"name": self.name, "model": self.model, **self._arguments, **changes}
+        return type(self)(**arguments)
 
     async def __aenter__(self) -> HarnessAgent:
         return self

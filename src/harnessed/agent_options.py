@@ -1,0 +1,104 @@
+"""The less common settings of :class:`~harnessed.HarnessAgent`, as typed keyword arguments.
+
+``HarnessAgent(name, model, ...)`` names its everyday parameters; everything else is one of
+these, passed the same way (``HarnessAgent("a", model, shell=True, prune=None)``) and checked
+by type checkers through ``**Unpack[AgentOptions]``. An unknown keyword raises ``TypeError``
+naming it, as for any Python call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
+
+from harnessed.builtins import MCPResources, MCPServers, Sandbox
+from harnessed.capabilities.seam import RequestPreparer
+from harnessed.compaction import PruneConfig
+from harnessed.contract.state import TaskContractConfig
+from harnessed.log import SessionLogStore
+from harnessed.log.search import SearchIndex
+from harnessed.permissions import PermissionMode, PermissionRule
+from harnessed.permissions.policy import ToolPermissionCheck
+from harnessed.sandbox.process import ShellConfig
+from harnessed.state.store import AgentStateStore
+from harnessed.tools.toolkit import ToolGuard
+from harnessed.workspace import IsolationScope
+
+__all__ = ["SHORTCUT_OPTIONS", "AgentOptions", "check_options"]
+
+
+class AgentOptions(TypedDict, total=False):
+    """Optional keyword arguments of :class:`~harnessed.HarnessAgent` (defaults in brackets)."""
+
+    isolation_scope: IsolationScope
+    """How the workspace separates runtime data: ``"user"`` (default), ``"session"``,
+    ``"agent"`` or ``"global"``."""
+    state_store: AgentStateStore | None
+    """Where structured state is kept [files in the workspace, else memory]."""
+    session_store: SessionLogStore | None
+    """Where the session log is kept [JSONL files in the workspace, else memory]."""
+    search_index: SearchIndex | None
+    """The session log's search index [SQLite next to the log files]."""
+    max_output_tokens: int | None
+    """Tokens the model may write per request [the model's own limit]."""
+    max_context_tokens: int
+    """Budget of the workspace context files (AGENTS.md, MEMORY.md ...) [8,000]."""
+    context_files: Sequence[str]
+    """More workspace files to show in every request []."""
+    prepare: RequestPreparer | None
+    """Replaces the context compiler's request preparation."""
+    tool_guard: ToolGuard | None
+    """The application's check before each tool call (after capabilities and permissions);
+    returns ``None`` or the text of an error result."""
+    prune: PruneConfig | None
+    """Pruning of old tool results [on; ``None`` turns it off]."""
+    file_tools: bool
+    """Read, list, search and edit the workspace [True]."""
+    shell: bool | ShellConfig | Sandbox | None
+    """``execute`` in a sandbox [on where a sandbox is usable]."""
+    memory_tools: bool
+    """``memory_search`` / ``memory_get`` [True, with memory]."""
+    readable_session_agents: Sequence[str]
+    """Other agents whose sessions the session tools may read []."""
+    enable_plan_mode: bool
+    """Plan mode and its tools [False]."""
+    task_contract: TaskContractConfig | None
+    """The task contract [off]."""
+    permission_mode: PermissionMode | str | None
+    """The permission mode [``"default"``]."""
+    permission_rules: Sequence[PermissionRule]
+    """Allow / ask / deny rules []."""
+    permission_checks: Mapping[str, ToolPermissionCheck] | None
+    """Per-tool permission checks."""
+    confirmation_timeout: float | None
+    """Seconds an approval may wait before it counts as declined [no limit]."""
+    mcp_servers: MCPServers
+    """MCP servers whose tools the agent offers []."""
+    mcp_resources: MCPResources
+    """MCP resources shown as context []."""
+
+
+SHORTCUT_OPTIONS = frozenset(
+    {
+        "file_tools",
+        "shell",
+        "memory_tools",
+        "readable_session_agents",
+        "enable_plan_mode",
+        "task_contract",
+        "permission_mode",
+        "permission_rules",
+        "permission_checks",
+        "confirmation_timeout",
+        "mcp_servers",
+        "mcp_resources",
+    }
+)
+"""Options that only build a built-in capability (:class:`~harnessed.builtins.Shortcuts`)."""
+
+
+def check_options(options: Mapping[str, object]) -> None:
+    """Raise ``TypeError`` for a keyword :class:`AgentOptions` does not have."""
+    unknown = sorted(set(options) - AgentOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"HarnessAgent() got an unexpected keyword argument {unknown[0]!r}")
