@@ -115,9 +115,10 @@ def marked_example(marker: str) -> str:
 
 
 def output_matches(expected: str, printed: str) -> bool:
-    """Whether ``printed`` is ``expected`` line for line, ``...`` matching any text."""
-    want = expected.rstrip("\n").splitlines()
-    got = printed.rstrip("\n").splitlines()
+    """Whether ``printed`` is ``expected`` line for line (trailing blanks aside), ``...``
+    matching any text."""
+    want = [line.rstrip() for line in expected.rstrip().splitlines()]
+    got = [line.rstrip() for line in printed.rstrip().splitlines()]
     if len(want) != len(got):
         return False
     for pattern, line in zip(want, got, strict=True):
