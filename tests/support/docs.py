@@ -27,7 +27,8 @@ DOCS = ROOT / "docs"
 EXAMPLE = re.compile(r"<!-- example: (?P<test>tests/[\w/]+\.py) -->")
 FRAGMENT = "<!-- fragment -->"
 _FENCE = re.compile(
-    r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)(?P<attrs>[^\n]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
+    r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)(?P<attrs>[^\n]*)\n"
+    r"(?P<body>.*?)^(?P=indent)```[ \t]*$",
     re.M | re.S,
 )
 
