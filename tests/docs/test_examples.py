@@ -27,12 +27,22 @@ def _environment(home: Path) -> dict[str, str]:
     return env  # no OPENAI_API_KEY, no ANTHROPIC_API_KEY, no *_proxy, no HARNESSED_MODEL
 
 
+def _needs_a_sandbox(block: Block) -> bool:
+    """Examples that run commands: they need bubblewrap (``tests/sandbox/conftest.py``)."""
+    return '"execute"' in block.code or "BubblewrapSandbox(" in block.code
+
+
 def test_the_pages_have_examples_for_this_module() -> None:
     assert len(EXAMPLES) >= 10
 
 
 @pytest.mark.parametrize("block", EXAMPLES, ids=lambda block: block.where)
 def test_the_example_runs_as_printed(block: Block, tmp_path: Path) -> None:
+    if _needs_a_sandbox(block):
+        from harnessed.sandbox import BubblewrapSandbox
+        from tests.sandbox.conftest import require_bwrap
+
+        require_bwrap(BubblewrapSandbox())
     script = tmp_path / "example.py"
     script.write_text(block.code + "\n", encoding="utf-8")
     done = subprocess.run(
