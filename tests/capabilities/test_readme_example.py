@@ -1,4 +1,4 @@
-"""The README's "Writing a capability" example works as written: its code block is run as is."""
+"""The docs' "Writing a capability" example works as written: its code block is run as is."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ import pytest
 
 from tests.support.readme import README, marked_example
 
-MARKER = (
-    "<!-- README example: tests/capabilities/test_readme_example.py runs this block as written -->"
-)
+MARKER = "<!-- example: tests/capabilities/test_readme_example.py -->"
 
 
 def example_code() -> str:

@@ -1,4 +1,4 @@
-"""The README's MCP example works as written: its code block is run as is, in a git repository."""
+"""The docs' MCP example works as written: its code block is run as is, in a git repository."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.readme import README, marked_example
 
-MARKER = "<!-- README example: tests/mcp/test_readme_example.py runs this block as written -->"
+MARKER = "<!-- example: tests/mcp/test_readme_example.py -->"
 
 
 def example_code() -> str:

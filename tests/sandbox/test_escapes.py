@@ -1,8 +1,9 @@
 """Escape attempts against the bubblewrap sandbox, made the way a model would: ``execute``.
 
-Each test is one family of attempts (the README's table counts them); an *escape* is any
-evidence on the host side that an attempt worked. Positive controls (``network="host"``, the
-caller's own files, a normal command after a fork bomb) prove each probe could see an escape.
+Each test is one family of attempts (the table of docs/features/sandbox.md counts them); an
+*escape* is any evidence on the host side that an attempt worked. Positive controls
+(``network="host"``, the caller's own files, a normal command after a fork bomb) prove each probe
+could see an escape.
 """
 
 from __future__ import annotations

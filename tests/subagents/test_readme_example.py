@@ -1,4 +1,4 @@
-"""The README's sub-agent example works as written: its code block is run as is."""
+"""The docs' sub-agent example works as written: its code block is run as is."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import pytest
 
 from tests.support.readme import README, marked_example
 
-MARKER = (
-    "<!-- README example: tests/subagents/test_readme_example.py runs this block as written -->"
-)
+MARKER = "<!-- example: tests/subagents/test_readme_example.py -->"
 
 
 def example_code() -> str:
