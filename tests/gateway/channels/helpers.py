@@ -102,7 +102,8 @@ def responder(gate: Gate) -> Callable[[ModelRequest], Any]:
             spawn = {"agent_id": "researcher", "task": text[9:], "timeout_seconds": 0}
             return ScriptedResponse(tool_calls=[ScriptedToolCall("agent_spawn", spawn)])
         if text.startswith("deploy "):
-            return ScriptedResponse(tool_calls=[ScriptedToolCall("deploy", {"target": text[7:]})])
+            call = ScriptedToolCall("deploy", {"target": text[7:]})
+            return ScriptedResponse(text="Deploying now.", tool_calls=[call])
         return ScriptedResponse(text=f"You said: {text} (message {len(said_by_user)} here)")
 
     return respond
