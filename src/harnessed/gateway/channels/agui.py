@@ -24,10 +24,10 @@ from ag_ui.core import (
     Interrupt,
     RunAgentInput,
     RunErrorEvent,
+    RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
-    RunFinishedCancelledOutcome,
     RunStartedEvent,
     StepFinishedEvent,
     StepStartedEvent,
@@ -242,11 +242,11 @@ async def ag_ui_stream(
             return
     if not translate.finished:
         error = turn.error
-        event = RunErrorEvent(
+        failed = RunErrorEvent(
             message=str(error) if error else "the turn ended without a result",
             code=type(error).__name__ if error else "RuntimeError",
         )
-        yield encoder.encode(event).encode()
+        yield encoder.encode(failed).encode()
 
 
 def _last_user_text(run: RunAgentInput) -> str | None:
@@ -255,6 +255,8 @@ def _last_user_text(run: RunAgentInput) -> str | None:
             content = message.content
             if isinstance(content, str):
                 return content
+            if not isinstance(content, list):
+                return None
             parts = [getattr(p, "text", "") for p in content]
             return "".join(p for p in parts if isinstance(p, str)) or None
     return None

@@ -188,7 +188,7 @@ def answer_of(text: str) -> tuple[bool, str | None]:
     """A person's reply to a confirmation question: ``(approved, feedback)``. Yes-words
     approve; no-words decline; anything else declines with the text as feedback (the agent
     reads why)."""
-    word = text.strip().strip(".!。！ ").lower()
+    word = text.strip().strip(".! \u3002\uff01").lower()  # also the full-width stop and bang
     if word in _YES:
         return True, None
     if word in _NO:
@@ -340,11 +340,8 @@ class ChatChannel:
                 ref = await self._stream_text(address, ref, text)
                 shown = len(text)
         if final is None:
-            await self._safe_send(
-                address,
-                f"Sorry, I could not answer that ({type(turn.error).__name__ if turn.error else 'error'}).",
-                "notice",
-            )
+            why = type(turn.error).__name__ if turn.error else "error"
+            await self._safe_send(address, f"Sorry, I could not answer that ({why}).", "notice")
             return
         final = final.strip() or "(no text)"
         if ref is not None and await self._safe_update(address, ref, final):
