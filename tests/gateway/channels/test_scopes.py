@@ -1,0 +1,77 @@
+"""Session scopes, answers to questions, and the gateway's channel table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harnessed.gateway import ChannelIdentity, Gateway
+from harnessed.gateway.channels import (
+    Address,
+    SessionScope,
+    WebhookChannel,
+    WebhookConfig,
+    answer_of,
+    route,
+)
+from tests.gateway.channels.helpers import Gate, make_agent
+from tests.gateway.helpers import Tools
+
+
+def test_scopes_share_what_they_say_and_never_two_peers() -> None:
+    slack_ann = ChannelIdentity("slack", "T1", "ann")
+    slack_ann_other_bot = ChannelIdentity("slack", "T2", "ann")
+    feishu_ann = ChannelIdentity("feishu", "cli_1", "ann")
+    slack_bob = ChannelIdentity("slack", "T1", "bob")
+    everyone = [slack_ann, slack_ann_other_bot, feishu_ann, slack_bob]
+
+    def ids(scope: SessionScope) -> list[str]:
+        return [route(i, scope).session_id for i in everyone]
+
+    a, b, c, d = ids(SessionScope.PEER)
+    assert a == b == c and d != a
+    a, b, c, d = ids(SessionScope.CHANNEL_PEER)
+    assert a == b and len({a, c, d}) == 3
+    a, b, c, d = ids(SessionScope.ACCOUNT_CHANNEL_PEER)
+    assert len({a, b, c, d}) == 4
+    assert a == slack_ann.session_id  # the gateway's own mapping
+    # the user a session runs as follows the scope too (sessions belong to users)
+    assert route(slack_ann, SessionScope.PEER).user_id == route(feishu_ann, "peer").user_id
+    # peers whose names look alike once joined stay apart
+    tricky = [ChannelIdentity("a", "b:c", "d"), ChannelIdentity("a:b", "c", "d")]
+    assert tricky[0].session_id != tricky[1].session_id
+    for scope in SessionScope:
+        for identity in everyone:
+            sid = route(identity, scope).session_id
+            assert len(sid) <= 128 and sid[0].isalnum()
+
+
+def test_answers_to_a_question() -> None:
+    assert answer_of("yes") == (True, None)
+    assert answer_of("  OK! ") == (True, None)
+    assert answer_of("同意") == (True, None)
+    assert answer_of("no") == (False, None)
+    assert answer_of("no, use staging instead") == (False, "no, use staging instead")
+
+
+def test_the_gateway_checks_its_channels(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, Gate(), Tools())
+    hook = WebhookChannel(WebhookConfig(secret="s" * 16, callback_url="http://127.0.0.1/cb"))
+    gateway = Gateway(agent, channels=[hook])
+    with pytest.raises(ValueError, match="two channels"):
+        gateway.add_channel(
+            WebhookChannel(WebhookConfig(secret="s" * 16, callback_url="http://x/"))
+        )
+    with pytest.raises(TypeError):
+        gateway.add_channel("slack")  # type: ignore[arg-type]
+    assert Address.from_dict(Address("x", {"a": "1"}).to_dict()) == Address("x", {"a": "1"})
+
+
+async def test_send_needs_text_and_a_known_target(tmp_path: Path) -> None:
+    gateway = Gateway(make_agent(tmp_path, Gate(), Tools()))
+    with pytest.raises(ValueError):
+        await gateway.send(("u", "s"), "  ")
+    with pytest.raises(TypeError):
+        await gateway.send(42, "hi")  # type: ignore[arg-type]
+    assert await gateway.send(("u", "s"), "hi") is False
