@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,49 @@ async def test_send_needs_text_and_a_known_target(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         await gateway.send(42, "hi")  # type: ignore[arg-type]
     assert await gateway.send(("u", "s"), "hi") is False
+
+
+class _Recording:
+    """A chat channel that records what it sends and edits."""
+
+    @staticmethod
+    def make(stream: str) -> object:
+        from harnessed.gateway.channels import ChannelConfig, ChatChannel, MessageKind
+
+        class Recording(ChatChannel):
+            def __init__(self) -> None:
+                super().__init__(ChannelConfig(name="rec", stream=stream, min_update_chars=4))  # type: ignore[arg-type]
+                self.log: list[tuple[str, str]] = []
+
+            async def send(
+                self, address: Address, text: str, *, kind: MessageKind = "message"
+            ) -> str:
+                self.log.append((kind, text))
+                return "m1"
+
+            async def update(self, address: Address, ref: str, text: str) -> bool:
+                self.log.append(("edit:" + ref, text))
+                return True
+
+        return Recording()
+
+
+async def test_edit_mode_streams_into_one_message_and_final_mode_sends_once(tmp_path: Path) -> None:
+    from harnessed.gateway.channels import Inbound
+
+    for stream in ("edit", "final"):
+        channel: Any = _Recording.make(stream)
+        gateway = Gateway(make_agent(tmp_path / stream, Gate(), Tools()), channels=[channel])
+        await gateway.start()
+        identity = ChannelIdentity("rec", "a", "ann")
+        turn = await channel.handle(Inbound(identity, Address("rec", {"to": "ann"}), "stream this"))
+        assert turn is not None and turn.status == "completed"
+        final = "You said: stream this (message 1 here)"
+        if stream == "final":
+            assert channel.log == [("reply", final)]
+        else:
+            kinds = [k for k, _ in channel.log]
+            assert kinds[0] == "update" and set(kinds[1:]) == {"edit:m1"}
+            assert channel.log[-1] == ("edit:m1", final)
+            assert len(channel.log) >= 2  # it grew while the text came
+        await gateway.close()
