@@ -122,3 +122,33 @@ async def test_edit_mode_streams_into_one_message_and_final_mode_sends_once(tmp_
             assert channel.log[-1] == ("edit:m1", final)
             assert len(channel.log) >= 2  # it grew while the text came
         await gateway.close()
+
+
+async def test_an_answer_to_a_step_parked_by_a_stopped_server_continues_it(tmp_path: Path) -> None:
+    import asyncio
+
+    from harnessed.gateway.channels import Inbound
+
+    tools = Tools()
+    agent = make_agent(tmp_path, Gate(), tools)
+    identity = ChannelIdentity("rec", "a", "ann")
+    address = Address("rec", {"to": "ann"})
+    first: Any = _Recording.make("final")
+    gateway = Gateway(agent, channels=[first])
+    await gateway.start()
+    asking = asyncio.create_task(first.handle(Inbound(identity, address, "deploy prod")))
+    async with asyncio.timeout(60):  # waits for the question, not for a time
+        while not any(kind == "question" for kind, _ in first.log):
+            await asyncio.sleep(0.01)
+    await gateway.close()  # the server stops while the turn waits for the answer
+    await asking
+    assert tools.deployed == []
+
+    second: Any = _Recording.make("final")
+    gateway = Gateway(agent, channels=[second])
+    await gateway.start()
+    turn = await second.handle(Inbound(identity, address, "yes"))
+    assert turn is not None
+    assert second.log[-1] == ("reply", "Finished: deployed to prod")
+    assert tools.deployed == ["prod"]
+    await gateway.close()

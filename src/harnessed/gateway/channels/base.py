@@ -294,8 +294,13 @@ class ChatChannel:
                     await session.respond(pending[0].request_id, approved, feedback=feedback)
                 except Exception as exc:  # answered meanwhile elsewhere
                     logger.info("%r: answering %s failed: %s", self, pending[0].request_id, exc)
-                return None
-            turn = await session.submit(message.text, message.message_id)
+                    return None
+                if session.running is not None or len(pending) > 1:
+                    return None  # the waiting turn goes on (and its follower replies)
+                # the step was parked by a turn that is gone (a restart): continue it here
+                turn = await session.resume()
+            else:
+                turn = await session.submit(message.text, message.message_id)
         if not self._first_follow(turn.id):
             return None  # a retried delivery of a message whose turn is followed already
         await self.follow(turn, message.address)
