@@ -98,6 +98,9 @@ def responder(gate: Gate) -> Callable[[ModelRequest], Any]:
         if text.startswith("slow"):
             gate.reached.set()
             await gate.opened.wait()
+        if text.startswith("ship "):
+            spawn = {"agent_id": "deployer", "task": text[5:], "timeout_seconds": 0}
+            return ScriptedResponse(tool_calls=[ScriptedToolCall("agent_spawn", spawn)])
         if text.startswith("research "):
             spawn = {"agent_id": "researcher", "task": text[9:], "timeout_seconds": 0}
             return ScriptedResponse(tool_calls=[ScriptedToolCall("agent_spawn", spawn)])
@@ -121,6 +124,23 @@ def researcher(done: asyncio.Event) -> Any:
         "researcher",
         "Researches a topic.",
         system_prompt="You research.",
+        model=ScriptedModel(responder=answer, name="child"),
+    )
+
+
+def deployer() -> Any:
+    """A sub-agent that wants to run ``deploy`` (which needs a person's approval)."""
+    from harnessed.subagents import SubagentSpec
+
+    def answer(request: ModelRequest) -> ScriptedResponse:
+        if request.messages[-1].role == "tool":
+            return ScriptedResponse(text="done")
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("deploy", {"target": "prod"})])
+
+    return SubagentSpec(
+        "deployer",
+        "Deploys.",
+        system_prompt="You deploy.",
         model=ScriptedModel(responder=answer, name="child"),
     )
 
@@ -168,6 +188,7 @@ __all__ = [
     "make_agent",
     "recording_app",
     "researcher",
+    "deployer",
     "responder",
     "serving",
 ]

@@ -22,6 +22,7 @@ from tests.gateway.channels.helpers import (
     JSONResponse,
     Recorder,
     Route,
+    deployer,
     gateway_app,
     json_body,
     make_agent,
@@ -81,7 +82,9 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
         return JSONResponse({"ok": True})
 
     gate, tools, done = Gate(), Tools(), asyncio.Event()
-    agent = make_agent(tmp_path, gate, tools, capabilities=[Subagents([researcher(done)])])
+    agent = make_agent(
+        tmp_path, gate, tools, capabilities=[Subagents([researcher(done), deployer()])]
+    )
     async with serving_pair(callback) as (platform_url, make):
         channel = WebhookChannel(WebhookConfig(secret=SECRET, callback_url=platform_url + "/cb"))
         gateway = Gateway(agent, channels=[channel])
@@ -212,6 +215,16 @@ async def test_a_background_task_that_ends_after_the_user_left_reaches_the_chann
     assert "Your background work is done" in replies[1]["text"]
     assert "Found three papers" in replies[1]["text"]
     assert replies[1]["thread"] == "t-7"  # the same conversation it was started from
+
+
+async def test_a_background_sub_agent_that_needs_a_person_is_told_to_the_channel(
+    setup: Setup,
+) -> None:
+    await setup.post({"peer": "ann", "text": "ship it"})
+    replies = await setup.reply_to("ann", 2)  # "started", then the news, unasked
+    assert "Your background work is done" in replies[1]["text"]
+    assert "needs the user's approval" in replies[1]["text"]
+    assert setup.tools.deployed == []
 
 
 async def test_gateway_send_reaches_the_address_the_session_was_reached_at(setup: Setup) -> None:
