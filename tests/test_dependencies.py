@@ -24,6 +24,10 @@ OPTIONAL = {
     "harnessed.gateway.guard_httptools": "serve",
     "harnessed.gateway.server": "serve",
     "harnessed.sandbox.server": "serve",
+    "harnessed.gateway.channels.webhook": "webhook",
+    "harnessed.gateway.channels.slack": "slack",
+    "harnessed.gateway.channels.feishu": "feishu",
+    "harnessed.gateway.channels.agui": "ag-ui",
 }
 """Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""
 

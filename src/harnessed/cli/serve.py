@@ -39,6 +39,25 @@ def register(sub: Any) -> None:
     serve.add_argument(
         "--max-body-bytes", type=int, default=1_000_000, help="largest request body accepted"
     )
+    serve.add_argument(
+        "--channels",
+        default=None,
+        metavar="FILE",
+        help="chat channels (Slack, Feishu/Lark, signed webhook) from a TOML or JSON file; "
+        "'${NAME}' values are read from the environment",
+    )
+    serve.add_argument(
+        "--channel",
+        action="append",
+        default=[],
+        metavar="MODULE:OBJECT",
+        help="a Channel object, or a function returning one, configured in code (repeatable)",
+    )
+    serve.add_argument(
+        "--ag-ui",
+        action="store_true",
+        help="also stream turns as the AG-UI protocol at POST /v1/ag-ui (the ag-ui extra)",
+    )
     limits = serve.add_argument_group(
         "connection limits", "what a client may take or hold (slow or idle clients cannot pile up)"
     )
@@ -152,9 +171,30 @@ def build_app(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
             f"no way to authenticate users: pass --token TOKEN=USER, set {_TOKENS_ENV}, or "
             "--auth module:function"
         )
+    for channel in channels_of(args, env):
+        gateway.add_channel(channel)
     return create_app(
-        gateway, BearerAuth(tokens, resolve=resolve), max_body_bytes=args.max_body_bytes
+        gateway,
+        BearerAuth(tokens, resolve=resolve),
+        max_body_bytes=args.max_body_bytes,
+        ag_ui=getattr(args, "ag_ui", False),
     )
+
+
+def channels_of(args: argparse.Namespace, env: Mapping[str, str]) -> list[Any]:
+    """The channels of ``--channels FILE`` and ``--channel MODULE:OBJECT``."""
+    from harnessed.gateway.channels import Channel
+    from harnessed.gateway.channels.config import load_channels
+
+    found: list[Any] = []
+    if getattr(args, "channels", None):
+        found += load_channels(args.channels, env)
+    for spec in getattr(args, "channel", []):
+        obj = load_object(spec)
+        if not isinstance(obj, Channel):
+            raise ValueError(f"--channel must name a Channel, got {obj!r}")
+        found.append(obj)
+    return found
 
 
 def _serve(args: argparse.Namespace, console: Console) -> int:
@@ -176,7 +216,7 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
             from harnessed.run.fair import set_time_slice
 
             set_time_slice(parse_time_slice(args.time_slice))
-    except (ValueError, TypeError, ImportError) as exc:
+    except (ValueError, TypeError, ImportError, OSError) as exc:
         console.print(f"[red]cannot serve:[/] {exc}")
         return 2
     console.print(f"serving on http://{args.host}:{args.port}/ (chat page at /, API under /v1)")

@@ -7,9 +7,10 @@ gate keeps one turn per session running at a time.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from harnessed.gateway.identity import ChannelIdentity, check_session_id
@@ -20,9 +21,15 @@ from harnessed.sessions import AgentSession, Turn, TurnSlots
 from harnessed.sessions.deps import SessionHost
 
 if TYPE_CHECKING:
-    from harnessed.run.inputs import AgentInput
+    from harnessed.gateway.channels.addresses import AddressBook
+    from harnessed.gateway.channels.base import Channel, MessageKind
+    from harnessed.gateway.channels.outbound import Outbound
+    from harnessed.gateway.channels.scopes import SessionScope
+    from harnessed.inputs import AgentInput
 
 __all__ = ["Gateway", "SESSION_CREATED", "UnknownAgentError"]
+
+logger = logging.getLogger(__name__)
 
 SESSION_CREATED = "session/created"
 """The record that opens a session created through a channel (before its first message)."""
@@ -45,6 +52,8 @@ class Gateway:
         max_running_turns: How many turns of this gateway's sessions may run at once in this
             process (the others wait, queued); ``None`` (default) for no limit. A bound on the
             work (and memory) one process takes on at a time.
+        channels: Chat channels (Slack, Feishu, a signed webhook ...) served beside the HTTP
+            API (see :mod:`harnessed.gateway.channels`); more with :meth:`add_channel`.
     """
 
     def __init__(
@@ -53,6 +62,7 @@ class Gateway:
         *,
         default_agent: str | None = None,
         max_running_turns: int | None = None,
+        channels: Sequence[Channel] = (),
     ) -> None:
         if isinstance(agents, SessionHost):
             table = {agents.name: agents}
@@ -78,6 +88,56 @@ class Gateway:
         self._recent: OrderedDict[int, AgentSession] = OrderedDict()
         self._known: OrderedDict[tuple[str, str, str], None] = OrderedDict()
         """Sessions seen to exist (bounded LRU): a request on them needs no storage read."""
+        from harnessed.gateway.channels.outbound import Outbound
+
+        self.channels: dict[str, Channel] = {}
+        self.outbound: Outbound = Outbound(self)
+        self._started = False
+        for channel in channels:
+            self.add_channel(channel)
+
+    # --------------------------------------------------------------- channels
+    def add_channel(self, channel: Channel) -> None:
+        """Serve ``channel`` too (before :meth:`start`; its routes join the HTTP app made
+        after this)."""
+        from harnessed.gateway.channels.base import Channel
+
+        if not isinstance(channel, Channel):
+            raise TypeError(f"not a Channel: {channel!r}")
+        if channel.name in self.channels:
+            raise ValueError(f"two channels are named {channel.name!r}")
+        if self._started:
+            raise RuntimeError("add channels before the gateway starts")
+        self.channels[channel.name] = channel
+
+    @property
+    def addresses(self) -> AddressBook:
+        """Where sessions were last reached (kept in their logs)."""
+        return self.outbound.addresses
+
+    async def start(self) -> None:
+        """Start the channels and the watch for finished background tasks (the HTTP app
+        does this when its server starts)."""
+        if self._started:
+            return
+        self._started = True
+        self.outbound.watch()
+        for channel in self.channels.values():
+            await channel.start(self)
+
+    async def send(
+        self,
+        to: ChannelIdentity | AgentSession | tuple[str, str],
+        text: str,
+        *,
+        agent: str | None = None,
+        scope: SessionScope | None = None,
+        kind: MessageKind = "message",
+    ) -> bool:
+        """Send ``text`` to the address a session was last reached at (a chat, a thread, a
+        webhook's callback): ``to`` is a channel identity, an :class:`AgentSession` or
+        ``(user_id, session_id)``. ``False`` when the session has no address here."""
+        return await self.outbound.send(to, text, agent=agent, scope=scope, kind=kind)
 
     # --------------------------------------------------------------- routing
     def agent(self, name: str | None = None) -> SessionHost:
@@ -159,6 +219,14 @@ class Gateway:
         return await self.agent(agent).sessions(user_id)
 
     async def close(self) -> None:
-        """Interrupt running turns (their progress is saved; ``resume`` continues them)."""
+        """Stop the channels and interrupt running turns (their progress is saved;
+        ``resume`` continues them)."""
+        await self.outbound.close()
+        for channel in self.channels.values():
+            try:
+                await channel.stop()
+            except Exception:
+                logger.exception("channel %r did not stop cleanly", channel.name)
+        self._started = False
         for session in list(self._handed_out):
             await session.close()

@@ -80,6 +80,7 @@ def create_app(
     chat_page: bool = True,
     title: str = "harnessed",
     freeze_startup_objects: bool = True,
+    ag_ui: bool = False,
 ) -> FastAPI:
     """The ASGI app of the HTTP channel (serve it with uvicorn, or ``harnessed serve``).
 
@@ -94,6 +95,11 @@ def create_app(
             sight (:func:`gc.freeze`): a full collection then scans only what requests made
             since, a few milliseconds instead of the ~50 ms it took to scan everything, time in
             which the server answers no one.
+        ag_ui: Also serve the turns as the AG-UI protocol at ``POST /v1/ag-ui`` (same
+            sessions, same bearer tokens; needs the ``ag-ui`` extra).
+
+    The gateway's channels (Slack, Feishu, webhook ...) are served by the same app: their
+    routes are mounted here and they start and stop with the server.
     """
     if not isinstance(gateway, Gateway):
         raise TypeError("create_app needs a Gateway (Gateway(agent) serves one agent)")
@@ -105,6 +111,7 @@ def create_app(
         if freeze_startup_objects:
             gc.collect()
             gc.freeze()
+        await gateway.start()
         yield
         await gateway.close()
 
@@ -353,6 +360,14 @@ def create_app(
             status = 404 if str(exc).startswith("no confirmation request") else 409
             raise HTTPException(status, str(exc)) from None
         return Response(status_code=204)
+
+    for channel in gateway.channels.values():  # their platforms sign requests: no bearer token
+        app.router.routes.extend(channel.routes())
+
+    if ag_ui:
+        from harnessed.gateway.channels.agui import add_ag_ui_route
+
+        add_ag_ui_route(app, gateway, current_user, keepalive)
 
     if chat_page:
         page = _asset("chat.html")

@@ -64,6 +64,11 @@ class Turn:
         return self._done.is_set()
 
     @property
+    def published(self) -> tuple[Event, ...]:
+        """The events the turn produced so far."""
+        return tuple(self._events)
+
+    @property
     def is_resume(self) -> bool:
         return self.messages is None
 

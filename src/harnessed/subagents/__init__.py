@@ -8,6 +8,7 @@ workspace files ``subagents/<id>.md``, or are the built-in ``general-purpose``.
 
 from harnessed.subagents.capability import Subagents
 from harnessed.subagents.child import ChildLink, ChildRun
+from harnessed.subagents.core import TaskFinished
 from harnessed.subagents.records import TaskRecord, TaskStatus, child_session_id
 from harnessed.subagents.spec import GENERAL_PURPOSE, SpecError, SubagentSpec, parse_spec_file
 
@@ -18,6 +19,7 @@ __all__ = [
     "SpecError",
     "SubagentSpec",
     "Subagents",
+    "TaskFinished",
     "TaskRecord",
     "TaskStatus",
     "child_session_id",

@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from harnessed.capabilities.base import CallContext, CallEnd, CapabilityHost, ModelCall
 from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.state.agent_state import AgentState
 from harnessed.subagents.board import Owner
-from harnessed.subagents.core import MAX_DEPTH, Shared, is_ended, owner_of, raw_tasks
+from harnessed.subagents.core import (
+    MAX_DEPTH,
+    Shared,
+    TaskWatcher,
+    is_ended,
+    owner_of,
+    raw_tasks,
+)
 from harnessed.subagents.declarations import Declarations
 from harnessed.subagents.delegate import is_agent
 from harnessed.subagents.records import TaskRecord
@@ -96,6 +103,20 @@ class Subagents(Recovery):
 
     def tools(self) -> Sequence[Tool]:
         return self._tools
+
+    def on_task_finished(self, watcher: TaskWatcher) -> Callable[[], None]:
+        """Call ``watcher`` (a plain function, quick: schedule any work) with a
+        :class:`TaskFinished` each time a task of this agent's sessions (or their sub-agents')
+        ended and its outcome was saved in the parent's records. Returns a function that
+        stops the watching. A channel uses it to tell a user who has left (§13)."""
+        watchers = self.shared.watchers
+        watchers.append(watcher)
+
+        def stop() -> None:
+            if watcher in watchers:
+                watchers.remove(watcher)
+
+        return stop
 
     # ------------------------------------------------------------- per call
     async def before_call(self, call: CallContext) -> None:

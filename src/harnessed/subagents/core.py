@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,8 @@ __all__ = [
     "RESUMED",
     "SPAWNED",
     "Shared",
+    "TaskFinished",
+    "TaskWatcher",
     "SubagentsCore",
     "background",
     "completed_payload",
@@ -46,6 +48,22 @@ RESUMED = "subagent/resumed"
 MAX_DEPTH = 3
 
 
+@dataclass(frozen=True, slots=True)
+class TaskFinished:
+    """A sub-agent task of a parent session ended and its outcome was saved in the parent's
+    records (so a turn of that session started now sees it)."""
+
+    agent: str
+    user_id: str
+    session_id: str
+    """The parent session."""
+    task_id: str
+    status: str
+
+
+TaskWatcher = Callable[[TaskFinished], None]
+
+
 @dataclass(slots=True)
 class Shared:
     """What a parent and the sub-agents built for it share."""
@@ -55,6 +73,8 @@ class Shared:
     max_depth: int = MAX_DEPTH
     models: dict[str, Model] = field(default_factory=dict)
     """The models of specs that name their own (built once, closed with the parent)."""
+    watchers: list[TaskWatcher] = field(default_factory=list)
+    """Told about every task that ended and was saved (see ``Subagents.on_task_finished``)."""
 
 
 class SubagentsCore(Capability):
@@ -149,8 +169,21 @@ class SubagentsCore(Capability):
                     logger.exception("could not save finished sub-agent tasks of %s", owner)
                 for running in finished:
                     board.running.pop(running.record.task_id, None)
+                self._tell_watchers(owner, finished)
         finally:
             board.persisters.pop(owner, None)
+
+    def _tell_watchers(self, owner: Owner, finished: list[Running]) -> None:
+        for running in finished:
+            outcome = running.outcome
+            news = TaskFinished(
+                *owner, running.record.task_id, outcome.status if outcome else "FAILED"
+            )
+            for watcher in list(self.shared.watchers):
+                try:
+                    watcher(news)
+                except Exception:
+                    logger.exception("a task watcher failed on %s", news)
 
     def _saving(self, finished: list[Running]) -> Change:
         def change(state: AgentState) -> list[tuple[str, dict[str, Any]]] | None:

@@ -1,0 +1,176 @@
+"""Messages the gateway sends first: an application's ``gateway.send(...)``, and the news of
+a background task that finished while nobody was talking to its session.
+
+Both go to the address the session was last reached at (:mod:`.addresses`), through the
+channel of that address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from harnessed.gateway.channels.addresses import AddressBook
+from harnessed.gateway.channels.base import Address, Channel, MessageKind
+from harnessed.gateway.channels.scopes import SessionScope, route
+from harnessed.gateway.identity import ChannelIdentity
+from harnessed.messages import Msg
+
+if TYPE_CHECKING:
+    from harnessed.gateway.gateway import Gateway
+    from harnessed.sessions import AgentSession
+    from harnessed.subagents import TaskFinished
+
+__all__ = ["WAKE_TEXT", "Outbound"]
+
+logger = logging.getLogger(__name__)
+
+WAKE_TEXT = (
+    "<system-reminder>Background work of this conversation finished while the user was "
+    "away (the outcome follows). Tell the user about it in a short message: they will read it "
+    "in their chat, without having asked again.</system-reminder>"
+)
+
+
+class Outbound:
+    """The gateway's outbound side (``gateway.outbound``; ``gateway.send`` uses it)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.addresses = AddressBook()
+        self._stops: list[Callable[[], None]] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------- sending
+    async def send(
+        self,
+        to: ChannelIdentity | AgentSession | tuple[str, str],
+        text: str,
+        *,
+        agent: str | None = None,
+        scope: SessionScope | None = None,
+        kind: MessageKind = "message",
+    ) -> bool:
+        """Send ``text`` to where a session was last reached. ``to`` is a channel identity
+        (its session under ``scope``, default: its channel's scope), an
+        :class:`AgentSession`, or ``(user_id, session_id)``. ``False`` when the session was
+        never reached through a channel, or its channel is not served here."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("gateway.send needs non-empty text")
+        session = self._session(to, agent, scope)
+        address = await self.addresses.lookup(session.agent, session.user_id, session.session_id)
+        channel = self._channel(address)
+        if address is None or channel is None:
+            return False
+        await channel.send(address, text, kind=kind)
+        return True
+
+    def _session(
+        self,
+        to: ChannelIdentity | AgentSession | tuple[str, str],
+        agent: str | None,
+        scope: SessionScope | None,
+    ) -> AgentSession:
+        from harnessed.sessions import AgentSession
+
+        if isinstance(to, AgentSession):
+            return to
+        if isinstance(to, ChannelIdentity):
+            channel = self.gateway.channels.get(to.channel)
+            config = getattr(channel, "config", None)
+            scope = scope or getattr(config, "scope", SessionScope.ACCOUNT_CHANNEL_PEER)
+            agent = agent or getattr(config, "agent", None)
+            where = route(to, scope or SessionScope.ACCOUNT_CHANNEL_PEER)
+            return self.gateway.session(where.user_id, where.session_id, agent)
+        if isinstance(to, tuple) and len(to) == 2:
+            return self.gateway.session(to[0], to[1], agent)
+        raise TypeError(
+            "gateway.send needs a ChannelIdentity, an AgentSession or (user_id, session_id)"
+        )
+
+    def _channel(self, address: Address | None) -> Channel | None:
+        if address is None:
+            return None
+        channel = self.gateway.channels.get(address.channel)
+        if channel is None:
+            logger.warning(
+                "no channel %r is served here; a message for it is dropped", address.channel
+            )
+        return channel
+
+    # ----------------------------------------------- finished background tasks
+    def watch(self) -> None:
+        """Start listening for finished background tasks of the served agents."""
+        from harnessed.subagents import Subagents
+
+        if self._stops:
+            return
+        for agent in self.gateway.agents.values():
+            capability = getattr(agent, "capability", None)
+            subagents = capability(Subagents) if capability is not None else None
+            if subagents is not None:
+                self._stops.append(subagents.on_task_finished(self._on_task))
+
+    def _on_task(self, news: TaskFinished) -> None:
+        agent = self.gateway.agents.get(news.agent)
+        if agent is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._tell(news), name=f"outbound:{news.task_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _tell(self, news: TaskFinished) -> None:
+        from harnessed.subagents import Subagents
+
+        try:
+            agent = self.gateway.agents[news.agent]
+            address = await self.addresses.lookup(agent, news.user_id, news.session_id)
+            channel = self._channel(address)
+            if address is None or channel is None:
+                return  # not a channel's session: its next turn tells the user
+            mode = getattr(getattr(channel, "config", None), "on_task_finished", "turn")
+            if mode == "none":
+                return
+            session = self.gateway.session(news.user_id, news.session_id, news.agent)
+            await session.wait_idle()  # a running turn tells the user itself
+            subagents = getattr(agent, "capability", lambda _: None)(Subagents)
+            if subagents is None:
+                return
+            records = {r.task_id: r for r in await subagents.tasks(session.ctx)}
+            record = records.get(news.task_id)
+            if record is None or record.delivered:
+                return
+            if mode == "message":
+                from harnessed.subagents.texts import outcome_line
+
+                await channel.send(
+                    address, "Background task finished:\n" + outcome_line(record), kind="notice"
+                )
+                return
+            turn = await session.submit(
+                Msg.user(WAKE_TEXT, metadata={"harness": "channel_wakeup"}),
+                f"task-finished:{news.task_id}",
+            )
+            await channel.follow(turn, address)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("could not tell the user about task %s", news.task_id)
+
+    async def close(self) -> None:
+        for stop in self._stops:
+            stop()
+        self._stops.clear()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
