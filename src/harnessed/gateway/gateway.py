@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from harnessed.gateway.channels.base import Channel, MessageKind
     from harnessed.gateway.channels.outbound import Outbound
     from harnessed.gateway.channels.scopes import SessionScope
-    from harnessed.inputs import AgentInput
+    from harnessed.run.inputs import AgentInput
 
 __all__ = ["Gateway", "SESSION_CREATED", "UnknownAgentError"]
 

@@ -15,7 +15,7 @@ import pytest
 from harnessed.gateway import ChannelIdentity, Gateway
 from harnessed.gateway.channels import ADDRESS_RECORD, WebhookChannel, WebhookConfig
 from harnessed.gateway.channels.signing import ReplayGuard, sign, signed_headers
-from harnessed.session.record import SessionKey
+from harnessed.runtime import SessionRef
 from harnessed.subagents import Subagents
 from tests.gateway.channels.helpers import (
     Gate,
@@ -239,7 +239,7 @@ async def test_gateway_send_reaches_the_address_the_session_was_reached_at(setup
     agent = setup.gateway.agent()
     session = setup.gateway.session_for(ann)
     records = await agent.session_store.tail(
-        SessionKey(agent.name, session.user_id, session.session_id), 5, types=[ADDRESS_RECORD]
+        SessionRef(agent.name, session.user_id, session.session_id), 5, types=[ADDRESS_RECORD]
     )
     assert [r.payload["data"]["thread"] for r in records] == ["t-1"]
 

@@ -13,6 +13,7 @@
 
 from typing import TYPE_CHECKING
 
+from harnessed._internal.lazy import lazy_exports
 from harnessed.gateway.channels.addresses import ADDRESS_RECORD, AddressBook
 from harnessed.gateway.channels.base import (
     Address,
@@ -24,7 +25,6 @@ from harnessed.gateway.channels.base import (
     answer_of,
 )
 from harnessed.gateway.channels.scopes import Route, SessionScope, route
-from harnessed.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessed.gateway.channels.feishu import FeishuChannel, FeishuConfig

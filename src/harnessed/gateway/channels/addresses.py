@@ -7,11 +7,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from harnessed.gateway.channels.base import Address
-from harnessed.session.record import NewRecord, SessionKey
+from harnessed.log.record import NewRecord
+from harnessed.runtime import SessionRef
 
 if TYPE_CHECKING:
     from harnessed.sessions import AgentSession
-    from harnessed.sessions.host import SessionHost
+    from harnessed.sessions.deps import SessionHost
 
 __all__ = ["ADDRESS_RECORD", "AddressBook"]
 
@@ -28,7 +29,7 @@ class AddressBook:
     async def remember(self, session: AgentSession, address: Address) -> bool:
         """Record ``address`` for ``session`` unless it is the one on record; ``True`` when
         written."""
-        key = SessionKey(session.agent.name, session.user_id, session.session_id)
+        key = SessionRef(session.agent.name, session.user_id, session.session_id)
         if await self._last(session.agent, key) == address:
             return False
         await session.agent.session_store.append(
@@ -38,10 +39,10 @@ class AddressBook:
 
     async def lookup(self, agent: SessionHost, user_id: str, session_id: str) -> Address | None:
         """The address a session was last reached at (``None``: never through a channel)."""
-        return await self._last(agent, SessionKey(agent.name, user_id, session_id))
+        return await self._last(agent, SessionRef(agent.name, user_id, session_id))
 
     @staticmethod
-    async def _last(agent: SessionHost, key: SessionKey) -> Address | None:
+    async def _last(agent: SessionHost, key: SessionRef) -> Address | None:
         records = await agent.session_store.tail(key, 1, types=[ADDRESS_RECORD])
         if not records:
             return None
