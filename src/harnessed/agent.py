@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from harnessed._internal.forward import forward
 from harnessed.agent_host import AgentHost
 from harnessed.agent_log import SessionQueries
-from harnessed.agent_options import SHORTCUT_OPTIONS, AgentOptions, check_options
+from harnessed.agent_options import SHORTCUT_OPTIONS, AgentOptions, check_arguments
 from harnessed.agent_sessions import SessionAccess
 from harnessed.builtins import Shortcuts, SkillsArg
 from harnessed.capabilities.base import Capability
@@ -39,7 +38,7 @@ from harnessed.contract.verification import VerificationService
 from harnessed.events import AgentEndEvent, Event
 from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
-from harnessed.models.base import Model, ModelRequest
+from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
 from harnessed.models.windows import discover_windows
 from harnessed.permissions import ConfirmationMode
@@ -47,8 +46,7 @@ from harnessed.permissions.controls import PermissionControls
 from harnessed.plan.controls import PlanControls
 from harnessed.run import AgentRun
 from harnessed.run.inputs import AgentInput, input_messages
-from harnessed.runtime import RuntimeContext, SessionLocks, SessionRef
-from harnessed.state.agent_state import AgentState
+from harnessed.runtime import RuntimeContext, SessionLocks
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
 from harnessed.stores.choice import SharedStore, agent_stores
@@ -66,6 +64,7 @@ __all__ = ["AgentInput", "HarnessAgent"]
 _COMPACTION = CompactionConfig()
 _EVICTION = ToolResultEvictionConfig()
 _PRUNE = PruneConfig()
+_NOT_CLONED = frozenset({"self", "name", "model", "options"})
 
 
 class HarnessAgent(AgentHost):
@@ -78,22 +77,14 @@ class HarnessAgent(AgentHost):
         tools: Tools made with :func:`harnessed.tool` (they win over capabilities' tools).
         capabilities: :class:`~harnessed.Capability` objects, after the built-in ones.
         workspace: A directory, an fsspec URL, a :class:`~harnessed.workspace.Filesystem` or a
-            :class:`~harnessed.workspace.Workspace` (``isolation_scope`` separates runtime data
-            per ``"user"``, ``"session"``, ``"agent"`` or ``"global"``).
+            :class:`~harnessed.workspace.Workspace`.
+        instructions / context_policy: The context compiler's trusted text and budget.
         store: ``"postgresql://..."``: sessions shared by app servers (:mod:`harnessed.stores`).
-        state_store / session_store / search_index: Where state, the session log and its index
-            are kept (defaults: files in the workspace, else memory). The working history is
-            the session log's; the state store keeps the structured parts.
-        max_iters / max_output_tokens: The most model requests per call; tokens per request.
-        instructions / context_policy / max_context_tokens / context_files / prepare: The
-            context compiler's configuration (``prepare`` replaces the compiler).
-        tool_guard: The application's check before each tool call (after capabilities and
-            permissions); returns ``None`` or the text of an error result.
-        compaction / tool_result_eviction / prune: History transforms (``None`` = off).
-        file_tools, shell, memory, memory_tools, readable_session_agents, enable_task_list,
-        enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
-        confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.builtins`).
-        skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
+        max_iters: The most model requests per call.
+        compaction / tool_result_eviction: History transforms (``None`` = off).
+        enable_task_list / memory / skills: Built-in features (:mod:`harnessed.builtins`).
+        **options: Everything else, typed and documented in
+            :class:`~harnessed.agent_options.AgentOptions`.
     """
 
     def __init__(
@@ -116,36 +107,12 @@ class HarnessAgent(AgentHost):
         skills: SkillsArg = None,
         **options: Unpack[AgentOptions],
     ) -> None:
-        if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):  # \w: isalnum, _
-            raise ValueError(
-                f"HarnessAgent name must be non-empty letters, digits, '_', '.' or '-': {name!r}"
-            )
-        check_options(options)
-        self._arguments: dict[str, object] = {
-            "sys_prompt": sys_prompt,
-            "tools": tools,
-            "capabilities": capabilities,
-            "workspace": workspace,
-            "instructions": instructions,
-            "store": store,
-            "max_iters": max_iters,
-            "context_policy": context_policy,
-            "compaction": compaction,
-            "tool_result_eviction": tool_result_eviction,
-            "enable_task_list": enable_task_list,
-            "memory": memory,
-            "skills": skills,
-            **options,
-        }
+        check_arguments(name, max_iters, options)
+        # what clone() builds from: the parameters as given (locals() holds only them here)
+        self._arguments = {k: v for k, v in locals().items() if k not in _NOT_CLONED} | options
         max_output_tokens = options.get("max_output_tokens")
         max_context_tokens = options.get("max_context_tokens", 8_000)
         prune = options.get("prune", _PRUNE)
-        if max_iters < 1:
-            raise ValueError(f"HarnessAgent max_iters must be at least 1, got {max_iters}")
-        if max_output_tokens is not None and max_output_tokens <= 0:
-            raise ValueError("HarnessAgent max_output_tokens must be positive")
-        if max_context_tokens <= 0:
-            raise ValueError("HarnessAgent max_context_tokens must be positive")
         self.name = name
         self.model: Model = resolve_model(model)
         self.sys_prompt = sys_prompt
@@ -320,19 +287,3 @@ class HarnessAgent(AgentHost):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    async def load_state(self, ctx: RuntimeContext | None = None) -> AgentState:
-        """The state of a session (a fresh one when the session is new), with its working
-        history as the session log has it."""
-        ctx = (ctx or RuntimeContext()).resolved(self.name)
-        return await self.conversation.load(SessionRef(self.name, ctx.user_id, ctx.session))
-
-    def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest:
-        """The request before preparation: system prompt, working history and tool schemas."""
-        system = [Msg.system(self.sys_prompt)] if self.sys_prompt else []
-        return ModelRequest(
-            messages=(*system, *state.history),
-            tools=self.toolkit.schemas(),
-            max_output_tokens=self.max_output_tokens,
-            call_id=model_call_id,
-        )

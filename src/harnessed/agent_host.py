@@ -26,7 +26,8 @@ from harnessed.context.compiler import ContextCompiler
 from harnessed.context.manifest import ContextManifest
 from harnessed.memory.capability import Memory
 from harnessed.memory.manager import MemoryManager
-from harnessed.models.base import Model
+from harnessed.messages import Msg
+from harnessed.models.base import Model, ModelRequest
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.gate import ApprovalGate
 from harnessed.runtime import RuntimeContext, SessionRef
@@ -60,6 +61,8 @@ class AgentHost:
     compiler: ContextCompiler
     capabilities: CapabilitySet
     toolkit: Toolkit
+    sys_prompt: str
+    max_output_tokens: int | None
     _editor: StateEditor
     _flusher_override: MemoryFlusher | None = None
 
@@ -183,3 +186,19 @@ class AgentHost:
         if self.memory is not None:
             found.append(self.memory.aux.model)
         return list({id(m): m for m in found}.values())
+
+    async def load_state(self, ctx: RuntimeContext | None = None) -> AgentState:
+        """The state of a session (a fresh one when the session is new), with its working
+        history as the session log has it."""
+        ctx = (ctx or RuntimeContext()).resolved(self.name)
+        return await self.conversation.load(SessionRef(self.name, ctx.user_id, ctx.session))
+
+    def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest:
+        """The request before preparation: system prompt, working history and tool schemas."""
+        system = [Msg.system(self.sys_prompt)] if self.sys_prompt else []
+        return ModelRequest(
+            messages=(*system, *state.history),
+            tools=self.toolkit.schemas(),
+            max_output_tokens=self.max_output_tokens,
+            call_id=model_call_id,
+        )

@@ -8,6 +8,7 @@ naming it, as for any Python call.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
@@ -24,7 +25,7 @@ from harnessed.state.store import AgentStateStore
 from harnessed.tools.toolkit import ToolGuard
 from harnessed.workspace import IsolationScope
 
-__all__ = ["SHORTCUT_OPTIONS", "AgentOptions", "check_options"]
+__all__ = ["SHORTCUT_OPTIONS", "AgentOptions", "check_arguments"]
 
 
 class AgentOptions(TypedDict, total=False):
@@ -97,8 +98,21 @@ SHORTCUT_OPTIONS = frozenset(
 """Options that only build a built-in capability (:class:`~harnessed.builtins.Shortcuts`)."""
 
 
-def check_options(options: Mapping[str, object]) -> None:
-    """Raise ``TypeError`` for a keyword :class:`AgentOptions` does not have."""
+def check_arguments(name: object, max_iters: int, options: Mapping[str, object]) -> None:
+    """Raise for a bad agent name or limit (``ValueError`` naming it) or for a keyword
+    :class:`AgentOptions` does not have (``TypeError``)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):  # \w: isalnum, _
+        raise ValueError(
+            f"HarnessAgent name must be non-empty letters, digits, '_', '.' or '-': {name!r}"
+        )
     unknown = sorted(set(options) - AgentOptions.__optional_keys__)
     if unknown:
         raise TypeError(f"HarnessAgent() got an unexpected keyword argument {unknown[0]!r}")
+    if max_iters < 1:
+        raise ValueError(f"HarnessAgent max_iters must be at least 1, got {max_iters}")
+    output = options.get("max_output_tokens")
+    if output is not None and (not isinstance(output, int) or output <= 0):
+        raise ValueError("HarnessAgent max_output_tokens must be positive")
+    window = options.get("max_context_tokens", 8_000)
+    if not isinstance(window, int) or window <= 0:
+        raise ValueError("HarnessAgent max_context_tokens must be positive")
