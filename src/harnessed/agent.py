@@ -40,7 +40,7 @@ from harnessed.permissions import ConfirmationMode, PermissionMode, PermissionRu
 from harnessed.permissions.controls import PermissionControls
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
-from harnessed.runtime import RuntimeContext, SessionLocks
+from harnessed.runtime import RuntimeContext, SessionLocks, TurnRuntime
 from harnessed.session import SessionLogStore
 from harnessed.session.search import SearchIndex
 from harnessed.sessions.access import SessionAccess
@@ -93,6 +93,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.shortcuts`).
         skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
+        runtime: Where turns run: ``None`` (this process) or a runtime such as
+            :class:`harnessed.temporal.TemporalRuntime` (workflows on Temporal workers).
     """
 
     def __init__(
@@ -135,6 +137,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         mcp_servers: MCPServers = (),
         mcp_resources: MCPResources = (),
         store: str | SharedStore | None = None,
+        runtime: TurnRuntime | None = None,
     ) -> None:
         if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):  # \w: isalnum, _
             raise ValueError(
@@ -147,6 +150,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         if max_context_tokens <= 0:
             raise ValueError("HarnessAgent max_context_tokens must be positive")
         self.name = name
+        self.runtime = runtime
         self.model: Model = resolve_model(model)
         self.sys_prompt = sys_prompt
         self.workspace = (
@@ -257,6 +261,13 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         """
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
+        if self.runtime is not None:  # the turn runs elsewhere (a Temporal workflow)
+            async with contextlib.aclosing(
+                self.runtime.stream(self, messages, ctx, control)
+            ) as out:
+                async for event in out:
+                    yield event
+            return
         await discover_windows(self.models())  # self-hosted servers tell their window once
         lease = self._call_lease(ctx, control)  # first: across processes, then this one
         async with lease, self._locks.hold(self.name, ctx.user_id, ctx.session):

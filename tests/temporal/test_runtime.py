@@ -1,0 +1,147 @@
+"""Turns on Temporal with three worker processes: killed workers, and the log as the truth."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnessed import RuntimeContext
+from harnessed.events import AgentEndEvent, ToolResultEvent
+from harnessed.session.record import RecordType, SessionKey, SessionRecord
+from tests.temporal.conftest import Workers, durable_agent, wait_for_file
+
+
+async def _log(agent: Any, session: str) -> list[SessionRecord]:
+    return await agent.session_store.read(SessionKey(agent.name, "default", session))
+
+
+def _assert_clean(records: list[SessionRecord]) -> None:
+    """Every record once: event ids, message ids, tool results per call, one start and one
+    end per run."""
+    assert len({r.event_id for r in records}) == len(records)
+    messages = [r.message for r in records if r.type == RecordType.MESSAGE]
+    ids = [m.id for m in messages if m is not None]
+    assert len(ids) == len(set(ids)), ids
+    answered = collections.Counter(
+        b.tool_use_id for m in messages if m is not None for b in m.tool_results
+    )
+    assert all(n == 1 for n in answered.values()), answered
+    calls = {c.id for m in messages if m is not None for c in m.tool_uses}
+    assert calls == set(answered)
+    for kind in (RecordType.RUN_START, RecordType.RUN_END):
+        runs = collections.Counter(r.run_id for r in records if r.type == kind)
+        assert all(n == 1 for n in runs.values()), (kind, runs)
+
+
+async def _turn(agent: Any, text: str, session: str) -> AgentEndEvent:
+    ends = []
+    async for event in agent.stream_events(text, RuntimeContext(session_id=session)):
+        if isinstance(event, AgentEndEvent):
+            ends.append(event)
+    assert len(ends) == 1
+    return ends[0]
+
+
+async def test_turns_and_tool_calls_run_on_the_workers(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    async with durable_agent() as agent:
+        events = [e async for e in agent.stream_events("tool k1", RuntimeContext(session_id="s1"))]
+        end = events[-1]
+        assert isinstance(end, AgentEndEvent) and end.status == "completed"
+        assert end.reply.text == "done: tool k1 effect k1 made"
+        assert [e.result.content for e in events if isinstance(e, ToolResultEvent)] == [
+            "effect k1 made"
+        ]
+        second = await _turn(agent, "plain", "s1")
+        assert second.reply.text == "done: plain"
+        records = await _log(agent, "s1")
+        _assert_clean(records)
+        history = await agent.conversation.history(SessionKey("durable", "default", "s1"))
+        assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"] * 1 + [
+            "user",
+            "assistant",
+        ]
+        marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+        assert len((marks / "effects-k1").read_text().splitlines()) == 1
+        assert int((marks / "effects-k1").read_text()) != os.getpid()  # a worker ran it
+
+
+async def test_a_worker_killed_during_a_model_request(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+    async with durable_agent() as agent:
+        turn = asyncio.ensure_future(_turn(agent, "slow-model m1", "s2"))
+        pid = int(await wait_for_file(marks / "model-m1"))
+        workers.kill(pid)
+        end = await asyncio.wait_for(turn, 120)
+        assert end.status == "completed"
+        assert end.reply.text == "done: slow-model m1"
+        records = await _log(agent, "s2")
+        _assert_clean(records)
+        assistant = [
+            r
+            for r in records
+            if r.type == RecordType.MESSAGE and r.payload["message"]["role"] == "assistant"
+        ]
+        assert len(assistant) == 1
+
+
+async def test_a_worker_killed_during_a_tool_call(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+    async with durable_agent() as agent:
+        turn = asyncio.ensure_future(_turn(agent, "tool hang-t1", "s3"))
+        pid = int(await wait_for_file(marks / "effects-hang-t1"))
+        workers.kill(pid)
+        end = await asyncio.wait_for(turn, 120)
+        assert end.status == "completed"
+        # the tool ran once; the call is answered as a call its process stopped in
+        assert len((marks / "effects-hang-t1").read_text().splitlines()) == 1
+        records = await _log(agent, "s3")
+        _assert_clean(records)
+        results = [b for r in records if (m := r.message) is not None for b in m.tool_results]
+        assert len(results) == 1 and results[0].is_error
+        assert "stopped" in results[0].content
+        # and the session goes on
+        after = await _turn(agent, "plain", "s3")
+        assert after.reply.text == "done: plain"
+        _assert_clean(await _log(agent, "s3"))
+
+
+async def test_many_turns_over_three_workers_complete_once(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    async with durable_agent() as agent:
+        ends = await asyncio.gather(*(_turn(agent, f"tool n{i}", f"many-{i}") for i in range(12)))
+        assert all(e.status == "completed" for e in ends)
+        marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+        pids = set()
+        for i in range(12):
+            lines = (marks / f"effects-n{i}").read_text().splitlines()
+            assert len(lines) == 1
+            pids.add(lines[0])
+            _assert_clean(await _log(agent, f"many-{i}"))
+        assert len(pids) >= 1
+
+
+async def test_a_second_turn_of_a_running_session_is_refused(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    from harnessed.sessions.gate import SessionBusyError
+
+    marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+    async with durable_agent() as agent:
+        turn = asyncio.ensure_future(_turn(agent, "tool hang-busy", "s4"))
+        pid = int(await wait_for_file(marks / "effects-hang-busy"))
+        with pytest.raises(SessionBusyError):
+            await _turn(agent, "plain", "s4")
+        workers.kill(pid)
+        assert (await asyncio.wait_for(turn, 120)).status == "completed"
