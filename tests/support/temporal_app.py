@@ -9,7 +9,8 @@ The model answers from the request alone, so any worker gives the same answer. T
 text says what the turn does: ``plain`` (a reply), ``tool KEY`` (one call of ``effect``, then
 a reply), ``slow-model KEY`` (the first request of the turn hangs until its worker is killed;
 the marker ``model-KEY`` holds the worker's pid), ``tool hang-KEY`` (the tool hangs after its
-side effect until its worker is killed).
+side effect until its worker is killed), ``tool wait-KEY`` (the tool waits for the file
+``release-wait-KEY``).
 """
 
 from __future__ import annotations
@@ -71,7 +72,9 @@ async def effect(key: str) -> str:
     """
     _mark(f"effects-{key}", str(os.getpid()))
     if key.startswith("hang"):
-        await asyncio.sleep(3600)  # killed here
+        await asyncio.sleep(3600)  # killed or interrupted here
+    while key.startswith("wait") and not (MARKS / f"release-{key}").exists():
+        await asyncio.sleep(0.05)  # until the test releases it
     return f"effect {key} made"
 
 

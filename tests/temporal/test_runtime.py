@@ -145,3 +145,70 @@ async def test_a_second_turn_of_a_running_session_is_refused(
             await _turn(agent, "plain", "s4")
         workers.kill(pid)
         assert (await asyncio.wait_for(turn, 120)).status == "completed"
+
+
+async def test_an_interrupt_stops_a_running_tool_and_ends_the_turn_interrupted(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+    async with durable_agent() as agent:
+        turn = asyncio.ensure_future(_turn(agent, "tool hang-i1", "s5"))
+        await wait_for_file(marks / "effects-hang-i1")
+        await agent.runtime.interrupt(agent.name, RuntimeContext(session_id="s5"), "enough")
+        end = await asyncio.wait_for(turn, 120)
+        assert end.status == "interrupted"
+        records = await _log(agent, "s5")
+        _assert_clean(records)
+        (result,) = [b for r in records if (m := r.message) is not None for b in m.tool_results]
+        assert result.is_error and "Interrupted" in result.content
+        ends = [r.payload for r in records if r.type == RecordType.RUN_END]
+        assert ends == [
+            {"status": "interrupted", "iterations": 1, "reason": "enough", "pending": []}
+        ]
+        assert len((marks / "effects-hang-i1").read_text().splitlines()) == 1
+        assert (await _turn(agent, "plain", "s5")).reply.text == "done: plain"
+
+
+async def test_steering_reaches_the_next_model_request(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+    async with durable_agent() as agent:
+        turn = asyncio.ensure_future(_turn(agent, "tool wait-st", "s6"))
+        await wait_for_file(marks / "effects-wait-st")
+        steered = await agent.runtime.steer(agent.name, RuntimeContext(session_id="s6"), "plain")
+        (marks / "release-wait-st").touch()
+        end = await asyncio.wait_for(turn, 120)
+        assert end.status == "completed"
+        assert end.reply.text == "done: plain"  # the model answered the steering message
+        history = await agent.conversation.history(SessionKey("durable", "default", "s6"))
+        assert [m.role for m in history] == ["user", "assistant", "tool", "user", "assistant"]
+        assert history[3].id == steered.id
+        _assert_clean(await _log(agent, "s6"))
+
+
+async def test_an_unreachable_server_fails_the_call_plainly(tmp_path: Path) -> None:
+    from harnessed import HarnessAgent
+    from harnessed.models.scripted import ScriptedModel
+    from harnessed.temporal import TemporalRuntime, TemporalUnavailableError
+    from tests.temporal.conftest import free_port
+
+    runtime = TemporalRuntime(f"127.0.0.1:{free_port()}", task_queue="nowhere")
+    async with HarnessAgent(
+        "offline", ScriptedModel(["hi"]), workspace=tmp_path, memory=False, runtime=runtime
+    ) as agent:
+        with pytest.raises(TemporalUnavailableError, match="cannot reach"):
+            await agent.call("hello")
+        records = await agent.session_store.read(SessionKey("offline", "default", "offline"))
+        assert records == []  # nothing was started, nothing logged
+
+
+def test_runtime_configuration_is_checked() -> None:
+    from harnessed.temporal import ActivityOptions, TemporalRuntime
+
+    with pytest.raises(ValueError, match="task_queue"):
+        TemporalRuntime("127.0.0.1:7233", task_queue="")
+    with pytest.raises(ValueError, match="heartbeat_timeout"):
+        ActivityOptions(heartbeat_timeout=0)
+    with pytest.raises(ValueError, match="retry_max"):
+        ActivityOptions(retry_initial=5, retry_max=1)
