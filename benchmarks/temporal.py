@@ -28,12 +28,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from temporalio import activity, workflow  # noqa: E402
 
 from harnessed import HarnessAgent, RuntimeContext, tool  # noqa: E402
 from harnessed.messages import ToolResultBlock  # noqa: E402
@@ -88,28 +90,28 @@ async def _turns(a: HarnessAgent, text: str, count: int, prefix: str) -> float:
     return (time.perf_counter() - start) / count
 
 
+@activity.defn(name="bench.noop")
+async def noop(x: int) -> int:
+    return x
+
+
+@workflow.defn(name="bench.floor", sandboxed=False)
+class Floor:
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for i in range(n):
+            await workflow.execute_activity(
+                "bench.noop", i, start_to_close_timeout=timedelta(seconds=30)
+            )
+        return n
+
+
 async def floor(address: str, turns: int) -> dict[str, float]:
     """Temporal itself on this machine: a workflow with no activity, and with one."""
     import uuid
-    from datetime import timedelta
 
-    from temporalio import activity, workflow
     from temporalio.client import Client
     from temporalio.worker import UnsandboxedWorkflowRunner, Worker
-
-    @activity.defn(name="bench.noop")
-    async def noop(x: int) -> int:
-        return x
-
-    @workflow.defn(name="bench.floor", sandboxed=False)
-    class Floor:
-        @workflow.run
-        async def run(self, n: int) -> int:
-            for i in range(n):
-                await workflow.execute_activity(
-                    "bench.noop", i, start_to_close_timeout=timedelta(seconds=30)
-                )
-            return n
 
     client = await Client.connect(address)
     results: dict[str, float] = {}

@@ -10,7 +10,7 @@ text says what the turn does: ``plain`` (a reply), ``tool KEY`` (one call of ``e
 a reply), ``slow-model KEY`` (the first request of the turn hangs until its worker is killed;
 the marker ``model-KEY`` holds the worker's pid), ``tool hang-KEY`` (the tool hangs after its
 side effect until its worker is killed), ``tool wait-KEY`` (the tool waits for the file
-``release-wait-KEY``).
+``release-wait-KEY``), ``fail KEY`` (the model raises ``ValueError``).
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ async def respond(request: ModelRequest) -> str | ScriptedResponse:
     ]
     if kind == "slow-model" and _mark(f"model-{key}", str(os.getpid()), exclusive=True):
         await asyncio.sleep(3600)  # killed here
+    if kind == "fail":
+        raise ValueError(f"the model refuses {key}")
     if kind == "tool" and not results:
         return ScriptedResponse(tool_calls=[ScriptedToolCall("effect", {"key": key})])
     if kind == "tools" and len(results) < 2:

@@ -224,3 +224,49 @@ async def test_a_dev_server_that_cannot_start_says_why(tmp_path: Path) -> None:
     fake.chmod(0o755)
     with pytest.raises(DevServerError, match="broken install"):
         await DevServer(tmp_path, binary=str(fake)).start()
+
+
+async def test_an_agent_session_steers_a_turn_on_temporal(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+    ctx = RuntimeContext(session_id="s7")
+    async with durable_agent() as agent:
+        session = agent.session(ctx)
+        try:
+            turn = await session.submit("tool wait-as")
+            await wait_for_file(marks / "effects-wait-as")
+            steered = session.steer("plain")
+            handle = agent.runtime.handle(agent.name, ctx, await agent.runtime.connect())
+            while (await handle.query("progress"))["steering"] == 0:
+                await asyncio.sleep(0.05)  # until the signal is in the workflow
+            (marks / "release-wait-as").touch()
+            end = await asyncio.wait_for(turn.result(), 120)
+            assert end.status == "completed"
+            history = await agent.conversation.history(SessionKey("durable", "default", "s7"))
+            assert history[3].id == steered.id
+            assert history[-1].text == "done: plain"
+            _assert_clean(await _log(agent, "s7"))
+        finally:
+            await session.close()
+
+
+async def test_a_failing_model_ends_the_turn_with_its_error_logged_once(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    from harnessed.events import ErrorEvent
+    from harnessed.temporal import TurnFailedError
+
+    async with durable_agent() as agent:
+        seen = []
+        with pytest.raises(TurnFailedError, match="refuses f1") as raised:
+            async for event in agent.stream_events("fail f1", RuntimeContext(session_id="s8")):
+                seen.append(event)
+        assert raised.value.error_type == "ValueError"
+        assert isinstance(seen[-1], ErrorEvent)
+        records = await _log(agent, "s8")
+        _assert_clean(records)
+        assert [r.payload["status"] for r in records if r.type == RecordType.RUN_END] == ["error"]
+        errors = [r.payload for r in records if r.type == RecordType.ERROR]
+        assert [e["error_type"] for e in errors] == ["ValueError"]
+        assert (await _turn(agent, "plain", "s8")).reply.text == "done: plain"

@@ -19,7 +19,6 @@ from temporalio.exceptions import ApplicationError
 from harnessed.messages import Msg
 from harnessed.models.errors import ContextOverflowError
 from harnessed.temporal.schema import (
-    BEGIN,
     FAIL,
     MODEL,
     STOP,
@@ -52,17 +51,20 @@ class TurnActivities:
         self._users: dict[str, tuple[asyncio.Semaphore, int]] = {}
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.begin, self.model, self.tool, self.stop, self.fail]
-
-    @activity.defn(name=BEGIN)
-    async def begin(self, turn: TurnInput) -> None:
-        messages = [Msg.from_dict(m) for m in turn.messages]
-        await self._run(turn, lambda run: run.begin(messages))
+        return [self.model, self.tool, self.stop, self.fail]
 
     @activity.defn(name=MODEL)
     async def model(self, step: ModelStepInput) -> StepOutcome:
+        """A model request; the first one of a turn starts the turn (one activity less)."""
         steering = [Msg.from_dict(m) for m in step.steering]
-        return await self._run(step.turn, lambda run: run.model(step.iteration, steering))
+
+        async def part(run: StepRun) -> StepOutcome:
+            if step.iteration == 1:
+                await run.begin([Msg.from_dict(m) for m in step.turn.messages])
+                run = StepRun(run.agent, step.turn)
+            return await run.model(step.iteration, steering)
+
+        return await self._run(step.turn, part)
 
     @activity.defn(name=TOOL)
     async def tool(self, call: ToolInput) -> None:
@@ -70,9 +72,15 @@ class TurnActivities:
 
     @activity.defn(name=STOP)
     async def stop(self, end: StopInput) -> TurnResult:
-        return await self._run(
-            end.turn, lambda run: run.stop(end.iteration, end.status, end.reason, None)
-        )
+        """End an interrupted turn (one interrupted before its first request starts first)."""
+
+        async def part(run: StepRun) -> TurnResult:
+            if end.iteration <= 1:
+                await run.begin([Msg.from_dict(m) for m in end.turn.messages])
+                run = StepRun(run.agent, end.turn)
+            return await run.stop(end.iteration, end.status, end.reason, None)
+
+        return await self._run(end.turn, part)
 
     @activity.defn(name=FAIL)
     async def fail(self, end: StopInput) -> TurnResult:

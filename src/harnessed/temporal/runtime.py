@@ -212,11 +212,15 @@ class TemporalRuntime:
                 with contextlib.suppress(BaseException):
                     await result
         end: TurnResult = result.result()
+        if control is not None:  # steering too late for this turn: the session's next turn
+            for late in end.unused_steering:
+                kept = Msg.from_dict(late)
+                control.steer(kept.text, id=kept.id)
         reply = Msg.from_dict(end.reply)
         if end.status == "error":
-            error_type, message = end.error_type or "Error", end.error or ""
-            yield ErrorEvent(error_type=error_type, message=message, **base)
-            raise TurnFailedError(error_type, message)
+            error_type, text = end.error_type or "Error", end.error or ""
+            yield ErrorEvent(error_type=error_type, message=text, **base)
+            raise TurnFailedError(error_type, text)
         yield AgentEndEvent(
             reply=reply,
             status=end.status,  # type: ignore[arg-type]

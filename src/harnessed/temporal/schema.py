@@ -21,7 +21,6 @@ __all__ = [
 ]
 
 WORKFLOW = "harnessed.turn"
-BEGIN = "harnessed.turn.begin"
 MODEL = "harnessed.turn.model"
 TOOL = "harnessed.turn.tool"
 STOP = "harnessed.turn.stop"
@@ -100,6 +99,8 @@ class TurnResult:
     pending: list[str] = field(default_factory=list)
     error_type: str | None = None
     error: str | None = None
+    unused_steering: list[dict[str, Any]] = field(default_factory=list)
+    """Steering messages that came after the last model request (the caller keeps them)."""
 
 
 @dataclass(frozen=True, slots=True)

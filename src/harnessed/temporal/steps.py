@@ -45,7 +45,7 @@ def step_message_id(turn_id: str, iteration: int) -> str:
 
 
 class StepRun(AgentRun):
-    """One part of a Temporal turn (a new object per activity attempt)."""
+    """One part of a Temporal turn (a new object per part and activity attempt)."""
 
     def __init__(self, agent: Any, turn: TurnInput) -> None:
         ctx = RuntimeContext(

@@ -10,6 +10,7 @@ next model request) and interrupt (the running activity is cancelled; the turn e
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -20,7 +21,6 @@ from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from harnessed.temporal.schema import (
-        BEGIN,
         FAIL,
         INTERRUPT,
         MODEL,
@@ -65,12 +65,17 @@ class TurnWorkflow:
 
     @workflow.query(name=PROGRESS)
     def progress(self) -> dict[str, Any]:
-        return {"iteration": self._iteration, "step": self._step}
+        return {"iteration": self._iteration, "step": self._step, "steering": len(self._steering)}
 
     @workflow.run
     async def run(self, turn: TurnInput) -> TurnResult:
+        result = await self._turn(turn)
+        if self._steering:  # came too late for a model request: the caller keeps them
+            result = dataclasses.replace(result, unused_steering=list(self._steering))
+        return result
+
+    async def _turn(self, turn: TurnInput) -> TurnResult:
         try:
-            await self._activity(BEGIN, turn, None, turn.options, tool=False, stoppable=False)
             while True:
                 if self._interrupted:
                     raise _Interrupted
