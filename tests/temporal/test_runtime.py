@@ -270,3 +270,21 @@ async def test_a_failing_model_ends_the_turn_with_its_error_logged_once(
         errors = [r.payload for r in records if r.type == RecordType.ERROR]
         assert [e["error_type"] for e in errors] == ["ValueError"]
         assert (await _turn(agent, "plain", "s8")).reply.text == "done: plain"
+
+
+async def test_an_agent_session_interrupts_a_turn_on_temporal(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+    async with durable_agent() as agent:
+        session = agent.session(RuntimeContext(session_id="s9"))
+        try:
+            turn = await session.submit("tool hang-ai")
+            await wait_for_file(marks / "effects-hang-ai")
+            session.interrupt()
+            end = await asyncio.wait_for(turn.result(), 120)
+            assert end.status == "interrupted"
+            _assert_clean(await _log(agent, "s9"))
+            assert len((marks / "effects-hang-ai").read_text().splitlines()) == 1
+        finally:
+            await session.close()

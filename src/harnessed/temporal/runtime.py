@@ -79,7 +79,8 @@ class TemporalRuntime:
         task_queue: The queue the workers (``harnessed worker``) listen on.
         namespace: The Temporal namespace (with an address).
         activity_options: Timeouts and retries of the turn's activities.
-        poll_interval: Seconds between reads of the session log for new events.
+        poll_interval: Seconds between reads of the session log for new events; while
+            nothing new comes the wait doubles, up to ``max_poll_interval``.
     """
 
     client: Client | str
@@ -87,6 +88,7 @@ class TemporalRuntime:
     namespace: str = "default"
     activity_options: ActivityOptions = field(default_factory=ActivityOptions)
     poll_interval: float = 0.2
+    max_poll_interval: float = 2.0
     _connected: list[Client] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -96,6 +98,8 @@ class TemporalRuntime:
             raise ValueError("TemporalRuntime.client must be a Client or 'HOST:PORT'")
         if not self.poll_interval > 0:
             raise ValueError("TemporalRuntime.poll_interval must be positive")
+        if self.max_poll_interval < self.poll_interval:
+            raise ValueError("TemporalRuntime.max_poll_interval must be at least poll_interval")
 
     async def connect(self) -> Client:
         """The client (connecting once when given an address)."""
@@ -186,10 +190,15 @@ class TemporalRuntime:
             **base,
         )
         result = asyncio.ensure_future(handle.result())
+        stop = asyncio.ensure_future(control.wait_interrupted()) if control is not None else None
         sent_interrupt = False
+        wait = self.poll_interval
         try:
             while True:
-                done, _ = await asyncio.wait({result}, timeout=self.poll_interval)
+                waits = {result} if stop is None or sent_interrupt else {result, stop}
+                await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                done = result.done()
+                wait = min(wait * 2, self.max_poll_interval)
                 if control is not None:
                     if control.interrupted and not sent_interrupt:
                         sent_interrupt = True
@@ -198,6 +207,8 @@ class TemporalRuntime:
                         steering = control.take_steering()
                         await handle.signal(STEER, [m.to_dict() for m in steering])
                 records = await store.read(key, after_seq=seen)
+                if records:
+                    wait = self.poll_interval
                 for record in records:
                     seen = record.seq
                     if record.run_id == ctx.run_id:
@@ -207,6 +218,8 @@ class TemporalRuntime:
                 if done:
                     break
         finally:
+            if stop is not None:
+                stop.cancel()
             if not result.done():
                 result.cancel()  # the turn goes on without this caller
                 with contextlib.suppress(BaseException):
