@@ -2,14 +2,18 @@
 
 Each activity heartbeats while it works, so a worker that dies (``kill -9``, a lost machine)
 is noticed after the heartbeat timeout and the activity is retried on another worker; the
-parts of :mod:`harnessed.temporal.steps` make every retry safe. A worker may cap how many
-activities of one user run on it at once (``max_per_user``); the rest wait their turn.
+parts of :mod:`harnessed.temporal.steps` make every retry safe. Each part holds a lease on
+its session's steps (the agent's turn gate, under a key of its own), so an attempt Temporal
+gave up on too early (a worker that stalled past the heartbeat timeout) and its retry never
+work on the log at once: the retry waits, then finds what the first one wrote. A worker may
+cap how many activities of one user run on it at once (``max_per_user``); the rest wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -18,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from harnessed.messages import Msg
 from harnessed.models.errors import ContextOverflowError
+from harnessed.sessions.lease import gate_key, turn_lease
 from harnessed.temporal.schema import (
     FAIL,
     MODEL,
@@ -35,6 +40,8 @@ from harnessed.temporal.steps import StepRun
 __all__ = ["TurnActivities"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 _PERMANENT = (ValueError, TypeError, KeyError, ContextOverflowError)
 """Errors a retry cannot fix: the turn ends with the error at once."""
@@ -96,7 +103,21 @@ class TurnActivities:
             raise ApplicationError(
                 f"this worker does not serve agent {turn.agent!r}", non_retryable=True
             )
-        async with _heartbeats(), self._user_slot(turn.user_id):
+        task = asyncio.current_task()
+        assert task is not None
+
+        def lost() -> None:  # another attempt took the session's step: this one writes nothing
+            logger.error(
+                "lost the step lease of session %r; stopping this attempt", turn.session_id
+            )
+            task.cancel()
+
+        key = gate_key(agent.name, turn.user_id, turn.session_id) + "/temporal-step"
+        async with (
+            _heartbeats(),
+            self._user_slot(turn.user_id),
+            turn_lease(agent.turn_gate, key, lost),
+        ):
             try:
                 return await part(StepRun(agent, turn))
             except _PERMANENT as exc:
