@@ -28,6 +28,7 @@ OPTIONAL = {
     "harnessed.gateway.channels.slack": "slack",
     "harnessed.gateway.channels.feishu": "feishu",
     "harnessed.gateway.channels.agui": "ag-ui",
+    "harnessed.temporal": "temporal",
 }
 """Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""
 

@@ -114,6 +114,7 @@ class HarnessAgent(AgentHost):
         max_context_tokens = options.get("max_context_tokens", 8_000)
         prune = options.get("prune", _PRUNE)
         self.name = name
+        self.runtime = options.get("runtime")
         self.model: Model = resolve_model(model)
         self.sys_prompt = sys_prompt
         self.workspace = (
@@ -257,6 +258,13 @@ class HarnessAgent(AgentHost):
         """
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
+        if self.runtime is not None:  # the turn runs elsewhere (a Temporal workflow)
+            async with contextlib.aclosing(
+                self.runtime.stream(self, messages, ctx, control)
+            ) as out:
+                async for event in out:
+                    yield event
+            return
         await discover_windows(self.models())  # self-hosted servers tell their window once
         lease = self._sessions.call_lease(ctx, control)  # first: across processes, then this one
         async with lease, self._locks.hold(self.name, ctx.user_id, ctx.session):

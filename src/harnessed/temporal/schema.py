@@ -1,0 +1,111 @@
+"""What a turn's workflow and its activities pass each other: plain dataclasses of JSON values.
+
+Nothing here imports the rest of harnessed, so the workflow (which runs in Temporal's sandbox
+and is replayed on any worker) depends on this module and ``temporalio`` only. Messages travel
+as :meth:`harnessed.messages.Msg.to_dict` dictionaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ActivityOptions",
+    "ModelStepInput",
+    "StepOutcome",
+    "StopInput",
+    "ToolInput",
+    "TurnInput",
+    "TurnResult",
+]
+
+WORKFLOW = "harnessed.turn"
+MODEL = "harnessed.turn.model"
+TOOL = "harnessed.turn.tool"
+STOP = "harnessed.turn.stop"
+FAIL = "harnessed.turn.fail"
+STEER = "steer"
+INTERRUPT = "interrupt"
+PROGRESS = "progress"
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityOptions:
+    """Timeouts and retries of a turn's activities (seconds; attempts 0 = unlimited)."""
+
+    heartbeat_timeout: float = 30.0
+    model_timeout: float = 600.0
+    tool_timeout: float = 1800.0
+    model_attempts: int = 5
+    retry_initial: float = 1.0
+    retry_max: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("heartbeat_timeout", "model_timeout", "tool_timeout", "retry_initial"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"ActivityOptions.{name} must be positive")
+        if self.retry_max < self.retry_initial:
+            raise ValueError("ActivityOptions.retry_max must be at least retry_initial")
+        if self.model_attempts < 0:
+            raise ValueError("ActivityOptions.model_attempts must be 0 (unlimited) or more")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInput:
+    """One turn: whose session, its ids, and the input messages."""
+
+    agent: str
+    user_id: str
+    session_id: str
+    run_id: str
+    turn_id: str
+    messages: list[dict[str, Any]]
+    extras: dict[str, Any] = field(default_factory=dict)
+    options: ActivityOptions = field(default_factory=ActivityOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStepInput:
+    turn: TurnInput
+    iteration: int
+    steering: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInput:
+    turn: TurnInput
+    iteration: int
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopInput:
+    turn: TurnInput
+    iteration: int
+    status: str
+    """``interrupted`` or ``error``."""
+    reason: str | None = None
+    error_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended (what :class:`~harnessed.events.AgentEndEvent` carries)."""
+
+    status: str
+    iterations: int
+    reply: dict[str, Any]
+    pending: list[str] = field(default_factory=list)
+    error_type: str | None = None
+    error: str | None = None
+    unused_steering: list[dict[str, Any]] = field(default_factory=list)
+    """Steering messages that came after the last model request (the caller keeps them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """A model step: the tool calls to run next, or the end of the turn."""
+
+    call_ids: list[str] = field(default_factory=list)
+    end: TurnResult | None = None
