@@ -38,10 +38,11 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 from temporalio import activity, workflow  # noqa: E402
 
 from harnessed import HarnessAgent, RuntimeContext, tool  # noqa: E402
+from harnessed.log.record import RecordType  # noqa: E402
 from harnessed.messages import ToolResultBlock  # noqa: E402
 from harnessed.models.base import ModelRequest  # noqa: E402
 from harnessed.models.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall  # noqa: E402
-from harnessed.session.record import RecordType, SessionKey  # noqa: E402
+from harnessed.runtime import SessionRef  # noqa: E402
 
 
 def respond(request: ModelRequest) -> str | ScriptedResponse:
@@ -204,7 +205,7 @@ async def background(address: str, tasks: int, workspace: Path) -> dict[str, flo
         latencies = []
         for session, at in submitted.items():
             records = await client_agent.session_store.read(
-                SessionKey("bench", "default", session), types=[RecordType.RUN_START]
+                SessionRef("bench", "default", session), types=[RecordType.RUN_START]
             )
             started = datetime.fromisoformat(records[0].timestamp).timestamp()
             latencies.append(started - at)

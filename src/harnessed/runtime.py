@@ -14,7 +14,7 @@ from harnessed.messages import new_id
 if TYPE_CHECKING:
     from harnessed.events import Event
     from harnessed.messages import Msg
-    from harnessed.sessions.control import TurnControl
+    from harnessed.turns.control import TurnControl
 
 __all__ = ["RuntimeContext", "SessionLocks", "SessionRef", "TurnRuntime"]
 

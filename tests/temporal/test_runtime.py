@@ -12,12 +12,13 @@ import pytest
 
 from harnessed import RuntimeContext
 from harnessed.events import AgentEndEvent, ToolResultEvent
-from harnessed.session.record import RecordType, SessionKey, SessionRecord
+from harnessed.log.record import RecordType, SessionRecord
+from harnessed.runtime import SessionRef
 from tests.temporal.conftest import Workers, durable_agent, wait_for_file
 
 
 async def _log(agent: Any, session: str) -> list[SessionRecord]:
-    return await agent.session_store.read(SessionKey(agent.name, "default", session))
+    return await agent.session_store.read(SessionRef(agent.name, "default", session))
 
 
 def _assert_clean(records: list[SessionRecord]) -> None:
@@ -62,7 +63,7 @@ async def test_turns_and_tool_calls_run_on_the_workers(
         assert second.reply.text == "done: plain"
         records = await _log(agent, "s1")
         _assert_clean(records)
-        history = await agent.conversation.history(SessionKey("durable", "default", "s1"))
+        history = await agent.conversation.history(SessionRef("durable", "default", "s1"))
         assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"] * 1 + [
             "user",
             "assistant",
@@ -135,7 +136,7 @@ async def test_many_turns_over_three_workers_complete_once(
 async def test_a_second_turn_of_a_running_session_is_refused(
     workers: Workers, durable_env: dict[str, str]
 ) -> None:
-    from harnessed.sessions.gate import SessionBusyError
+    from harnessed.turns.gate import SessionBusyError
 
     marks = Path(durable_env["HARNESSED_TEST_MARKS"])
     async with durable_agent() as agent:
@@ -181,7 +182,7 @@ async def test_steering_reaches_the_next_model_request(
         end = await asyncio.wait_for(turn, 120)
         assert end.status == "completed"
         assert end.reply.text == "done: plain"  # the model answered the steering message
-        history = await agent.conversation.history(SessionKey("durable", "default", "s6"))
+        history = await agent.conversation.history(SessionRef("durable", "default", "s6"))
         assert [m.role for m in history] == ["user", "assistant", "tool", "user", "assistant"]
         assert history[3].id == steered.id
         _assert_clean(await _log(agent, "s6"))
@@ -199,7 +200,7 @@ async def test_an_unreachable_server_fails_the_call_plainly(tmp_path: Path) -> N
     ) as agent:
         with pytest.raises(TemporalUnavailableError, match="cannot reach"):
             await agent.call("hello")
-        records = await agent.session_store.read(SessionKey("offline", "default", "offline"))
+        records = await agent.session_store.read(SessionRef("offline", "default", "offline"))
         assert records == []  # nothing was started, nothing logged
 
 
@@ -243,7 +244,7 @@ async def test_an_agent_session_steers_a_turn_on_temporal(
             (marks / "release-wait-as").touch()
             end = await asyncio.wait_for(turn.result(), 120)
             assert end.status == "completed"
-            history = await agent.conversation.history(SessionKey("durable", "default", "s7"))
+            history = await agent.conversation.history(SessionRef("durable", "default", "s7"))
             assert history[3].id == steered.id
             assert history[-1].text == "done: plain"
             _assert_clean(await _log(agent, "s7"))

@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from harnessed.messages import Msg
 from harnessed.models.errors import ContextOverflowError
-from harnessed.sessions.lease import gate_key, turn_lease
+from harnessed.runtime import SessionRef
 from harnessed.temporal.schema import (
     FAIL,
     MODEL,
@@ -36,6 +36,7 @@ from harnessed.temporal.schema import (
     TurnResult,
 )
 from harnessed.temporal.steps import StepRun
+from harnessed.turns.lease import turn_lease
 
 __all__ = ["TurnActivities"]
 
@@ -112,7 +113,7 @@ class TurnActivities:
             )
             task.cancel()
 
-        key = gate_key(agent.name, turn.user_id, turn.session_id) + "/temporal-step"
+        key = SessionRef(agent.name, turn.user_id, turn.session_id).token + "/temporal-step"
         async with (
             _heartbeats(),
             self._user_slot(turn.user_id),

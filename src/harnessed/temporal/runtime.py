@@ -31,12 +31,10 @@ from harnessed.events import (
     ModelCallEndEvent,
     ToolResultEvent,
 )
-from harnessed.loop.host import HARNESS_RECORDS
+from harnessed.log.record import RecordType, SessionRecord
 from harnessed.messages import Msg, ToolResultBlock, new_id
-from harnessed.runtime import RuntimeContext
-from harnessed.session.record import RecordType, SessionKey, SessionRecord
-from harnessed.sessions.control import TurnControl
-from harnessed.sessions.gate import SessionBusyError
+from harnessed.run.deps import HARNESS_RECORDS
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.temporal.schema import (
     INTERRUPT,
     STEER,
@@ -46,6 +44,8 @@ from harnessed.temporal.schema import (
     TurnResult,
 )
 from harnessed.temporal.steps import TOOL_START
+from harnessed.turns.control import TurnControl
+from harnessed.turns.gate import SessionBusyError
 
 __all__ = ["TemporalRuntime", "TemporalUnavailableError", "TurnFailedError", "workflow_id"]
 
@@ -152,7 +152,7 @@ class TemporalRuntime:
                 f"RuntimeContext.extras must be JSON values on the Temporal runtime: {exc}"
             ) from None
         client = await self.connect()
-        key = SessionKey(agent.name, ctx.user_id, ctx.session)
+        key = SessionRef(agent.name, ctx.user_id, ctx.session)
         store = agent.session_store
         last = await store.tail(key, 1)
         seen = last[-1].seq if last else 0

@@ -1,6 +1,6 @@
 """The parts of a turn as activities run them, each against the session log.
 
-:class:`StepRun` is the in-process loop (:class:`~harnessed.loop.AgentRun`) cut at the
+:class:`StepRun` is the in-process loop (:class:`~harnessed.run.AgentRun`) cut at the
 activity boundaries: the start of the turn, one model request, one tool call, and the end of
 an interrupted or failed turn. Every part first reads the log and does nothing it finds done,
 so a retried activity (its worker was killed, or its result was lost) never writes a record
@@ -24,14 +24,14 @@ from typing import Any
 
 from harnessed.capabilities.base import CallContext, CallEnd
 from harnessed.events import Event
-from harnessed.loop import AgentRun
-from harnessed.loop.host import result_msg
+from harnessed.log.record import RecordType, SessionRecord
+from harnessed.log.view import interrupted_results
 from harnessed.messages import Msg, ToolResultBlock
 from harnessed.models.base import ModelResponse
-from harnessed.runtime import RuntimeContext
-from harnessed.session.record import RecordType, SessionRecord
-from harnessed.session.view import interrupted_results
-from harnessed.state.agent_state import AgentState, StateKey
+from harnessed.run import AgentRun
+from harnessed.run.deps import result_msg
+from harnessed.runtime import RuntimeContext, SessionRef
+from harnessed.state.agent_state import AgentState
 from harnessed.temporal.schema import StepOutcome, TurnInput, TurnResult
 
 __all__ = ["StepRun", "step_message_id"]
@@ -228,7 +228,7 @@ class StepRun(AgentRun):
 
     async def _load_state(self) -> AgentState:
         # not settled: a step left unanswered is this turn's own, its calls still to run
-        key = StateKey(self.agent.name, self.ctx.user_id, self.ctx.session)
+        key = SessionRef(self.agent.name, self.ctx.user_id, self.ctx.session)
         return await self.agent.conversation.load(key)
 
     def _message(self, message_id: str) -> Msg | None:
