@@ -25,7 +25,7 @@ from tests.support.docs import (
     python_blocks,
 )
 
-MAX_FRAGMENTS = 3
+MAX_FRAGMENTS = 12  # blocks that need a platform or a server (channels, Temporal) to run
 """Fragments are for pieces that cannot stand alone; a runnable example is better."""
 
 
