@@ -27,6 +27,10 @@ from harnessed.context.compiler import ContextCompiler
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.seam import RequestPreparer
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
+from harnessed.cost.caching import cache_key
+from harnessed.cost.limits import UsageLimits
+from harnessed.cost.meter import UsageMeter
+from harnessed.cost.prices import PriceTable, default_prices
 from harnessed.events import AgentEndEvent, Event
 from harnessed.host import AgentHost
 from harnessed.inputs import AgentInput, input_messages
@@ -61,6 +65,16 @@ from harnessed.workspace import Filesystem, IsolationScope, Workspace
 
 __all__ = ["AgentInput", "HarnessAgent"]
 
+
+class _Default:
+    """The type of :data:`DEFAULT`: "the agent's own setting" for a per-call argument."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+
 # Default history transforms (frozen configs, safe to share).
 _COMPACTION = CompactionConfig()
 _EVICTION = ToolResultEvictionConfig()
@@ -93,6 +107,9 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.shortcuts`).
         skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
+        usage_limits / session_usage_limits: :class:`~harnessed.cost.UsageLimits` of each
+            call and of each session (sub-agents count toward them); a call may override
+            both. ``prices``: the :class:`~harnessed.cost.PriceTable` costing each request.
     """
 
     def __init__(
@@ -135,6 +152,9 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         mcp_servers: MCPServers = (),
         mcp_resources: MCPResources = (),
         store: str | SharedStore | None = None,
+        usage_limits: UsageLimits | None = None,
+        session_usage_limits: UsageLimits | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):  # \w: isalnum, _
             raise ValueError(
@@ -159,6 +179,16 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         self.session_store, self._turn_gate = self._stores.sessions, self._stores.gate
         self.conversation = ConversationStore(self.session_store, self.state_store)  # history
         self.max_iters, self.max_output_tokens = max_iters, max_output_tokens
+        for label, value in (
+            ("usage_limits", usage_limits),
+            ("session_usage_limits", session_usage_limits),
+        ):
+            if value is not None and not isinstance(value, UsageLimits):
+                raise TypeError(
+                    f"HarnessAgent {label} must be a UsageLimits or None, got {value!r}"
+                )
+        self.usage_limits, self.session_usage_limits = usage_limits, session_usage_limits
+        self.prices: PriceTable = prices or default_prices()
         self.compaction = compaction
         self.tool_result_eviction, self.prune = tool_result_eviction, prune
         transforms = history_transforms(
@@ -216,10 +246,24 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         self._plug_in(frozenset(self.toolkit.names))
 
     # ------------------------------------------------------------ public API
-    async def call(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
-        """Run the agent on ``input`` and return its final reply."""
+    async def call(
+        self,
+        input: AgentInput,
+        ctx: RuntimeContext | None = None,
+        *,
+        usage_limits: UsageLimits | None | _Default = DEFAULT,
+        session_usage_limits: UsageLimits | None | _Default = DEFAULT,
+    ) -> Msg:
+        """Run the agent on ``input`` and return its final reply (limits as in
+        :meth:`stream_events`)."""
         reply: Msg | None = None
-        async for event in self.stream_events(input, ctx, confirmations="park"):
+        async for event in self.stream_events(
+            input,
+            ctx,
+            confirmations="park",
+            usage_limits=usage_limits,
+            session_usage_limits=session_usage_limits,
+        ):
             if isinstance(event, AgentEndEvent) and event.source is None:
                 reply = event.reply
         if reply is None:  # pragma: no cover - stream_events always ends with agent_end or raises
@@ -246,6 +290,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         *,
         confirmations: ConfirmationMode = "wait",
         control: TurnControl | None = None,
+        usage_limits: UsageLimits | None | _Default = DEFAULT,
+        session_usage_limits: UsageLimits | None | _Default = DEFAULT,
     ) -> AsyncIterator[Event]:
         """Run the agent on ``input``, yielding typed events as the work happens.
 
@@ -254,13 +300,23 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         user's approval a :class:`ConfirmationRequestEvent` is yielded and, with
         ``confirmations="wait"``, the run waits for :meth:`respond`; with ``"park"`` (what
         :meth:`call` uses) the call ends at once with status ``pending``. ``control`` steers.
+        ``usage_limits`` / ``session_usage_limits`` replace the agent's for this call
+        (``None``: no limit); one reached ends the call with status ``limit``.
         """
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         await discover_windows(self.models())  # self-hosted servers tell their window once
         lease = self._call_lease(ctx, control)  # first: across processes, then this one
         async with lease, self._locks.hold(self.name, ctx.user_id, ctx.session):
-            run = AgentRun(self, ctx, confirmations, control)
+            meter = UsageMeter(
+                limits=self.usage_limits if isinstance(usage_limits, _Default) else usage_limits,
+                session_limits=self.session_usage_limits
+                if isinstance(session_usage_limits, _Default)
+                else session_usage_limits,
+                parent=UsageMeter.of_parent(ctx),
+                prices=self.prices,
+            )
+            run = AgentRun(self, ctx, confirmations, control, meter)
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:
                     yield event
@@ -295,4 +351,5 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             tools=self.toolkit.schemas(),
             max_output_tokens=self.max_output_tokens,
             call_id=model_call_id,
+            cache_key=cache_key(self.name, state.user_id, state.session_id),
         )

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
+from harnessed.cost.meter import COST_SECTION, UsageMeter
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
 from harnessed.loop.fair import checkpoint
 from harnessed.loop.host import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
@@ -42,12 +43,16 @@ class RunBase:
         ctx: RuntimeContext,
         confirmations: ConfirmationMode = "wait",
         control: TurnControl | None = None,
+        meter: UsageMeter | None = None,
     ) -> None:
         self.agent = agent
         self.control = control
         self.partial: Msg | None = None
         """The assistant message cut short by an interrupt (saved as it was)."""
         self.caps = agent.capabilities
+        self.meter = meter or UsageMeter(parent=UsageMeter.of_parent(ctx))
+        """What the call spends, and its limits (``CallContext.values[METER_KEY]`` for the
+        capabilities: the sub-agents' calls count toward it)."""
         self.ctx = ctx
         self.key = SessionKey(agent.name, ctx.user_id, ctx.session)
         self.run_id = ctx.run_id or new_id("run_")
@@ -70,6 +75,7 @@ class RunBase:
         """``after_call`` is running: events go to the capabilities, not the ended stream."""
         self.summary_error: str | None = None
         """The last failed compaction of this run (named when overflow recovery fails)."""
+        self._metered = 0
         self._work: asyncio.Future[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
@@ -137,6 +143,11 @@ class RunBase:
         """A step is complete: append its records to the session log (with a checkpoint if
         the working history was replaced), then save the state if its structured parts
         changed."""
+        if self.meter.tree.requests != self._metered:  # the session's totals, kept in its state
+            self._metered = self.meter.tree.requests
+            # not set_section: usage is no task state, so the task revision the model sees
+            # stays put (the state's fingerprint still sees the change, and saves it)
+            self.state.sections[COST_SECTION] = self.meter.section()
         batch, self.records = self.records, []
         await self.agent.conversation.commit(self.state, batch)
 

@@ -26,7 +26,9 @@ from harnessed.events import (
     Event,
     MaxItersEvent,
     RunStatus,
+    UsageLimitEvent,
 )
+from harnessed.cost.meter import COST_SECTION, METER_KEY
 from harnessed.loop.fair import checkpoint
 from harnessed.loop.host import Interrupted, quietly
 from harnessed.loop.model_step import ModelSteps
@@ -50,6 +52,7 @@ class AgentRun(ModelSteps, ToolSteps):
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         await checkpoint()
         self.state = await self._load_state()
+        self.meter.load(self.state.sections.get(COST_SECTION))
         self.call = CallContext(
             agent_name=self.agent.name,
             runtime=self.ctx,
@@ -60,6 +63,7 @@ class AgentRun(ModelSteps, ToolSteps):
             publish=self._publish,
             add_messages=self._add_messages,
         )
+        self.call.values[METER_KEY] = self.meter
         try:
             caps = self.caps
             if not (caps.on_event or caps.after_call):
@@ -170,6 +174,22 @@ class AgentRun(ModelSteps, ToolSteps):
                     )
                     yield await self._finish(reply, "stopped", iterations)
                     return
+                hit = self.meter.reached()
+                if hit is not None:
+                    yield UsageLimitEvent(
+                        limit=hit.limit,
+                        scope=hit.scope,
+                        used=hit.used,
+                        maximum=hit.maximum,
+                        **self.base,
+                    )
+                    reply = Msg.assistant(
+                        f"I stopped before finishing: {hit.describe()}. What was done so far is "
+                        "saved; raise the limit and call again to continue.",
+                        metadata={"harness": "limit", "limit": hit.limit, "scope": hit.scope},
+                    )
+                    yield await self._finish(reply, "limit", iterations)
+                    return
                 if iterations >= agent.max_iters:
                     yield MaxItersEvent(max_iters=agent.max_iters, **self.base)
                     reply = Msg.assistant(
@@ -253,6 +273,7 @@ class AgentRun(ModelSteps, ToolSteps):
                 "iterations": iterations,
                 "reason": reason,
                 "pending": list(pending),
+                "usage": self.meter.tree.to_dict(),
             },
         )
         await self._commit_step()
@@ -262,7 +283,12 @@ class AgentRun(ModelSteps, ToolSteps):
             metadata={"harness": "interrupted"},
         )
         self.ended = AgentEndEvent(
-            reply=reply, status="interrupted", iterations=iterations, pending=pending, **self.base
+            reply=reply,
+            status="interrupted",
+            iterations=iterations,
+            pending=pending,
+            usage=self.meter.tree,
+            **self.base,
         )
         return self.ended
 
@@ -290,11 +316,18 @@ class AgentRun(ModelSteps, ToolSteps):
         self.record_messages(reply)
         self.record(
             RecordType.RUN_END,
-            {"status": status, "iterations": iterations, "reply_id": reply.id},
+            {
+                "status": status,
+                "iterations": iterations,
+                "reply_id": reply.id,
+                "usage": self.meter.tree.to_dict(),
+            },
         )
         self.state.append(reply)
         await self._commit_step()
-        return AgentEndEvent(reply=reply, status=status, iterations=iterations, **self.base)
+        return AgentEndEvent(
+            reply=reply, status=status, iterations=iterations, usage=self.meter.tree, **self.base
+        )
 
     async def _record_failure(self, exc: BaseException) -> None:
         """Best effort: the failure is logged, but logging must not hide the original error."""
