@@ -251,8 +251,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         input: AgentInput,
         ctx: RuntimeContext | None = None,
         *,
-        usage_limits: UsageLimits | None | _Default = DEFAULT,
-        session_usage_limits: UsageLimits | None | _Default = DEFAULT,
+        usage_limits: UsageLimits | _Default | None = DEFAULT,
+        session_usage_limits: UsageLimits | _Default | None = DEFAULT,
     ) -> Msg:
         """Run the agent on ``input`` and return its final reply (limits as in
         :meth:`stream_events`)."""
@@ -290,8 +290,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         *,
         confirmations: ConfirmationMode = "wait",
         control: TurnControl | None = None,
-        usage_limits: UsageLimits | None | _Default = DEFAULT,
-        session_usage_limits: UsageLimits | None | _Default = DEFAULT,
+        usage_limits: UsageLimits | _Default | None = DEFAULT,
+        session_usage_limits: UsageLimits | _Default | None = DEFAULT,
     ) -> AsyncIterator[Event]:
         """Run the agent on ``input``, yielding typed events as the work happens.
 

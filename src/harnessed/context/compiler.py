@@ -281,7 +281,7 @@ class ContextCompiler:
             session, request.tools, messages[:stable], fixed["tools"], self.meter
         )
         build.cached_prefix = self.meter.calibrated(build.cached_prefix, session)
-        points = tuple(p for p in (shared, stable) if 0 < p)
+        points = tuple(p for p in (shared, stable) if p > 0)
         return ModelRequest(
             messages=messages,
             tools=request.tools,

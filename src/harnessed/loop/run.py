@@ -18,6 +18,7 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from harnessed.capabilities.base import CallContext, CallEnd
+from harnessed.cost.meter import COST_SECTION, METER_KEY
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -28,7 +29,6 @@ from harnessed.events import (
     RunStatus,
     UsageLimitEvent,
 )
-from harnessed.cost.meter import COST_SECTION, METER_KEY
 from harnessed.loop.fair import checkpoint
 from harnessed.loop.host import Interrupted, quietly
 from harnessed.loop.model_step import ModelSteps

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from harnessed.capabilities.base import CallContext
+from harnessed.cost.meter import METER_KEY
 from harnessed.messages import Msg
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import SessionKey
 from harnessed.subagents.board import Running, TaskBook
-from harnessed.cost.meter import METER_KEY
 from harnessed.subagents.child import LINK_KEY, ChildOutcome, ChildRun
 from harnessed.subagents.core import (
     COMPLETED,

@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from harnessed.capabilities.base import CallContext
+from harnessed.cost.meter import METER_KEY
 from harnessed.events import Event
 from harnessed.messages import new_id
 from harnessed.models.base import Model
@@ -17,7 +18,6 @@ from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
 from harnessed.state.agent_state import AgentState
 from harnessed.subagents.board import Running
-from harnessed.cost.meter import METER_KEY
 from harnessed.subagents.child import (
     LINK_KEY,
     ChildOutcome,
