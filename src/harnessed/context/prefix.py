@@ -4,7 +4,8 @@ Providers cache a request's prefix — tool schemas, then the system message, th
 conversation — and serve a later request from that cache only as far as the two are the same
 from the start. The compiler keeps, per session, the stable part of the last reasoning request
 (its tools and its system + history messages) and measures how much of the next one repeats it.
-Messages are immutable, so an unchanged prefix is recognised by identity, without reading text.
+Messages are immutable, so an unchanged message is usually the very same object; one read back
+from the session log (after a checkpoint) is an equal copy, which the provider sees the same.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from harnessed.context.meter import Meter
 from harnessed.messages import Msg, shared_prefix
 from harnessed.models.base import ToolSchema
 
-__all__ = ["PrefixMemo"]
+__all__ = ["PrefixMemo", "equal_prefix"]
 
 _SESSIONS_KEPT = 2_048
 
@@ -46,5 +47,15 @@ class PrefixMemo:
             self._last.popitem(last=False)
         if previous is None or previous[0] != tools:
             return 0, 0
-        count = shared_prefix(previous[1], stable)
+        count = equal_prefix(previous[1], stable)
         return count, tool_tokens + meter.messages(stable[:count])
+
+
+def equal_prefix(previous: Sequence[Msg], current: Sequence[Msg]) -> int:
+    """How many leading messages the two sequences share as the same or equal messages."""
+    count = shared_prefix(previous, current)  # identical objects: one comparison in C
+    limit = min(len(previous), len(current))
+    while count < limit and previous[count] == current[count]:
+        count += 1
+        count += shared_prefix(previous[count:], current[count:])
+    return count

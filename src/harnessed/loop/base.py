@@ -143,13 +143,17 @@ class RunBase:
         """A step is complete: append its records to the session log (with a checkpoint if
         the working history was replaced), then save the state if its structured parts
         changed."""
-        if self.meter.tree.requests != self._metered:  # the session's totals, kept in its state
-            self._metered = self.meter.tree.requests
-            # not set_section: usage is no task state, so the task revision the model sees
-            # stays put (the state's fingerprint still sees the change, and saves it)
-            self.state.sections[COST_SECTION] = self.meter.section()
         batch, self.records = self.records, []
         await self.agent.conversation.commit(self.state, batch)
+
+    def _settle_usage(self) -> None:
+        """Keep the session's totals in its state as the call ends (saved with its last step).
+
+        Not ``set_section``: usage is no task state, so the task revision the model sees stays
+        put (the state's fingerprint still sees the change and saves it)."""
+        if self.meter.tree.requests != self._metered:
+            self._metered = self.meter.tree.requests
+            self.state.sections[COST_SECTION] = self.meter.section()
 
     def _add_messages(self, messages: Sequence[Msg]) -> None:
         self.record_messages(*messages)

@@ -276,6 +276,7 @@ class AgentRun(ModelSteps, ToolSteps):
                 "usage": self.meter.tree.to_dict(),
             },
         )
+        self._settle_usage()
         await self._commit_step()
         reply = self.partial or Msg.assistant(
             "The turn was interrupted before it finished; its progress is saved and it can "
@@ -324,6 +325,7 @@ class AgentRun(ModelSteps, ToolSteps):
             },
         )
         self.state.append(reply)
+        self._settle_usage()
         await self._commit_step()
         return AgentEndEvent(
             reply=reply, status=status, iterations=iterations, usage=self.meter.tree, **self.base
@@ -333,7 +335,7 @@ class AgentRun(ModelSteps, ToolSteps):
         """Best effort: the failure is logged, but logging must not hide the original error."""
         status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
         self.record(RecordType.ERROR, {"error_type": type(exc).__name__, "message": str(exc)})
-        self.record(RecordType.RUN_END, {"status": status})
+        self.record(RecordType.RUN_END, {"status": status, "usage": self.meter.tree.to_dict()})
         try:
             await asyncio.shield(self.flush())
         except Exception:
