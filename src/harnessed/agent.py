@@ -29,7 +29,7 @@ from harnessed.context.seam import RequestPreparer
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
 from harnessed.cost.caching import cache_key
 from harnessed.cost.limits import UsageLimits
-from harnessed.cost.meter import UsageMeter
+from harnessed.cost.meter import COST_SECTION, UsageMeter
 from harnessed.cost.prices import PriceTable, default_prices
 from harnessed.events import AgentEndEvent, Event
 from harnessed.host import AgentHost
@@ -39,6 +39,7 @@ from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
 from harnessed.models.base import Model, ModelRequest
 from harnessed.models.registry import resolve_model
+from harnessed.models.usage import UsageTotals
 from harnessed.models.windows import discover_windows
 from harnessed.permissions import ConfirmationMode, PermissionMode, PermissionRule
 from harnessed.permissions.controls import PermissionControls
@@ -342,6 +343,13 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         history as the session log has it."""
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         return await self.conversation.load(StateKey(self.name, ctx.user_id, ctx.session))
+
+    async def session_usage(self, ctx: RuntimeContext | None = None) -> UsageTotals:
+        """What a session has spent: its requests and its sub-agents', with their cost (as
+        saved when each call ended)."""
+        state = await self.load_state(ctx)
+        section = state.sections.get(COST_SECTION)
+        return UsageTotals.from_dict(section.get("tree") if isinstance(section, Mapping) else None)
 
     def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest:
         """The request before preparation: system prompt, working history and tool schemas."""
