@@ -215,11 +215,8 @@ async def test_costs_add_up_across_calls_and_a_new_process(tmp_path: Path) -> No
     agent = agent_with(model, workspace=tmp_path)
     first = end_of(await events_of(agent, "first"))
     assert first.usage is not None
-    assert (
-        first.usage.requests == 2
-        and first.usage.cost_usd == pytest.approx(0.02 + 0.01 + 0.02 + 0.01)
-        or first.usage.cost_usd is not None
-    )
+    assert first.usage.requests == 2
+    assert first.usage.cost_usd is not None and first.usage.cost_usd > 0.03  # 0.03: step 1
     await agent.close()
 
     # a new agent object (another process) on the same workspace continues the totals
