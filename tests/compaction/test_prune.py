@@ -57,7 +57,12 @@ async def test_pruning_keeps_the_newest_40000_tokens_of_tool_output() -> None:
     steps = [ScriptedResponse(tool_calls=[call("fetch", f"c{i}", q=f"s{i}")]) for i in range(16)]
     model = ScriptedModel([*steps, "done"], context_window=WIDE)
     agent, _ = await seeded(
-        [], model, tools=[fetch], compaction=None, max_iters=30, prune=PruneConfig(cache_aware=False)
+        [],
+        model,
+        tools=[fetch],
+        compaction=None,
+        max_iters=30,
+        prune=PruneConfig(cache_aware=False),
     )
     await agent.call("read all sixteen documents", CTX)
 
@@ -122,7 +127,10 @@ async def test_excluded_tools_and_short_results_are_never_pruned() -> None:
     history += [use("tiny", "fetch"), result("tiny", "short output", "fetch")]
     model = ScriptedModel(["done"], context_window=WIDE)
     agent, _ = await seeded(
-        history, model, compaction=None, prune=PruneConfig(protect_tokens=0, minimum_tokens=0, cache_aware=False)
+        history,
+        model,
+        compaction=None,
+        prune=PruneConfig(protect_tokens=0, minimum_tokens=0, cache_aware=False),
     )
     await agent.call("and?", CTX)
     sent = conversation_of(model.requests[0])
