@@ -21,6 +21,7 @@ from rich.text import Text
 from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from harnessed.models.usage import UsageTotals
 from harnessed.session.jsonl import JsonlSessionLogStore
 from harnessed.session.record import RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
@@ -233,6 +234,8 @@ async def inspect_session(
         for key_, label_, style in PARTS:
             tokens = manifest.breakdown.get(key_, 0) if counted else 0
             parts.append(f"{label_} ", style="dim").append(_k(tokens), style=style).append(" ")
+        if counted and manifest.purpose == "reasoning":
+            parts.append("cached ", style="dim").append(_k(manifest.cached_prefix_tokens))
         console.print(row, no_wrap=True, overflow="ignore")
         console.print(parts)
         if manifest.transforms:
@@ -252,4 +255,24 @@ async def inspect_session(
         f"message(s), counted with {escape(latest.counting_method)}"
         f"{' (exact)' if latest.exact else ' (estimate)'}; {escape(window)}[/]"
     )
+    spent = await session_spending(store, key)
+    if spent.requests:
+        cached = f" ({spent.cache_read_tokens:,} cached)" if spent.cache_read_tokens else ""
+        console.print(
+            f"[dim]spent: {spent.requests} model request(s), {spent.input_tokens:,} in{cached} "
+            f"/ {spent.output_tokens:,} out tokens, {escape(spent.describe_cost())}[/]",
+            highlight=False,
+        )
     return 0
+
+
+async def session_spending(store: SessionLogStore, key: SessionKey) -> UsageTotals:
+    """What the session's calls spent, from their ``run/end`` records (sub-agents included)."""
+    total = UsageTotals()
+    for record in await store.tail(key, _RUNS_READ, types=[RecordType.RUN_END]):
+        if isinstance(record.payload.get("usage"), dict):
+            total = total + UsageTotals.from_dict(record.payload["usage"])
+    return total
+
+
+_RUNS_READ = 100_000

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from harnessed.events import Event
 from harnessed.inputs import AgentInput
 from harnessed.messages import Msg
+from harnessed.models.usage import UsageTotals
 from harnessed.permissions.flow import ConfirmationMode
 from harnessed.permissions.pending import PendingConfirmation
 from harnessed.runtime import RuntimeContext
@@ -69,5 +70,7 @@ class SessionHost(Protocol):
     ) -> list[SessionRecord]: ...
 
     async def session_messages(self, ctx: RuntimeContext | None = None) -> list[Msg]: ...
+
+    async def session_usage(self, ctx: RuntimeContext | None = None) -> UsageTotals: ...
 
     async def sessions(self, user_id: str = "default") -> list[SessionInfo]: ...
