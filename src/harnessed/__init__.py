@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         SourceFailurePolicy,
         ToolPairingError,
     )
+    from harnessed.cost import UsageLimits, UsageTotals
     from harnessed.events import (
         AgentEndEvent,
         AgentStartEvent,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         ThinkingDeltaEvent,
         ToolCallEvent,
         ToolResultEvent,
+        UsageLimitEvent,
     )
     from harnessed.memory import MemoryConfig
     from harnessed.messages import (
@@ -184,6 +186,9 @@ _LAZY = {
     "ToolResultEvictionConfig": "harnessed.compaction",
     "ToolUseBlock": "harnessed.messages",
     "TruncateArgsConfig": "harnessed.compaction",
+    "UsageLimitEvent": "harnessed.events",
+    "UsageLimits": "harnessed.cost",
+    "UsageTotals": "harnessed.cost",
     "Workspace": "harnessed.workspace",
     "resolve_model": "harnessed.models",
     "tool": "harnessed.tools",
@@ -272,6 +277,9 @@ __all__ = [
     "ToolResultEvictionConfig",
     "ToolUseBlock",
     "TruncateArgsConfig",
+    "UsageLimitEvent",
+    "UsageLimits",
+    "UsageTotals",
     "Workspace",
     "resolve_model",
     "tool",
