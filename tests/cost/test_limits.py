@@ -8,13 +8,15 @@ from typing import Any
 
 import pytest
 
-from harnessed import AgentEndEvent, HarnessAgent, RuntimeContext, tool
+from harnessed import AgentEndEvent, CompactionConfig, HarnessAgent, RuntimeContext, tool
 from harnessed.cost import UsageLimits, UsageTotals
 from harnessed.events import Event, ModelCallEndEvent, ToolResultEvent, UsageLimitEvent
 from harnessed.models import ScriptedModel
 from harnessed.models.base import Usage
 from harnessed.models.scripted import ScriptedResponse, ScriptedToolCall
 from harnessed.subagents import SubagentSpec
+from tests.compaction.helpers import conversation, seeded, summaries
+from tests.compaction.test_summary import SUMMARY_1
 from tests.subagents.helpers import parent, spawn
 
 CTX = RuntimeContext("u", "s")
@@ -282,3 +284,21 @@ def test_invalid_limits_name_the_field(kwargs: dict[str, Any]) -> None:
 def test_the_agent_rejects_a_wrong_limits_type() -> None:
     with pytest.raises(TypeError, match="usage_limits"):
         HarnessAgent("x", ScriptedModel(), usage_limits={"requests": 1})  # type: ignore[arg-type]
+
+
+async def test_summary_requests_are_paid_by_the_call_that_needed_them() -> None:
+    summary = ScriptedResponse(SUMMARY_1, usage=Usage(4_000, 50))
+    model = ScriptedModel([summary, ScriptedResponse("ok", usage=Usage(500, 5))], name="m")
+    agent, _ = await seeded(
+        conversation(6, output_chars=6_000),
+        model,
+        compaction=CompactionConfig(trigger_tokens=6_000, keep_tokens=3_000),
+        prices=Flat(),
+        usage_limits=UsageLimits(input_tokens=4_000),
+    )
+    end = end_of(await events_of(agent, "next", RuntimeContext("u", "s")))
+    assert len(summaries(model)) == 1
+    assert end.usage is not None
+    assert (end.usage.requests, end.usage.input_tokens) == (2, 4_500)
+    assert end.usage.cost_usd == pytest.approx(0.04 + 0.005 + 0.005 + 0.0005)
+    assert end.status == "completed"  # the limit is checked before the next step

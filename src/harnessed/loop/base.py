@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
+from harnessed.context.seam import USAGE_SINK
 from harnessed.cost.meter import COST_SECTION, UsageMeter
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
 from harnessed.loop.fair import checkpoint
@@ -59,7 +60,7 @@ class RunBase:
         self.turn_id = new_id("turn_")
         self.pending: EventInbox[Event] = EventInbox()
         self.records: list[NewRecord] = []
-        self.run_cache: dict[str, Any] = {}
+        self.run_cache: dict[str, Any] = {USAGE_SINK: self.meter.add}
         self.base: dict[str, Any] = {"run_id": self.run_id, "session_id": ctx.session}
         self.approvals = ApprovalFlow(
             agent.approval_gate,
