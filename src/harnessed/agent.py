@@ -28,8 +28,9 @@ from harnessed.context.policy import ContextPolicy
 from harnessed.context.seam import RequestPreparer
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
 from harnessed.cost.caching import cache_key
+from harnessed.cost.ledger import session_spending
 from harnessed.cost.limits import UsageLimits
-from harnessed.cost.meter import COST_SECTION, UsageMeter
+from harnessed.cost.meter import UsageMeter
 from harnessed.cost.prices import PriceTable, default_prices
 from harnessed.events import AgentEndEvent, Event
 from harnessed.host import AgentHost
@@ -47,6 +48,7 @@ from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.plan.controls import PlanControls
 from harnessed.runtime import RuntimeContext, SessionLocks
 from harnessed.session import SessionLogStore
+from harnessed.session.record import SessionKey
 from harnessed.session.search import SearchIndex
 from harnessed.sessions.access import SessionAccess
 from harnessed.sessions.control import TurnControl
@@ -345,11 +347,11 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         return await self.conversation.load(StateKey(self.name, ctx.user_id, ctx.session))
 
     async def session_usage(self, ctx: RuntimeContext | None = None) -> UsageTotals:
-        """What a session has spent: its requests and its sub-agents', with their cost (as
-        saved when each call ended)."""
-        state = await self.load_state(ctx)
-        section = state.sections.get(COST_SECTION)
-        return UsageTotals.from_dict(section.get("tree") if isinstance(section, Mapping) else None)
+        """What a session has spent: its calls' requests (and their sub-agents'), with their
+        cost, as its log records them."""
+        ctx = (ctx or RuntimeContext()).resolved(self.name)
+        key = SessionKey(self.name, ctx.user_id, ctx.session)
+        return await session_spending(self.session_store, key)
 
     def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest:
         """The request before preparation: system prompt, working history and tool schemas."""

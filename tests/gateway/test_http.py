@@ -410,4 +410,4 @@ async def test_the_session_view_says_what_the_session_spent(client: httpx.AsyncC
     # the scripted test model has no price: unknown, not zero
     assert usage["cost_usd"] is None and usage["unpriced_requests"] == 2
     listed = (await client.get("/v1/sessions", headers=ALICE)).json()["sessions"]
-    assert listed[0]["usage"] is None  # only the view of one session reads the state
+    assert listed[0]["usage"] is None  # only the view of one session reads its log for it

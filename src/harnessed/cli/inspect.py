@@ -20,8 +20,8 @@ from rich.text import Text
 
 from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
+from harnessed.cost.ledger import session_spending
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from harnessed.models.usage import UsageTotals
 from harnessed.session.jsonl import JsonlSessionLogStore
 from harnessed.session.record import RecordType, SessionKey, SessionRecord
 from harnessed.session.store import SessionLogStore
@@ -264,15 +264,3 @@ async def inspect_session(
             highlight=False,
         )
     return 0
-
-
-async def session_spending(store: SessionLogStore, key: SessionKey) -> UsageTotals:
-    """What the session's calls spent, from their ``run/end`` records (sub-agents included)."""
-    total = UsageTotals()
-    for record in await store.tail(key, _RUNS_READ, types=[RecordType.RUN_END]):
-        if isinstance(record.payload.get("usage"), dict):
-            total = total + UsageTotals.from_dict(record.payload["usage"])
-    return total
-
-
-_RUNS_READ = 100_000

@@ -4,7 +4,8 @@
   breakpoints themselves are placed by the adapters, from ``ModelRequest.cache_points``);
 * :mod:`.prices` — USD per request from the ``genai-prices`` table (``None`` when unknown);
 * :mod:`.limits` — :class:`UsageLimits` and the :class:`LimitReached` that ends a call;
-* :mod:`.meter` — a call's :class:`UsageMeter`: its totals, its session's, its parent's.
+* :mod:`.meter` — a call's :class:`UsageMeter`: its totals, its session's, its parent's;
+* :mod:`.ledger` — a session's spending, added up from the ``run/end`` records of its log.
 """
 
 from harnessed.cost.caching import cache_key

@@ -9,8 +9,7 @@ any agent above it has reached a limit.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from harnessed.cost.limits import LimitReached, UsageLimits
 from harnessed.cost.prices import PriceTable, default_prices
@@ -18,14 +17,11 @@ from harnessed.models.base import Usage
 from harnessed.models.usage import UsageTotals
 from harnessed.runtime import RuntimeContext
 
-__all__ = ["COST_SECTION", "METER_KEY", "UsageMeter"]
+__all__ = ["METER_KEY", "UsageMeter"]
 
 METER_KEY = "harnessed.usage_meter"
 """The key of a call's meter in ``CallContext.values``, and of the parent call's meter in a
 sub-agent's ``RuntimeContext.extras``."""
-COST_SECTION = "cost"
-"""The state section keeping a session's totals: ``own`` (its own requests) and ``tree`` (with
-the sub-agents it ran)."""
 
 
 class UsageMeter:
@@ -47,10 +43,9 @@ class UsageMeter:
         """This agent's own requests in this call."""
         self.tree = UsageTotals()
         """This call's requests and those of the sub-agents it ran."""
-        self.session_own = UsageTotals()
-        """The session's own totals before this call (from its state)."""
-        self.session_tree = UsageTotals()
-        """The session's totals with its sub-agents before this call."""
+        self.before = UsageTotals()
+        """The session's totals before this call (read from its log when a session limit
+        needs them)."""
 
     @classmethod
     def of_parent(cls, runtime: RuntimeContext) -> UsageMeter | None:
@@ -58,12 +53,6 @@ class UsageMeter:
         return found if isinstance(found, UsageMeter) else None
 
     # ----------------------------------------------------------------- counting
-    def load(self, section: Any) -> None:
-        """Start from a session's stored totals (its state section)."""
-        data = section if isinstance(section, Mapping) else {}
-        self.session_own = UsageTotals.from_dict(data.get("own"))
-        self.session_tree = UsageTotals.from_dict(data.get("tree"))
-
     def add(
         self, usage: Usage | None, models: Sequence[str | None], provider: str | None = None
     ) -> float | None:
@@ -83,17 +72,10 @@ class UsageMeter:
         if self.parent is not None:
             self.parent._add_to_tree(usage, cost)
 
-    def section(self) -> dict[str, Any]:
-        """The session's totals after this call so far, for its state section."""
-        return {
-            "own": (self.session_own + self.own).to_dict(),
-            "tree": (self.session_tree + self.tree).to_dict(),
-        }
-
     @property
     def session(self) -> UsageTotals:
         """The session's totals with its sub-agents, this call included."""
-        return self.session_tree + self.tree
+        return self.before + self.tree
 
     # ------------------------------------------------------------------- limits
     def reached(self) -> LimitReached | None:

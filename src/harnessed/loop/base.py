@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
 from harnessed.context.seam import USAGE_SINK
-from harnessed.cost.meter import COST_SECTION, UsageMeter
+from harnessed.cost.meter import UsageMeter
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
 from harnessed.loop.fair import checkpoint
 from harnessed.loop.host import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
@@ -146,15 +146,6 @@ class RunBase:
         changed."""
         batch, self.records = self.records, []
         await self.agent.conversation.commit(self.state, batch)
-
-    def _settle_usage(self) -> None:
-        """Keep the session's totals in its state as the call ends (saved with its last step).
-
-        Not ``set_section``: usage is no task state, so the task revision the model sees stays
-        put (the state's fingerprint still sees the change and saves it)."""
-        if self.meter.tree.requests != self._metered:
-            self._metered = self.meter.tree.requests
-            self.state.sections[COST_SECTION] = self.meter.section()
 
     def _add_messages(self, messages: Sequence[Msg]) -> None:
         self.record_messages(*messages)

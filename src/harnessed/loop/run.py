@@ -18,7 +18,8 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from harnessed.capabilities.base import CallContext, CallEnd
-from harnessed.cost.meter import COST_SECTION, METER_KEY
+from harnessed.cost.ledger import session_spending
+from harnessed.cost.meter import METER_KEY
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -52,7 +53,8 @@ class AgentRun(ModelSteps, ToolSteps):
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         await checkpoint()
         self.state = await self._load_state()
-        self.meter.load(self.state.sections.get(COST_SECTION))
+        if self.meter.session_limits is not None:  # the session's spending so far
+            self.meter.before = await session_spending(self.agent.session_store, self.key)
         self.call = CallContext(
             agent_name=self.agent.name,
             runtime=self.ctx,
@@ -276,7 +278,6 @@ class AgentRun(ModelSteps, ToolSteps):
                 "usage": self.meter.tree.to_dict(),
             },
         )
-        self._settle_usage()
         await self._commit_step()
         reply = self.partial or Msg.assistant(
             "The turn was interrupted before it finished; its progress is saved and it can "
@@ -302,12 +303,16 @@ class AgentRun(ModelSteps, ToolSteps):
             await quietly(work)
         if self.approvals.park_aborted(self.state):
             if closed:  # a cancelled run records its end with the failure
-                self.record(RecordType.RUN_END, {"status": "pending"})
+                self.record(
+                    RecordType.RUN_END, {"status": "pending", "usage": self.meter.tree.to_dict()}
+                )
             await asyncio.shield(self._commit_step())
         elif closed:
             # The consumer stopped reading: whatever already happened (a tool that ran, the
             # model's message) still belongs in the log, and so does the end of the run.
-            self.record(RecordType.RUN_END, {"status": "closed"})
+            self.record(
+                RecordType.RUN_END, {"status": "closed", "usage": self.meter.tree.to_dict()}
+            )
             try:
                 await asyncio.shield(self.flush())
             except Exception:
@@ -325,7 +330,6 @@ class AgentRun(ModelSteps, ToolSteps):
             },
         )
         self.state.append(reply)
-        self._settle_usage()
         await self._commit_step()
         return AgentEndEvent(
             reply=reply, status=status, iterations=iterations, usage=self.meter.tree, **self.base

@@ -49,7 +49,6 @@ class ToolSteps(RunBase):
                     "usage": self.meter.tree.to_dict(),
                 },
             )
-            self._settle_usage()
             await self._commit_step()
             self.ended = AgentEndEvent(
                 reply=pending_reply(decision.parked),

@@ -19,7 +19,7 @@ from harnessed.tools.memory import memory_tools
 
 __all__ = ["Memory"]
 
-_SETTLED = ("completed", "max_iters", "pending", "stopped")
+_SETTLED = ("completed", "max_iters", "limit", "pending", "stopped")
 
 
 class Memory(Capability):
