@@ -302,3 +302,31 @@ async def test_summary_requests_are_paid_by_the_call_that_needed_them() -> None:
     assert (end.usage.requests, end.usage.input_tokens) == (2, 4_500)
     assert end.usage.cost_usd == pytest.approx(0.04 + 0.005 + 0.005 + 0.0005)
     assert end.status == "completed"  # the limit is checked before the next step
+
+
+@pytest.mark.parametrize(
+    ("limits", "limit"),
+    [
+        (UsageLimits(requests=2), "requests"),
+        (UsageLimits(input_tokens=2_000), "input_tokens"),
+        (UsageLimits(output_tokens=200), "output_tokens"),
+        (UsageLimits(cost_usd=0.04), "cost_usd"),
+    ],
+)
+async def test_each_session_limit_stops_the_next_call_before_it_spends(
+    limits: UsageLimits, limit: str
+) -> None:
+    answer = ScriptedResponse("one", usage=Usage(1_000, 100))
+    model = ScriptedModel([step(1), answer, "never asked"], name="priced-model")
+    agent = agent_with(model, session_usage_limits=limits)
+    assert end_of(await events_of(agent, "first")).status == "completed"
+    second = await events_of(agent, "second")
+    end = end_of(second)
+    assert end.status == "limit" and len(model.requests) == 2
+    assert end.usage is not None and end.usage.requests == 0
+    [hit] = [e for e in second if isinstance(e, UsageLimitEvent)]
+    assert (hit.limit, hit.scope) == (limit, "session")
+    assert "this session" in end.reply.text
+    # the per-call override can lift the session's limit for one call
+    end = end_of(await events_of(agent, "third", session_usage_limits=None))
+    assert end.status == "completed" and len(model.requests) == 3
