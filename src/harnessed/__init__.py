@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         ToolPairingError,
     )
     from harnessed.contract import TaskContextState, TaskContractConfig, TaskRevisionConflictError
+    from harnessed.cost import UsageLimits, UsageTotals
     from harnessed.events import (
         AgentEndEvent,
         AgentStartEvent,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         ThinkingDeltaEvent,
         ToolCallEvent,
         ToolResultEvent,
+        UsageLimitEvent,
     )
     from harnessed.log import SearchIndex, SessionLogStore
     from harnessed.memory import MemoryConfig
@@ -183,6 +185,9 @@ _LAZY = {
     "ToolResultEvictionConfig": "harnessed.compaction",
     "ToolUseBlock": "harnessed.messages",
     "TruncateArgsConfig": "harnessed.compaction",
+    "UsageLimitEvent": "harnessed.events",
+    "UsageLimits": "harnessed.cost",
+    "UsageTotals": "harnessed.cost",
     "Workspace": "harnessed.workspace",
     "resolve_model": "harnessed.models",
     "tool": "harnessed.tools",
@@ -272,6 +277,9 @@ __all__ = [
     "ToolResultEvictionConfig",
     "ToolUseBlock",
     "TruncateArgsConfig",
+    "UsageLimitEvent",
+    "UsageLimits",
+    "UsageTotals",
     "Workspace",
     "resolve_model",
     "tool",

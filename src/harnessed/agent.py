@@ -35,11 +35,17 @@ from harnessed.context.policy import ContextPolicy
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
 from harnessed.contract.controls import TaskControls
 from harnessed.contract.verification import VerificationService
+from harnessed.cost.caching import cache_key
+from harnessed.cost.ledger import session_spending
+from harnessed.cost.limits import DEFAULT, Unset, UsageLimits
+from harnessed.cost.meter import UsageMeter
+from harnessed.cost.prices import PriceTable, default_prices
 from harnessed.events import AgentEndEvent, Event
 from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
+from harnessed.models.usage import UsageTotals
 from harnessed.models.windows import discover_windows
 from harnessed.permissions import ConfirmationMode
 from harnessed.permissions.controls import PermissionControls
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
     from harnessed.turns.gate import TurnGate  # loaded with the first turn
 
 __all__ = ["AgentInput", "HarnessAgent"]
+
 
 # Default history transforms (frozen configs, safe to share).
 _COMPACTION = CompactionConfig()
@@ -133,6 +140,9 @@ class HarnessAgent(AgentHost):
         self.session_store = self._stores.sessions
         self.conversation = ConversationStore(self.session_store, self.state_store)  # history
         self.max_iters, self.max_output_tokens = max_iters, max_output_tokens
+        self.usage_limits = options.get("usage_limits")
+        self.session_usage_limits = options.get("session_usage_limits")
+        self.prices: PriceTable = options.get("prices") or default_prices()
         self.compaction = compaction
         self.tool_result_eviction, self.prune = tool_result_eviction, prune
         transforms = history_transforms(
@@ -204,6 +214,7 @@ class HarnessAgent(AgentHost):
     session_messages = forward("_log", SessionQueries.session_messages)
     sessions = forward("_log", SessionQueries.sessions)
     session_search = forward("_log", SessionQueries.session_search)
+    session_usage = forward("_log", SessionQueries.session_usage)
     session = forward("_sessions", SessionAccess.session)
 
     @property
@@ -217,10 +228,24 @@ class HarnessAgent(AgentHost):
         self._sessions.turn_gate = gate
 
     # ------------------------------------------------------------ public API
-    async def call(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
-        """Run the agent on ``input`` and return its final reply."""
+    async def call(
+        self,
+        input: AgentInput,
+        ctx: RuntimeContext | None = None,
+        *,
+        usage_limits: UsageLimits | Unset | None = DEFAULT,
+        session_usage_limits: UsageLimits | Unset | None = DEFAULT,
+    ) -> Msg:
+        """Run the agent on ``input`` and return its final reply (limits as in
+        :meth:`stream_events`)."""
         reply: Msg | None = None
-        async for event in self.stream_events(input, ctx, confirmations="park"):
+        async for event in self.stream_events(
+            input,
+            ctx,
+            confirmations="park",
+            usage_limits=usage_limits,
+            session_usage_limits=session_usage_limits,
+        ):
             if isinstance(event, AgentEndEvent) and event.source is None:
                 reply = event.reply
         if reply is None:  # pragma: no cover - stream_events always ends with agent_end or raises
@@ -247,6 +272,8 @@ class HarnessAgent(AgentHost):
         *,
         confirmations: ConfirmationMode = "wait",
         control: TurnControl | None = None,
+        usage_limits: UsageLimits | Unset | None = DEFAULT,
+        session_usage_limits: UsageLimits | Unset | None = DEFAULT,
     ) -> AsyncIterator[Event]:
         """Run the agent on ``input``, yielding typed events as the work happens.
 
@@ -255,6 +282,8 @@ class HarnessAgent(AgentHost):
         user's approval a :class:`ConfirmationRequestEvent` is yielded and, with
         ``confirmations="wait"``, the run waits for :meth:`respond`; with ``"park"`` (what
         :meth:`call` uses) the call ends at once with status ``pending``. ``control`` steers.
+        ``usage_limits`` / ``session_usage_limits`` replace the agent's for this call
+        (``None``: no limit); one reached ends the call with status ``limit``.
         """
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
@@ -268,7 +297,13 @@ class HarnessAgent(AgentHost):
         await discover_windows(self.models())  # self-hosted servers tell their window once
         lease = self._sessions.call_lease(ctx, control)  # first: across processes, then this one
         async with lease, self._locks.hold(self.name, ctx.user_id, ctx.session):
-            run = AgentRun(self, ctx, confirmations, control)
+            meter = UsageMeter.for_call(
+                (self.usage_limits, self.session_usage_limits),
+                (usage_limits, session_usage_limits),
+                ctx,
+                self.prices,
+            )
+            run = AgentRun(self, ctx, confirmations, control, meter)
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:
                     yield event
@@ -295,3 +330,4 @@ class HarnessAgent(AgentHost):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+

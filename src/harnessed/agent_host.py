@@ -23,6 +23,7 @@ from harnessed.capabilities.sources import (
     validate_id,
 )
 from harnessed.context.compiler import ContextCompiler
+from harnessed.cost.caching import cache_key
 from harnessed.context.manifest import ContextManifest
 from harnessed.memory.capability import Memory
 from harnessed.memory.manager import MemoryManager
@@ -201,4 +202,5 @@ class AgentHost:
             tools=self.toolkit.schemas(),
             max_output_tokens=self.max_output_tokens,
             call_id=model_call_id,
+            cache_key=cache_key(self.name, state.user_id, state.session_id),
         )

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.search import MatchMode, SearchHit, SearchOrder
 from harnessed.log.store import SessionInfo
+from harnessed.cost.ledger import session_spending
 from harnessed.messages import Msg
+from harnessed.models.usage import UsageTotals
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.stores.local.indexed import IndexedSessionLogStore
 
@@ -63,3 +65,9 @@ class SessionQueries:
             order=order,
             session_id=session_id,
         )
+
+    async def session_usage(self, ctx: RuntimeContext | None = None) -> UsageTotals:
+        """What a session has spent: its calls' requests (and their sub-agents'), with their
+        cost, as its log records them."""
+        ctx = (ctx or RuntimeContext()).resolved(self.name)
+        return await session_spending(self.session_store, SessionRef.of(self.name, ctx))

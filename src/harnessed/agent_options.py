@@ -20,6 +20,8 @@ from harnessed.log import SessionLogStore
 from harnessed.log.search import SearchIndex
 from harnessed.permissions import PermissionMode, PermissionRule
 from harnessed.permissions.policy import ToolPermissionCheck
+from harnessed.cost.limits import UsageLimits
+from harnessed.cost.prices import PriceTable
 from harnessed.runtime import TurnRuntime
 from harnessed.sandbox.process import ShellConfig
 from harnessed.state.store import AgentStateStore
@@ -78,6 +80,12 @@ class AgentOptions(TypedDict, total=False):
     """MCP servers whose tools the agent offers []."""
     mcp_resources: MCPResources
     """MCP resources shown as context []."""
+    usage_limits: UsageLimits | None
+    """Limits of each call: requests, tokens, USD (sub-agents count toward them) [none]."""
+    session_usage_limits: UsageLimits | None
+    """Limits of each session, over all its calls [none]."""
+    prices: PriceTable | None
+    """The price table costing each request [genai-prices' table]."""
     runtime: TurnRuntime | None
     """Where turns run: this process [``None``] or a runtime such as
     :class:`harnessed.temporal.TemporalRuntime` (workflows on Temporal workers)."""
@@ -117,6 +125,10 @@ def check_arguments(name: object, max_iters: int, options: Mapping[str, object])
     output = options.get("max_output_tokens")
     if output is not None and (not isinstance(output, int) or output <= 0):
         raise ValueError("HarnessAgent max_output_tokens must be positive")
+    for label in ("usage_limits", "session_usage_limits"):
+        value = options.get(label)
+        if value is not None and not isinstance(value, UsageLimits):
+            raise TypeError(f"HarnessAgent {label} must be a UsageLimits or None, got {value!r}")
     window = options.get("max_context_tokens", 8_000)
     if not isinstance(window, int) or window <= 0:
         raise ValueError("HarnessAgent max_context_tokens must be positive")

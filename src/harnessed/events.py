@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 from harnessed._internal.clock import now_iso
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, block_to_dict
 from harnessed.models.base import Usage
+from harnessed.models.usage import UsageTotals
 
 __all__ = [
     "AgentEndEvent",
@@ -31,14 +32,15 @@ __all__ = [
     "ThinkingDeltaEvent",
     "ToolCallEvent",
     "ToolResultEvent",
+    "UsageLimitEvent",
 ]
 
 RunStatus: TypeAlias = Literal[
-    "completed", "max_iters", "error", "cancelled", "pending", "stopped", "interrupted"
+    "completed", "max_iters", "limit", "error", "cancelled", "pending", "stopped", "interrupted"
 ]
 """``pending``: the call stopped to wait for the user's answer to confirmation requests;
 ``interrupted``: the turn was stopped at a safe point (``AgentSession.interrupt``), its progress
-saved."""
+saved; ``limit``: a usage limit was reached (``UsageLimits``)."""
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -53,6 +55,8 @@ def _plain(value: Any) -> Any:
         return block_to_dict(value)
     if isinstance(value, Usage):
         return dataclasses.asdict(value)
+    if isinstance(value, UsageTotals):
+        return value.to_dict()
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -99,6 +103,8 @@ class AgentEndEvent(EventBase):
     iterations: int
     pending: tuple[str, ...] = ()
     """With status ``pending``: the confirmation requests still waiting for an answer."""
+    usage: UsageTotals | None = None
+    """What the call spent: its model requests and those of the sub-agents it ran."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -117,6 +123,8 @@ class ModelCallEndEvent(EventBase):
     message: Msg
     usage: Usage | None
     stop_reason: str | None
+    cost_usd: float | None = None
+    """The request's price in USD (``None``: unknown model, or no usage reported)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -180,6 +188,19 @@ class MaxItersEvent(EventBase):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class UsageLimitEvent(EventBase):
+    """The loop stopped because a usage limit was reached (see ``UsageLimits``)."""
+
+    type: ClassVar[str] = "usage_limit"
+    limit: str
+    """``requests``, ``input_tokens``, ``output_tokens`` or ``cost_usd``."""
+    scope: str
+    """``call``, ``session``, or ``parent`` (the call of the agent that delegated this one)."""
+    used: float
+    maximum: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ErrorEvent(EventBase):
     """The run failed; the exception is raised to the caller right after this event."""
 
@@ -200,5 +221,6 @@ Event: TypeAlias = (
     | CustomEvent
     | ConfirmationRequestEvent
     | MaxItersEvent
+    | UsageLimitEvent
     | ErrorEvent
 )

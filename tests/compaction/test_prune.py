@@ -56,7 +56,14 @@ def newest_within(history: list[Msg], protect: int) -> int:
 async def test_pruning_keeps_the_newest_40000_tokens_of_tool_output() -> None:
     steps = [ScriptedResponse(tool_calls=[call("fetch", f"c{i}", q=f"s{i}")]) for i in range(16)]
     model = ScriptedModel([*steps, "done"], context_window=WIDE)
-    agent, _ = await seeded([], model, tools=[fetch], compaction=None, max_iters=30)
+    agent, _ = await seeded(
+        [],
+        model,
+        tools=[fetch],
+        compaction=None,
+        max_iters=30,
+        prune=PruneConfig(cache_aware=False),
+    )
     await agent.call("read all sixteen documents", CTX)
 
     logged = await agent.session_messages(CTX)
@@ -90,7 +97,9 @@ async def test_pruning_keeps_the_newest_40000_tokens_of_tool_output() -> None:
 async def test_old_output_is_pruned_only_in_batches_of_the_minimum() -> None:
     one = COUNT(result("c0", text_of(20_000, "step0")))  # every result here costs the same
     # the second newest result crosses the protected line and is kept whole with the newest
-    config = PruneConfig(protect_tokens=2 * one - 10, minimum_tokens=4 * one - 10)
+    config = PruneConfig(
+        protect_tokens=2 * one - 10, minimum_tokens=4 * one - 10, cache_aware=False
+    )
     history = conversation(4, output_chars=20_000)
     model = ScriptedModel(
         [
@@ -118,7 +127,10 @@ async def test_excluded_tools_and_short_results_are_never_pruned() -> None:
     history += [use("tiny", "fetch"), result("tiny", "short output", "fetch")]
     model = ScriptedModel(["done"], context_window=WIDE)
     agent, _ = await seeded(
-        history, model, compaction=None, prune=PruneConfig(protect_tokens=0, minimum_tokens=0)
+        history,
+        model,
+        compaction=None,
+        prune=PruneConfig(protect_tokens=0, minimum_tokens=0, cache_aware=False),
     )
     await agent.call("and?", CTX)
     sent = conversation_of(model.requests[0])

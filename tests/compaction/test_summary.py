@@ -245,7 +245,7 @@ async def test_cheap_steps_first_pruning_can_make_a_summary_unnecessary() -> Non
         history,
         model,
         compaction=CompactionConfig(trigger_tokens=6_000),  # reached by the tool output
-        prune=PruneConfig(protect_tokens=1_500, minimum_tokens=100_000),  # never on its own
+        prune=PruneConfig(protect_tokens=1_500, minimum_tokens=100_000, cache_aware=False),
     )
     await agent.call("next", CTX)
     assert summaries(model) == []

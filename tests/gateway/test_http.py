@@ -396,3 +396,18 @@ async def test_starting_the_server_freezes_what_exists_then(agent: HarnessAgent)
     """A full garbage collection on a busy server scans only what came after the start."""
     assert await lifespan_startup_freezes(make_app(agent))
     assert not await lifespan_startup_freezes(make_app(agent, freeze_startup_objects=False))
+
+
+async def test_the_session_view_says_what_the_session_spent(client: httpx.AsyncClient) -> None:
+    sid = await new_session(client, ALICE)
+    fresh = (await client.get(f"/v1/sessions/{sid}", headers=ALICE)).json()
+    assert fresh["usage"]["requests"] == 0 and fresh["usage"]["cost_usd"] is None
+    await say(client, sid, "hello")
+    await say(client, sid, "again")
+    info = (await client.get(f"/v1/sessions/{sid}", headers=ALICE)).json()
+    usage = info["usage"]
+    assert usage["requests"] == 2 and usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+    # the scripted test model has no price: unknown, not zero
+    assert usage["cost_usd"] is None and usage["unpriced_requests"] == 2
+    listed = (await client.get("/v1/sessions", headers=ALICE)).json()["sessions"]
+    assert listed[0]["usage"] is None  # only the view of one session reads its log for it

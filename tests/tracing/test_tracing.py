@@ -250,3 +250,30 @@ async def test_a_stream_closed_early_ends_its_spans(tmp_path):
     assert root.status.status_code == StatusCode.ERROR
     [chat] = by_name(exporter.get_finished_spans(), "chat ")
     assert chat.attributes["error.type"] == "closed"
+
+
+async def test_spans_carry_cache_usage_cost_and_the_cached_prefix(tmp_path, spans):
+    model = ScriptedModel(
+        [
+            ScriptedResponse(
+                tool_calls=[ScriptedToolCall("lookup", {"city": "Oslo"}, id="c1")],
+                usage=Usage(1_000, 10, cache_read_tokens=800, cache_write_tokens=100),
+            ),
+            ScriptedResponse("Sunny.", usage=Usage(1_100, 4, cache_read_tokens=900)),
+        ],
+        name="gpt-4.1-mini",  # a model the price table knows
+    )
+    agent = HarnessAgent("cost", model, tools=[lookup], capabilities=traced(spans))
+    await agent.call("weather in Oslo?", CTX)
+    await agent.close()
+    finished = spans.get_finished_spans()
+    first, second = by_name(finished, "chat ")
+    assert first.attributes["gen_ai.usage.cache_read.input_tokens"] == 800
+    assert first.attributes["gen_ai.usage.cache_creation.input_tokens"] == 100
+    assert first.attributes["harnessed.cost_usd"] > 0
+    assert second.attributes["harnessed.context.cached_prefix_tokens"] > 0
+    [root] = by_name(finished, "invoke_agent")
+    assert root.attributes["harnessed.run.requests"] == 2
+    assert root.attributes["harnessed.cost_usd"] == pytest.approx(
+        first.attributes["harnessed.cost_usd"] + second.attributes["harnessed.cost_usd"]
+    )

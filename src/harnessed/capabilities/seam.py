@@ -38,6 +38,12 @@ class PrepareInfo:
     read once per call)."""
 
 
+USAGE_SINK = "usage_sink"
+"""The ``PrepareInfo.run_cache`` entry (when present) that counts the usage of a request made
+while preparing one, a summary for instance, toward the call: called with the response's
+``Usage`` (or ``None``), the model names to price it by, and the provider's name."""
+
+
 class RequestPreparer(Protocol):
     """Called before every model request with the live state and the draft request.
 

@@ -22,6 +22,7 @@ from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
 from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.store import SessionLogStore
+from harnessed.cost.ledger import session_spending
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from harnessed.runtime import SessionRef
 from harnessed.stores.local.jsonl import JsonlSessionLogStore
@@ -234,6 +235,8 @@ async def inspect_session(
         for key_, label_, style in PARTS:
             tokens = manifest.breakdown.get(key_, 0) if counted else 0
             parts.append(f"{label_} ", style="dim").append(_k(tokens), style=style).append(" ")
+        if counted and manifest.purpose == "reasoning":
+            parts.append("cached ", style="dim").append(_k(manifest.cached_prefix_tokens))
         console.print(row, no_wrap=True, overflow="ignore")
         console.print(parts)
         if manifest.transforms:
@@ -253,4 +256,12 @@ async def inspect_session(
         f"message(s), counted with {escape(latest.counting_method)}"
         f"{' (exact)' if latest.exact else ' (estimate)'}; {escape(window)}[/]"
     )
+    spent = await session_spending(store, key)
+    if spent.requests:
+        cached = f" ({spent.cache_read_tokens:,} cached)" if spent.cache_read_tokens else ""
+        console.print(
+            f"[dim]spent: {spent.requests} model request(s), {spent.input_tokens:,} in{cached} "
+            f"/ {spent.output_tokens:,} out tokens, {escape(spent.describe_cost())}[/]",
+            highlight=False,
+        )
     return 0

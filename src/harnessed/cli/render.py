@@ -33,6 +33,7 @@ from harnessed.events import (
     ThinkingDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
+    UsageLimitEvent,
 )
 
 __all__ = ["EventPrinter"]
@@ -194,6 +195,12 @@ class EventPrinter:
         elif isinstance(event, MaxItersEvent):
             self._end_text()
             self.console.print(f"[bold red]stopped: reached max_iters={event.max_iters}[/]")
+        elif isinstance(event, UsageLimitEvent):
+            self._end_text()
+            self.console.print(
+                f"[bold red]stopped: {escape(event.scope)} limit {escape(event.limit)} reached "
+                f"({event.used:g} of {event.maximum:g})[/]"
+            )
         elif isinstance(event, ErrorEvent):
             self.close()
             self.console.print(f"[bold red]{escape(event.error_type)}:[/] {escape(event.message)}")
@@ -202,11 +209,7 @@ class EventPrinter:
             reason = event.reply.metadata.get("reason") if event.status == "stopped" else None
             if reason:
                 self.console.print(f"[bold yellow]stopped:[/] {escape(str(reason))}")
-            self.console.rule(
-                f"[dim]{event.status} · {event.iterations} model request(s) · "
-                f"{self.input_tokens:,} in / {self.output_tokens:,} out tokens[/]",
-                style="dim",
-            )
+            self.console.rule(f"[dim]{escape(footer(event, self))}[/]", style="dim")
 
     def _print_above_status(self, markup: str) -> None:
         self._end_text()
@@ -328,3 +331,18 @@ def _indented(text: str, max_lines: int = 6) -> str:
 
 def _data(data: Any) -> str:
     return escape(_short(json.dumps(data, ensure_ascii=False, default=str), 200))
+
+
+def footer(event: AgentEndEvent, counted: Any) -> str:
+    """The line under a finished call: status, requests, tokens (cached ones), cost."""
+    usage = event.usage
+    if usage is None:  # an end event from before usage was reported
+        return (
+            f"{event.status} · {event.iterations} model request(s) · "
+            f"{counted.input_tokens:,} in / {counted.output_tokens:,} out tokens"
+        )
+    cached = f", {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else ""
+    return (
+        f"{event.status} · {usage.requests} model request(s) · {usage.input_tokens:,} in"
+        f"{cached} / {usage.output_tokens:,} out tokens · {usage.describe_cost()}"
+    )

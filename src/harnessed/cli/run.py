@@ -4,7 +4,9 @@ Writes and ``execute`` ask for approval by default (``--yes`` or ``--permission-
 that); "always" allows a tool for the rest of the session. The exit code says how the call
 ended: 0 done, 1 error, 2 usage, 3 stopped at ``--max-iters``, 4 waiting for approval (no one
 could answer), 5 stopped by a capability (it asked the call to stop; the reason is printed),
-130 interrupted. Ctrl-C saves what was done so far; ``--continue`` resumes.
+6 stopped at a usage limit (``--max-requests``, ``--max-input-tokens``, ``--max-output-tokens``,
+``--max-cost`` for the call, ``--session-max-cost`` for the whole session), 130 interrupted.
+Ctrl-C saves what was done so far; ``--continue`` resumes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from harnessed.agent import HarnessAgent
 from harnessed.cli.approvals import TerminalApprover
 from harnessed.cli.recording import RecordingModel, last_request_path
 from harnessed.cli.render import EventPrinter
+from harnessed.cost.limits import UsageLimits
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallStartEvent
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.rules import PermissionRule
@@ -41,6 +44,7 @@ EXIT_CODES = {
     "max_iters": 3,
     "pending": 4,
     "stopped": 5,
+    "limit": 6,
     "cancelled": 130,
 }
 _MODES = ("default", "accept_edits", "explore", "bypass", "dont_ask")
@@ -71,6 +75,18 @@ def register(sub: Any) -> None:
     run.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
     run.add_argument("--system", default="", help="system prompt")
     run.add_argument("--max-iters", type=int, default=10, help="model requests per call")
+    run.add_argument(
+        "--max-requests",
+        type=int,
+        default=None,
+        help="model requests per call, sub-agents included",
+    )
+    run.add_argument("--max-input-tokens", type=int, default=None, help="input tokens per call")
+    run.add_argument("--max-output-tokens", type=int, default=None, help="output tokens per call")
+    run.add_argument("--max-cost", type=float, default=None, help="US dollars per call")
+    run.add_argument(
+        "--session-max-cost", type=float, default=None, help="US dollars for the whole session"
+    )
     run.add_argument("--no-thinking", action="store_true", help="hide streamed thinking")
     asks = run.add_mutually_exclusive_group()
     asks.add_argument(
@@ -101,6 +117,24 @@ def register(sub: Any) -> None:
     run.set_defaults(handler=run_command)
 
 
+def _limits(
+    requests: int | None, input_tokens: int | None, output_tokens: int | None, cost: float | None
+) -> UsageLimits | None:
+    if requests is None and input_tokens is None and output_tokens is None and cost is None:
+        return None
+    try:
+        return UsageLimits(requests, input_tokens, output_tokens, cost)
+    except ValueError as exc:  # name the flag, not the field
+        flag = {
+            "requests": "--max-requests",
+            "input_tokens": "--max-input-tokens",
+            "output_tokens": "--max-output-tokens",
+            "cost_usd": "--max-cost / --session-max-cost",
+        }
+        field = str(exc).split(" ")[0].removeprefix("UsageLimits.")
+        raise ValueError(f"{flag.get(field, field)} must be positive") from None
+
+
 def _wants_subagents(args: argparse.Namespace) -> bool:
     return bool(args.subagents) or (Path(args.workspace) / "subagents").is_dir()
 
@@ -116,6 +150,10 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
         return 2
     options = {"base_url": args.base_url} if args.base_url else {}
     try:
+        limits = _limits(
+            args.max_requests, args.max_input_tokens, args.max_output_tokens, args.max_cost
+        )
+        session_limits = _limits(None, None, None, args.session_max_cost)
         model = resolve_model(args.model, **options)
         agent = HarnessAgent(
             args.agent,
@@ -129,6 +167,8 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
             mcp_servers=args.mcp,
             capabilities=[Subagents()] if _wants_subagents(args) else [],
             skills=Skills(args.skill_dir),
+            usage_limits=limits,
+            session_usage_limits=session_limits,
         )
     except (ValueError, TypeError, ImportError) as exc:
         console.print(f"[red]cannot start the agent:[/] {escape(str(exc))}")

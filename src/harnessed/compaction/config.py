@@ -114,12 +114,20 @@ class PruneConfig:
     """Results longer than this become a preview of this many characters plus a marker."""
     excluded_tools: frozenset[str] = DEFAULT_PRUNE_EXCLUDED_TOOLS
     """Tools whose output is never pruned."""
+    cache_aware: bool = True
+    """Prune only where the provider's cached prefix changes anyway: the part of the history
+    a summary replaces is pruned just before it is summarized (a smaller summary request; the
+    log keeps every result whole), and output is pruned when the history does not fit its
+    budget. ``False``: also prune whenever ``minimum_tokens`` of old output is prunable, which
+    rewrites the prefix a provider had cached every few steps (the behaviour before)."""
 
     def __post_init__(self) -> None:
         owner = "PruneConfig"
         _int(owner, "protect_tokens", self.protect_tokens, 0)
         _int(owner, "minimum_tokens", self.minimum_tokens, 0)
         _int(owner, "max_output_chars", self.max_output_chars, 20)
+        if not isinstance(self.cache_aware, bool):
+            raise TypeError(f"{owner}.cache_aware must be a bool, got {self.cache_aware!r}")
         object.__setattr__(
             self, "excluded_tools", _names(owner, "excluded_tools", self.excluded_tools)
         )

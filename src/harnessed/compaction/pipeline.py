@@ -3,11 +3,14 @@
 It is the compiler's ``compactor`` hook, called before every reasoning request with the
 history budget. In order, stopping as soon as the history no longer meets a trigger:
 
-1. prune old tool output (its own trigger: enough old prunable output; on by default);
-2. when a summary is due (``trigger_messages`` / ``trigger_tokens``): prune again without the
-   minimum (if it was the token trigger), then truncate old tool arguments (if configured);
+1. prune old tool output, only with ``PruneConfig(cache_aware=False)`` (its own trigger:
+   enough old prunable output);
+2. when a summary is due (``trigger_messages`` / ``trigger_tokens``): with
+   ``cache_aware=False``, prune again without the minimum (if it was the token trigger); then
+   truncate old tool arguments (if configured);
 3. summarize everything before the kept tail into one summary message (chained with the
-   summary before it), after letting the memory flusher see that prefix;
+   summary before it), after letting the memory flusher see that prefix; cache-aware pruning
+   (the default) shortens that prefix's long output first, since the summary replaces it;
 4. if the history still exceeds the budget, prune harder (all old output, then the last step's).
 
 A forced run (overflow recovery) skips the triggers and keeps only the last message group plus
@@ -87,7 +90,7 @@ class HistoryCompactor:
         if self.prune is not None:
             if forced:
                 run.prune(self.prune, protect=0, minimum=0, before=last_group_start(run.history))
-            else:
+            elif not self.prune.cache_aware:
                 run.prune(self.prune)
         config = self.compaction
         if config is not None:
@@ -121,8 +124,9 @@ class HistoryCompactor:
         return None
 
     async def _compact(self, run: _Run, config: CompactionConfig, reason: str) -> None:
-        if reason == "tokens" and self.prune is not None:
-            run.prune(self.prune, minimum=0)
+        prune = self.prune
+        if reason == "tokens" and prune is not None and not prune.cache_aware:
+            run.prune(prune, minimum=0)
             if self._due(run, config) is None:
                 return
         cut = self._cut(run, config, forced=reason == "overflow")
@@ -135,6 +139,15 @@ class HistoryCompactor:
         prefix = run.history[:cut]
         if not prefix or (len(prefix) == 1 and is_summary(prefix[0])):
             return  # nothing (new) to summarize
+        if prune is not None and prune.cache_aware and reason != "overflow":
+            # the summary replaces the prefix, so shortening its output first breaks no cached
+            # prefix and makes the summary request smaller (the log keeps every result whole)
+            kept = run.history
+            run.prune(prune, protect=0, minimum=0, before=cut)
+            await self._summarize(run, config, cut, reason)
+            if not run.summarized:
+                run.revert(kept)
+            return
         await self._summarize(run, config, cut, reason)
 
     def _cut(self, run: _Run, config: CompactionConfig, *, forced: bool) -> int:
@@ -257,6 +270,13 @@ class _Run:
     def last_group_tokens(self) -> int:
         start = last_group_start(self.history)
         return sum(self.budget.count(m) for m in self.history[start:])
+
+    def revert(self, history: list[Msg]) -> None:
+        """Undo a tentative transform (its transform name goes too)."""
+        self.history = history
+        self._tokens = None
+        if PRUNE_TRANSFORM in self.transforms:
+            self.transforms.remove(PRUNE_TRANSFORM)
 
     def update(self, history: Sequence[Msg], transform: str) -> None:
         self.history = list(history)

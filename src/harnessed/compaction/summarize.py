@@ -19,6 +19,8 @@ from harnessed.compaction.config import CompactionConfig
 from harnessed.compaction.prompts import MESSAGES_PLACEHOLDER, SUMMARY_SYSTEM
 from harnessed.compaction.transcript import chunk_entries
 from harnessed.context.errors import ContextBudgetExceededError
+from harnessed.context.hooks import HistoryBudget
+from harnessed.context.seam import USAGE_SINK, PrepareInfo
 from harnessed.context.xml import escape
 from harnessed.messages import Msg, new_id
 from harnessed.models.base import Model, ModelRequest, collect
@@ -133,6 +135,11 @@ class Summarizer:
         )
         request = await self._compiler()(budget.state, draft, info)
         response = await collect(model, request)
+        count = parent.run_cache.get(USAGE_SINK)
+        if callable(count):  # the summary is paid for by the call it was made for
+            count(
+                response.usage, (response.model, model.name), getattr(model, "provider_name", None)
+            )
         text = response.message.text.strip()
         if not text:
             raise EmptySummaryError(f"the summary model {model.name!r} returned no text")

@@ -29,6 +29,7 @@ from harnessed.context.materials import Material, instruction_materials, source_
 from harnessed.context.meter import HistoryMemo, Meter
 from harnessed.context.pairs import tool_pair_problems
 from harnessed.context.policy import ContextPolicy
+from harnessed.context.prefix import PrefixMemo
 from harnessed.context.render import render_references, render_state, render_system
 from harnessed.context.selection import drop_order
 from harnessed.context.workspace_refs import WorkspaceRefs
@@ -62,6 +63,7 @@ class _Build:
     transforms: list[str] = field(default_factory=list)
     breakdown: dict[str, int] = field(default_factory=dict)
     history_messages: int = 0
+    cached_prefix: int = 0
 
 
 class ContextCompiler:
@@ -98,6 +100,7 @@ class ContextCompiler:
         self.sinks: list[ManifestSink] = []
         self._last: OrderedDict[tuple[str, ...], ContextManifest] = OrderedDict()
         self._memos: OrderedDict[tuple[str, ...], HistoryMemo] = OrderedDict()
+        self._prefixes = PrefixMemo()
 
     # ------------------------------------------------------------ the seam
     async def __call__(
@@ -273,6 +276,12 @@ class ContextCompiler:
         if history != state.history:
             state.replace_history(history)
         self.meter.expect(info.model_call_id, session, build.raw_estimate)
+        stable = len(head) + len(shown)
+        shared, build.cached_prefix = self._prefixes.shared(
+            session, request.tools, messages[:stable], fixed["tools"], self.meter
+        )
+        build.cached_prefix = self.meter.calibrated(build.cached_prefix, session)
+        points = tuple(p for p in (shared, stable) if p > 0)
         return ModelRequest(
             messages=messages,
             tools=request.tools,
@@ -280,6 +289,8 @@ class ContextCompiler:
             purpose="reasoning",
             call_id=info.model_call_id,
             metadata=request.metadata,
+            cache_key=request.cache_key,
+            cache_points=tuple(sorted(set(points))),
         )
 
     def _summary_request(
@@ -337,6 +348,7 @@ class ContextCompiler:
             purpose=info.purpose,
             call_id=info.model_call_id,
             metadata=request.metadata,
+            cache_key=request.cache_key,
         )
 
     async def _call_instructions(self, info: PrepareInfo) -> list[Material]:
@@ -395,6 +407,7 @@ class ContextCompiler:
             context_window=info.model.context_window,
             window_source=window_source(info.model),
             delegated_usage=delegated_usage(state),
+            cached_prefix_tokens=build.cached_prefix,
         )
 
     async def _publish(

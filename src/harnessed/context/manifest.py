@@ -96,6 +96,10 @@ class ContextManifest:
     delegated_usage: Mapping[str, int] = field(default_factory=dict)
     """Tokens spent on the session's behalf outside its own requests so far (sub-agents:
     ``input_tokens`` / ``output_tokens``); empty when there were none."""
+    cached_prefix_tokens: int = 0
+    """Estimated tokens at the start of this request (tool schemas, system message, history)
+    that the previous reasoning request of the session sent the same: what a provider's prompt
+    cache can serve. 0 for the first request, and after a change near the start."""
 
     @property
     def passed(self) -> bool:
@@ -125,6 +129,7 @@ class ContextManifest:
             "context_window": self.context_window,
             "window_source": self.window_source,
             "delegated_usage": dict(self.delegated_usage),
+            "cached_prefix_tokens": self.cached_prefix_tokens,
         }
 
     @classmethod
@@ -148,4 +153,5 @@ class ContextManifest:
             context_window=data.get("context_window"),
             window_source=str(data.get("window_source", "unknown")),
             delegated_usage={k: int(v) for k, v in data.get("delegated_usage", {}).items()},
+            cached_prefix_tokens=int(data.get("cached_prefix_tokens", 0)),
         )

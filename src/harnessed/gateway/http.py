@@ -41,6 +41,7 @@ from harnessed.gateway.schemas import (
     SessionOut,
     SteerIn,
     SteerOut,
+    UsageOut,
 )
 from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
 from harnessed.log.record import RecordType
@@ -226,8 +227,9 @@ def create_app(
         tags=["sessions"],
     )
     async def get_session(session: Owned) -> SessionOut:
-        """One session of the caller."""
-        return out(session)
+        """One session of the caller, with what it has spent so far."""
+        usage = await session.agent.session_usage(session.ctx)
+        return out(session).model_copy(update={"usage": UsageOut(**usage.to_dict())})
 
     @app.get(
         "/v1/sessions/{session_id}/messages",

@@ -22,6 +22,7 @@ __all__ = [
     "SessionOut",
     "SteerIn",
     "SteerOut",
+    "UsageOut",
 ]
 
 MAX_TEXT = 100_000
@@ -61,11 +62,26 @@ class AnswerIn(_Body):
     feedback: str | None = Field(None, max_length=10_000)
 
 
+class UsageOut(BaseModel):
+    """What a session has spent (its sub-agents included); ``cost_usd`` is ``None`` when no
+    request had a known price, ``unpriced_requests`` counts those without one."""
+
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None
+    unpriced_requests: int
+
+
 class SessionOut(BaseModel):
     session_id: str
     agent: str
     updated_at: float | None = None
     running_turn: str | None = None
+    usage: UsageOut | None = None
+    """Only in the view of one session (``GET /v1/sessions/{id}``)."""
 
 
 class Created(SessionOut):

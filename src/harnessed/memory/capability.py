@@ -19,7 +19,7 @@ from harnessed.tools.base import Tool
 
 __all__ = ["Memory"]
 
-_SETTLED = ("completed", "max_iters", "pending", "stopped")
+_SETTLED = ("completed", "max_iters", "limit", "pending", "stopped")
 
 
 class Memory(Capability):

@@ -96,6 +96,8 @@ class AnthropicModel:
     A ``client`` (an ``anthropic.AsyncAnthropic``) may be supplied instead; it is used with SDK
     retries switched off and is not closed by :meth:`aclose`. Retrying is done by ``retry``.
     ``thinking_budget`` enables extended thinking with that many budget tokens.
+    ``prompt_caching`` (on by default) puts ``cache_control`` breakpoints on the tools, the
+    system prompt and the end of the history the next request repeats (at most four).
     """
 
     provider_name = "anthropic"
@@ -114,6 +116,7 @@ class AnthropicModel:
         timeout: float = 120.0,
         temperature: float | None = None,
         client: AsyncAnthropic | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         if not model:
             raise ValueError("AnthropicModel needs a model name")
@@ -139,6 +142,9 @@ class AnthropicModel:
         self.thinking_budget = thinking_budget
         self.retry = retry
         self.temperature = temperature
+        self.prompt_caching = prompt_caching
+        """Mark the request's stable prefix with ``cache_control`` breakpoints (tools, system,
+        the end of the history) where the preparer gave cache points."""
         self._clients: PerLoop[AsyncAnthropic]
         if client is None:
             key = api_key or os.environ.get("ANTHROPIC_API_KEY")
@@ -196,17 +202,26 @@ class AnthropicModel:
 
     def _build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``messages.create`` that encode ``request``."""
-        system, messages = _convert_messages(request.messages)
+        system, messages, ends = _convert_messages(request.messages)
         max_tokens = request.max_output_tokens or self._max_output_tokens
         params: dict[str, Any] = {
             "model": self._model,
             "max_tokens": max_tokens,
             "messages": messages,
         }
+        caching = self.prompt_caching and bool(request.cache_points)
         if system:
-            params["system"] = system
+            params["system"] = (
+                [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
+                if caching
+                else system
+            )
         if request.tools:
             params["tools"] = [_tool_param(tool) for tool in request.tools]
+            if caching:
+                params["tools"][-1]["cache_control"] = _EPHEMERAL
+        if caching:
+            _mark_history(ends, request.cache_points)
         if self.thinking_budget is not None:
             # The API needs budget < max_tokens. A request with a smaller limit than the budget
             # gets half its limit for thinking, or no thinking when that is under the minimum.
@@ -339,26 +354,67 @@ def _cut(response: Any, exc: Exception, shown: int) -> ModelError:
 # --------------------------------------------------------------------------- requests
 
 
-def _convert_messages(messages: Sequence[Msg]) -> tuple[str, list[dict[str, Any]]]:
-    """Split harnessed messages into the system text and alternating API messages."""
+_EPHEMERAL = {"type": "ephemeral"}
+_LOOKBACK = 20
+"""The API looks for a cached prefix at each breakpoint and up to this many blocks before it."""
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+@dataclass(slots=True)
+class _End:
+    """Where the first ``count`` harnessed messages end in the API messages: the last block
+    that may carry a cache marker, and how many blocks come up to it."""
+
+    block: dict[str, Any] | None
+    blocks: int
+
+
+def _convert_messages(
+    messages: Sequence[Msg],
+) -> tuple[str, list[dict[str, Any]], list[_End]]:
+    """Split harnessed messages into the system text and alternating API messages; the third
+    value says where each prefix of ``messages`` ends (``ends[n]``: after ``n`` messages)."""
     system_parts: list[str] = []
     out: list[dict[str, Any]] = []
+    ends = [_End(None, 0)]
+    blocks_so_far = 0
     for msg in messages:
         if msg.role == "system":
             system_parts.extend([msg.text] if msg.text else [])
+            ends.append(ends[-1])
             continue
         role = "assistant" if msg.role == "assistant" else "user"
         blocks = [p for p in (_block_param(b, role) for b in msg.content) if p is not None]
         if not blocks:
+            ends.append(ends[-1])
             continue  # the API rejects empty content
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": blocks})
+        blocks_so_far += len(blocks)
+        markable = [b for b in blocks if b["type"] not in _UNMARKABLE]
+        ends.append(_End(markable[-1], blocks_so_far) if markable else ends[-1])
     for message in out:
         # Tool results must open the user turn that answers the tool calls (stable sort).
         message["content"].sort(key=lambda block: block["type"] != "tool_result")
-    return "\n\n".join(system_parts), out
+    return "\n\n".join(system_parts), out, ends
+
+
+def _mark_history(ends: list[_End], points: Sequence[int]) -> None:
+    """Cache markers at the end of the stable history (the last point) and, when the prefix
+    shared with the previous request ends further back than the API looks, there too: two at
+    most, so with tools and system the request stays within the API's four."""
+    last = ends[points[-1]] if points[-1] < len(ends) else None
+    if last is None or last.block is None:
+        return
+    last.block["cache_control"] = _EPHEMERAL
+    for point in reversed(points[:-1]):
+        earlier = ends[point] if point < len(ends) else None
+        if earlier is not None and earlier.block is not None:
+            if last.blocks - earlier.blocks >= _LOOKBACK:
+                earlier.block["cache_control"] = _EPHEMERAL
+            return
 
 
 def _block_param(block: ContentBlock, role: str) -> dict[str, Any] | None:

@@ -62,10 +62,28 @@ class ModelRequest:
     purpose: Purpose = "reasoning"
     call_id: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    cache_key: str | None = None
+    """A stable, opaque id of the conversation (the same for every request of a session), for
+    providers that route requests sharing a prompt prefix to the same cache (OpenAI's
+    ``prompt_cache_key``)."""
+    cache_points: tuple[int, ...] = ()
+    """Where the request's prefix is worth caching, as message counts from the start
+    (ascending): the last is the end of the part the next request will repeat (the system
+    message and the history, before transient state and references); an earlier one is where
+    the prefix shared with the previous request ends. Adapters with explicit cache markers
+    (Anthropic's ``cache_control``) place them there."""
 
     def __post_init__(self) -> None:
         if self.max_output_tokens is not None and self.max_output_tokens <= 0:
             raise ValueError("ModelRequest.max_output_tokens must be positive")
+        points = self.cache_points
+        if any(not 0 < p <= len(self.messages) for p in points) or list(points) != sorted(
+            set(points)
+        ):
+            raise ValueError(
+                "ModelRequest.cache_points must be ascending message counts within "
+                f"1..{len(self.messages)}, got {points!r}"
+            )
         names = [t.name for t in self.tools]
         if len(names) != len(set(names)):
             raise ValueError(f"ModelRequest.tools has duplicate names: {names}")

@@ -74,6 +74,8 @@ class OpenAIChatModel:
     server reached through a custom ``base_url`` may need no key at all, in which case a
     placeholder is sent. Pass ``client`` to reuse an existing ``AsyncOpenAI`` client (its own
     retries are switched off); it is then not closed by :meth:`aclose`.
+    ``prompt_cache_key`` sends each session's cache key so that OpenAI routes its requests to
+    the same prompt cache; ``None`` (the default) sends it only to ``api.openai.com``.
     """
 
     provider_name = "openai"
@@ -93,6 +95,7 @@ class OpenAIChatModel:
         max_tokens_param: MaxTokensParam | None = None,
         extra_body: Mapping[str, Any] | None = None,
         client: AsyncOpenAI | None = None,
+        prompt_cache_key: bool | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("OpenAIChatModel 'model' must be a non-empty model name")
@@ -144,6 +147,9 @@ class OpenAIChatModel:
         if max_tokens_param is None:
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self.max_tokens_param: MaxTokensParam = max_tokens_param
+        self.prompt_cache_key = official if prompt_cache_key is None else prompt_cache_key
+        """Send the session's cache key as ``prompt_cache_key`` (default: only to OpenAI's
+        own API; a compatible server may reject a field it does not know)."""
 
     # ------------------------------------------------------------ protocol
     @property
@@ -216,6 +222,8 @@ class OpenAIChatModel:
             params[self.max_tokens_param] = limit
         if self.temperature is not None:
             params["temperature"] = self.temperature
+        if self.prompt_cache_key and request.cache_key:
+            params["prompt_cache_key"] = request.cache_key
         if self.extra_body:
             params["extra_body"] = dict(self.extra_body)
         return params

@@ -18,6 +18,8 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from harnessed.capabilities.base import CallContext, CallEnd
+from harnessed.cost.ledger import session_spending
+from harnessed.cost.meter import METER_KEY
 from harnessed.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -26,6 +28,7 @@ from harnessed.events import (
     Event,
     MaxItersEvent,
     RunStatus,
+    UsageLimitEvent,
 )
 from harnessed.log.record import RecordType
 from harnessed.messages import Msg
@@ -50,6 +53,8 @@ class AgentRun(ModelSteps, ToolSteps):
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         await checkpoint()
         self.state = await self._load_state()
+        if self.meter.session_limits is not None:  # the session's spending so far
+            self.meter.before = await session_spending(self.agent.session_store, self.key)
         self.call = CallContext(
             agent_name=self.agent.name,
             runtime=self.ctx,
@@ -60,6 +65,7 @@ class AgentRun(ModelSteps, ToolSteps):
             publish=self._publish,
             add_messages=self._add_messages,
         )
+        self.call.values[METER_KEY] = self.meter
         try:
             caps = self.caps
             if not (caps.on_event or caps.after_call):
@@ -171,6 +177,22 @@ class AgentRun(ModelSteps, ToolSteps):
                     )
                     yield await self._finish(reply, "stopped", iterations)
                     return
+                hit = self.meter.reached()
+                if hit is not None:
+                    yield UsageLimitEvent(
+                        limit=hit.limit,
+                        scope=hit.scope,
+                        used=hit.used,
+                        maximum=hit.maximum,
+                        **self.base,
+                    )
+                    reply = Msg.assistant(
+                        f"I stopped before finishing: {hit.describe()}. What was done so far is "
+                        "saved; raise the limit and call again to continue.",
+                        metadata={"harness": "limit", "limit": hit.limit, "scope": hit.scope},
+                    )
+                    yield await self._finish(reply, "limit", iterations)
+                    return
                 if iterations >= agent.max_iters:
                     yield MaxItersEvent(max_iters=agent.max_iters, **self.base)
                     reply = Msg.assistant(
@@ -254,6 +276,7 @@ class AgentRun(ModelSteps, ToolSteps):
                 "iterations": iterations,
                 "reason": reason,
                 "pending": list(pending),
+                "usage": self.meter.tree.to_dict(),
             },
         )
         await self._commit_step()
@@ -263,7 +286,12 @@ class AgentRun(ModelSteps, ToolSteps):
             metadata={"harness": "interrupted"},
         )
         self.ended = AgentEndEvent(
-            reply=reply, status="interrupted", iterations=iterations, pending=pending, **self.base
+            reply=reply,
+            status="interrupted",
+            iterations=iterations,
+            pending=pending,
+            usage=self.meter.tree,
+            **self.base,
         )
         return self.ended
 
@@ -276,12 +304,16 @@ class AgentRun(ModelSteps, ToolSteps):
             await quietly(work)
         if self.approvals.park_aborted(self.state):
             if closed:  # a cancelled run records its end with the failure
-                self.record(RecordType.RUN_END, {"status": "pending"})
+                self.record(
+                    RecordType.RUN_END, {"status": "pending", "usage": self.meter.tree.to_dict()}
+                )
             await asyncio.shield(self._commit_step())
         elif closed:
             # The consumer stopped reading: whatever already happened (a tool that ran, the
             # model's message) still belongs in the log, and so does the end of the run.
-            self.record(RecordType.RUN_END, {"status": "closed"})
+            self.record(
+                RecordType.RUN_END, {"status": "closed", "usage": self.meter.tree.to_dict()}
+            )
             try:
                 await asyncio.shield(self.flush())
             except Exception:
@@ -291,17 +323,24 @@ class AgentRun(ModelSteps, ToolSteps):
         self.record_messages(reply)
         self.record(
             RecordType.RUN_END,
-            {"status": status, "iterations": iterations, "reply_id": reply.id},
+            {
+                "status": status,
+                "iterations": iterations,
+                "reply_id": reply.id,
+                "usage": self.meter.tree.to_dict(),
+            },
         )
         self.state.append(reply)
         await self._commit_step()
-        return AgentEndEvent(reply=reply, status=status, iterations=iterations, **self.base)
+        return AgentEndEvent(
+            reply=reply, status=status, iterations=iterations, usage=self.meter.tree, **self.base
+        )
 
     async def _record_failure(self, exc: BaseException) -> None:
         """Best effort: the failure is logged, but logging must not hide the original error."""
         status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
         self.record(RecordType.ERROR, {"error_type": type(exc).__name__, "message": str(exc)})
-        self.record(RecordType.RUN_END, {"status": status})
+        self.record(RecordType.RUN_END, {"status": status, "usage": self.meter.tree.to_dict()})
         try:
             await asyncio.shield(self.flush())
         except Exception:

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
+from harnessed.context.seam import USAGE_SINK
+from harnessed.cost.meter import UsageMeter
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
 from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
@@ -42,19 +44,23 @@ class RunBase:
         ctx: RuntimeContext,
         confirmations: ConfirmationMode = "wait",
         control: TurnControl | None = None,
+        meter: UsageMeter | None = None,
     ) -> None:
         self.agent = agent
         self.control = control
         self.partial: Msg | None = None
         """The assistant message cut short by an interrupt (saved as it was)."""
         self.caps = agent.capabilities
+        self.meter = meter or UsageMeter(parent=UsageMeter.of_parent(ctx))
+        """What the call spends, and its limits (``CallContext.values[METER_KEY]`` for the
+        capabilities: the sub-agents' calls count toward it)."""
         self.ctx = ctx
         self.key = SessionRef(agent.name, ctx.user_id, ctx.session)
         self.run_id = ctx.run_id or new_id("run_")
         self.turn_id = new_id("turn_")
         self.pending: EventInbox[Event] = EventInbox()
         self.records: list[NewRecord] = []
-        self.run_cache: dict[str, Any] = {}
+        self.run_cache: dict[str, Any] = {USAGE_SINK: self.meter.add}
         self.base: dict[str, Any] = {"run_id": self.run_id, "session_id": ctx.session}
         self.approvals = ApprovalFlow(
             agent.approval_gate,
@@ -70,6 +76,7 @@ class RunBase:
         """``after_call`` is running: events go to the capabilities, not the ended stream."""
         self.summary_error: str | None = None
         """The last failed compaction of this run (named when overflow recovery fails)."""
+        self._metered = 0
         self._work: asyncio.Future[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0

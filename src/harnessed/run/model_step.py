@@ -156,12 +156,18 @@ class ModelSteps(RunBase):
             stop_reason=response.stop_reason,
             model=response.model,
         )
+        cost = self.meter.add(
+            response.usage,
+            (response.model, agent.model.name),
+            getattr(agent.model, "provider_name", None),
+        )
         await self._model_done(ModelCall(model_call_id, iteration, request, response))
         yield ModelCallEndEvent(
             model_call_id=model_call_id,
             message=message,
             usage=response.usage,
             stop_reason=response.stop_reason,
+            cost_usd=cost,
             **self.base,
         )
         yield response

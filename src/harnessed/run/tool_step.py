@@ -42,7 +42,12 @@ class ToolSteps(RunBase):
             ids = tuple(r.request_id for r in decision.parked.open_requests)
             self.record(
                 RecordType.RUN_END,
-                {"status": "pending", "iterations": iterations, "pending": list(ids)},
+                {
+                    "status": "pending",
+                    "iterations": iterations,
+                    "pending": list(ids),
+                    "usage": self.meter.tree.to_dict(),
+                },
             )
             await self._commit_step()
             self.ended = AgentEndEvent(
@@ -50,6 +55,7 @@ class ToolSteps(RunBase):
                 status="pending",
                 iterations=iterations,
                 pending=ids,
+                usage=self.meter.tree,
                 **self.base,
             )
             yield self.ended

@@ -12,6 +12,7 @@ from harnessed.events import Event
 from harnessed.log.record import SessionRecord
 from harnessed.log.store import SessionInfo, SessionLogStore
 from harnessed.messages import Msg
+from harnessed.models.usage import UsageTotals
 from harnessed.permissions.flow import ConfirmationMode
 from harnessed.run.inputs import AgentInput
 from harnessed.runtime import RuntimeContext
@@ -69,5 +70,7 @@ class SessionHost(Protocol):
     ) -> list[SessionRecord]: ...
 
     async def session_messages(self, ctx: RuntimeContext | None = None) -> list[Msg]: ...
+
+    async def session_usage(self, ctx: RuntimeContext | None = None) -> UsageTotals: ...
 
     async def sessions(self, user_id: str = "default") -> list[SessionInfo]: ...

@@ -18,6 +18,7 @@ TurnStatus: TypeAlias = Literal[
     "running",
     "completed",
     "max_iters",
+    "limit",
     "pending",
     "interrupted",
     "stopped",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harnessed.capabilities.base import CallContext
+from harnessed.cost.meter import METER_KEY
 from harnessed.messages import Msg
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.subagents.board import Running, TaskBook
@@ -60,7 +61,9 @@ class Recovery(Spawning):
             raise LookupError(f"the sub-agent {record.agent_id!r} is no longer declared")
         child = self._child(spec, call.user_id, record.child_session)
         link = ChildRun(record.task_id, record.depth, record.agent_key)
-        extras = {k: v for k, v in call.runtime.extras.items() if k != LINK_KEY}
+        extras = {k: v for k, v in call.runtime.extras.items() if k not in (LINK_KEY, METER_KEY)}
+        if METER_KEY in call.values:  # the sub-agent's spending counts toward this call's
+            extras[METER_KEY] = call.values[METER_KEY]
         ctx = RuntimeContext(call.user_id, record.child_session, extras={**extras, LINK_KEY: link})
         since = await _since_spawn(child, ctx, record.task_id)
         started = any(m.role == "user" for m in since)

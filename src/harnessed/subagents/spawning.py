@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from harnessed.capabilities.base import CallContext
+from harnessed.cost.meter import METER_KEY
 from harnessed.events import Event
 from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import new_id
@@ -83,7 +84,9 @@ class Spawning(SubagentsCore):
         )
         path = record.agent_key if parent_link is None else f"{parent_link.path}/{record.agent_key}"
         link = ChildRun(task_id, depth, path)
-        extras = {k: v for k, v in call.runtime.extras.items() if k != LINK_KEY}
+        extras = {k: v for k, v in call.runtime.extras.items() if k not in (LINK_KEY, METER_KEY)}
+        if METER_KEY in call.values:  # the sub-agent's spending counts toward this call's
+            extras[METER_KEY] = call.values[METER_KEY]
         child_ctx = RuntimeContext(call.user_id, child_session, extras={**extras, LINK_KEY: link})
         book.put(record)  # claims the session before anything is awaited
         self.set_section(call.state, book.data())

@@ -53,6 +53,7 @@ from harnessed.events import (
     ModelCallEndEvent,
     ModelCallStartEvent,
     ToolResultEvent,
+    UsageLimitEvent,
 )
 
 if TYPE_CHECKING:
@@ -85,7 +86,13 @@ def _server(model: Model) -> dict[str, _AttributeValue]:
 
 def _manifest_attributes(manifest: Mapping[str, Any]) -> dict[str, _AttributeValue]:
     attributes: dict[str, _AttributeValue] = {}
-    for key in ("estimated_input_tokens", "input_limit", "context_window", "history_messages"):
+    for key in (
+        "estimated_input_tokens",
+        "input_limit",
+        "context_window",
+        "history_messages",
+        "cached_prefix_tokens",
+    ):
         value = manifest.get(key)
         if isinstance(value, int) and value >= 0:
             attributes[f"harnessed.context.{key}"] = value
@@ -175,9 +182,21 @@ class _RunSpans:
             )
         elif isinstance(event, MaxItersEvent):
             self.agent.add_event("harnessed.max_iters", {"harnessed.max_iters": event.max_iters})
+        elif isinstance(event, UsageLimitEvent):
+            self.agent.add_event(
+                "harnessed.usage_limit",
+                {"harnessed.limit": event.limit, "harnessed.scope": event.scope},
+            )
         elif isinstance(event, AgentEndEvent):
             self.agent.set_attribute("harnessed.run.status", event.status)
             self.agent.set_attribute("harnessed.run.iterations", event.iterations)
+            if event.usage is not None:
+                spent = event.usage
+                self.agent.set_attribute("harnessed.run.requests", spent.requests)
+                self.agent.set_attribute("gen_ai.usage.input_tokens", spent.input_tokens)
+                self.agent.set_attribute("gen_ai.usage.output_tokens", spent.output_tokens)
+                if spent.cost_usd is not None:
+                    self.agent.set_attribute("harnessed.cost_usd", spent.cost_usd)
         elif isinstance(event, ErrorEvent):
             self._end_chat(event.error_type, event.message)
             _fail(self.agent, event.error_type, event.message)
@@ -192,8 +211,13 @@ class _RunSpans:
         if event.stop_reason:
             span.set_attribute("gen_ai.response.finish_reasons", [event.stop_reason])
         if event.usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", event.usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", event.usage.output_tokens)
+            usage = event.usage
+            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cache_read_tokens)
+            span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens)
+        if event.cost_usd is not None:
+            span.set_attribute("harnessed.cost_usd", event.cost_usd)
         span.end()
 
     def _end_chat(self, error_type: str, message: str = "") -> None:

@@ -1,0 +1,61 @@
+"""What a request shares with the previous one: the part a provider's prompt cache can serve.
+
+Providers cache a request's prefix — tool schemas, then the system message, then the
+conversation — and serve a later request from that cache only as far as the two are the same
+from the start. The compiler keeps, per session, the stable part of the last reasoning request
+(its tools and its system + history messages) and measures how much of the next one repeats it.
+Messages are immutable, so an unchanged message is usually the very same object; one read back
+from the session log (after a checkpoint) is an equal copy, which the provider sees the same.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from harnessed.context.meter import Meter
+from harnessed.messages import Msg, shared_prefix
+from harnessed.models.base import ToolSchema
+
+__all__ = ["PrefixMemo", "equal_prefix"]
+
+_SESSIONS_KEPT = 2_048
+
+
+class PrefixMemo:
+    """The stable prefix of each session's last reasoning request."""
+
+    def __init__(self) -> None:
+        self._last: OrderedDict[tuple[str, ...], tuple[tuple[ToolSchema, ...], Sequence[Msg]]] = (
+            OrderedDict()
+        )
+
+    def shared(
+        self,
+        session: tuple[str, ...],
+        tools: tuple[ToolSchema, ...],
+        stable: Sequence[Msg],
+        tool_tokens: int,
+        meter: Meter,
+    ) -> tuple[int, int]:
+        """Remember ``stable`` as the session's last prefix; return how many of its leading
+        messages the previous one had too, and the raw tokens of the shared part (tools
+        included). Different tools share nothing: they come first."""
+        previous = self._last.pop(session, None)
+        self._last[session] = (tools, stable)
+        while len(self._last) > _SESSIONS_KEPT:
+            self._last.popitem(last=False)
+        if previous is None or previous[0] != tools:
+            return 0, 0
+        count = equal_prefix(previous[1], stable)
+        return count, tool_tokens + meter.messages(stable[:count])
+
+
+def equal_prefix(previous: Sequence[Msg], current: Sequence[Msg]) -> int:
+    """How many leading messages the two sequences share as the same or equal messages."""
+    count = shared_prefix(previous, current)  # identical objects: one comparison in C
+    limit = min(len(previous), len(current))
+    while count < limit and previous[count] == current[count]:
+        count += 1
+        count += shared_prefix(previous[count:], current[count:])
+    return count

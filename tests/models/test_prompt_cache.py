@@ -1,0 +1,254 @@
+"""Prompt caching on the wire: Anthropic ``cache_control`` breakpoints and usage, OpenAI
+``prompt_cache_key`` — against the local servers speaking each API's real format."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import genai_prices
+import pytest
+
+from harnessed import (
+    ContextBlock,
+    ContextRequest,
+    HarnessAgent,
+    ModelCallEndEvent,
+    RuntimeContext,
+    tool,
+)
+from harnessed.messages import Msg
+from harnessed.models.anthropic import AnthropicModel
+from harnessed.models.base import ModelRequest
+from harnessed.models.openai import OpenAIChatModel
+from tests.models.test_anthropic import (
+    FAST_RETRY,
+    block_start,
+    block_stop,
+    delta,
+    event,
+    message_end,
+    text_reply,
+)
+from tests.models.test_openai import chunk, sse, usage_chunk
+from tests.support.http_server import LocalServer, Reply
+
+CLAUDE = "claude-sonnet-4-5"
+
+
+@tool(read_only=True)
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: The city.
+    """
+    return f"{city}: " + "facts " * 200
+
+
+def claude_start(**usage: int) -> str:
+    message: dict[str, Any] = {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": CLAUDE,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1, **usage},
+    }
+    return event("message_start", message=message)
+
+
+def tool_reply(call_id: str, city: str, **usage: int) -> Reply:
+    return Reply(
+        sse=[
+            claude_start(**usage),
+            block_start(0, {"type": "tool_use", "id": call_id, "name": "lookup", "input": {}}),
+            delta(0, "input_json_delta", partial_json=json.dumps({"city": city})),
+            block_stop(0),
+            *message_end("tool_use"),
+        ]
+    )
+
+
+def markers(body: dict[str, Any]) -> list[str]:
+    """Where the body carries cache_control: tools/N, system/N, messages/M/N (type)."""
+    found = [f"tools/{i}" for i, t in enumerate(body.get("tools", [])) if "cache_control" in t]
+    system = body.get("system")
+    if isinstance(system, list):
+        found += [f"system/{i}" for i, b in enumerate(system) if "cache_control" in b]
+    for m, message in enumerate(body["messages"]):
+        for b, block in enumerate(message["content"]):
+            if isinstance(block, dict) and "cache_control" in block:
+                found.append(f"messages/{m}/{b}:{block['type']}")
+    return found
+
+
+def claude(server: LocalServer, **kwargs: Any) -> AnthropicModel:
+    return AnthropicModel(
+        CLAUDE, api_key="test-key", base_url=server.url, retry=FAST_RETRY, **kwargs
+    )
+
+
+async def test_anthropic_breakpoints_sit_on_tools_system_and_the_end_of_the_history(
+    http_server: LocalServer,
+) -> None:
+    http_server.queue(
+        tool_reply("toolu_1", "Paris"),
+        tool_reply("toolu_2", "Rome", cache_read_input_tokens=900, cache_creation_input_tokens=40),
+        text_reply("done"),
+    )
+    model = claude(http_server)
+    agent = HarnessAgent("cache", model, sys_prompt="You look cities up.", tools=[lookup])
+    steps = iter(range(100))
+
+    async def clock(request: ContextRequest) -> list[ContextBlock]:  # changes every request
+        return [ContextBlock.runtime("step", f"request {next(steps)}")]
+
+    agent.add_context_source("clock", clock)
+    ends: list[ModelCallEndEvent] = []
+    async for e in agent.stream_events("Paris, then Rome", RuntimeContext("u", "s")):
+        if isinstance(e, ModelCallEndEvent):
+            ends.append(e)
+    await agent.close()
+
+    bodies = [r.json() for r in http_server.requests]
+    assert len(bodies) == 3
+    for body in bodies:
+        found = markers(body)
+        assert len(found) <= 4
+        assert f"tools/{len(body['tools']) - 1}" in found  # the last tool: all schemas cached
+        assert "system/0" in found and body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    # the third request: the history ends with the second tool result; the task state that
+    # follows it (transient) is after the breakpoint, in the same user turn
+    third = bodies[2]
+    history_marks = [m for m in markers(third) if m.startswith("messages/")]
+    assert len(history_marks) == 1
+    turn, block = (int(x) for x in history_marks[0].split(":")[0].split("/")[1:3])
+    last_turn = third["messages"][turn]
+    marked = last_turn["content"][block]
+    assert marked["type"] == "tool_result" and marked["tool_use_id"] == "toolu_2"
+    after = last_turn["content"][block + 1 :]
+    assert [b["type"] for b in after] == ["text"]
+    assert "request 2" in after[0]["text"]  # the transient part, after the breakpoint
+    # usage with cache reads and writes is accounted: the whole prompt, its cached parts, a price
+    second = ends[1]
+    assert second.usage is not None
+    assert second.usage.input_tokens == 10 + 900 + 40
+    assert (second.usage.cache_read_tokens, second.usage.cache_write_tokens) == (900, 40)
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(
+            input_tokens=950, cache_read_tokens=900, cache_write_tokens=40, output_tokens=5
+        ),
+        CLAUDE,
+        provider_id="anthropic",
+    ).total_price
+    assert second.cost_usd == pytest.approx(float(expected))
+    assert second.cost_usd is not None and second.cost_usd > 0
+
+
+def _history(turns: int) -> tuple[Msg, ...]:
+    messages: list[Msg] = [Msg.system("rules"), Msg.user("start")]
+    for i in range(turns):
+        messages.append(Msg.assistant(f"step {i}"))
+        messages.append(Msg.user(f"more {i}"))
+    return tuple(messages)
+
+
+async def test_anthropic_marks_the_previous_prefix_when_it_is_beyond_the_lookback(
+    http_server: LocalServer,
+) -> None:
+    http_server.queue(text_reply(), text_reply())
+    model = claude(http_server)
+    messages = _history(15)  # 31 conversation blocks
+    near = ModelRequest(messages=messages, cache_points=(len(messages) - 4, len(messages)))
+    far = ModelRequest(messages=messages, cache_points=(3, len(messages)))
+    async for _ in model.stream(near):
+        pass
+    async for _ in model.stream(far):
+        pass
+    await model.aclose()
+    near_body, far_body = (r.json() for r in http_server.requests)
+    # within 20 blocks the API finds the earlier entry itself: one history marker
+    assert [m for m in markers(near_body) if m.startswith("messages/")] == [
+        f"messages/{len(near_body['messages']) - 1}/0:text"
+    ]
+    # further back: a second marker where the shared prefix ends
+    far_marks = [m for m in markers(far_body) if m.startswith("messages/")]
+    assert far_marks == ["messages/1/0:text", f"messages/{len(far_body['messages']) - 1}/0:text"]
+    assert len(markers(far_body)) <= 4
+
+
+async def test_anthropic_sends_no_markers_without_cache_points_or_when_off(
+    http_server: LocalServer,
+) -> None:
+    http_server.queue(text_reply(), text_reply())
+    messages = (Msg.system("rules"), Msg.user("hi"))
+    plain = claude(http_server)
+    async for _ in plain.stream(ModelRequest(messages=messages)):
+        pass
+    off = claude(http_server, prompt_caching=False)
+    async for _ in off.stream(ModelRequest(messages=messages, cache_points=(2,))):
+        pass
+    await plain.aclose()
+    await off.aclose()
+    for request in http_server.requests:
+        body = request.json()
+        assert markers(body) == [] and body["system"] == "rules"
+
+
+def test_cache_points_are_validated() -> None:
+    messages = (Msg.user("a"), Msg.user("b"))
+    for bad in ((0,), (3,), (2, 1), (1, 1)):
+        with pytest.raises(ValueError, match="cache_points"):
+            ModelRequest(messages=messages, cache_points=bad)
+
+
+# ------------------------------------------------------------------------------ OpenAI
+
+
+def answer(text: str = "ok", cached: int | None = None) -> Reply:
+    return sse(
+        chunk(role="assistant", content=text), chunk(finish="stop"), usage_chunk(50, 3, cached)
+    )
+
+
+async def test_openai_gets_a_stable_prompt_cache_key_per_session(http_server: LocalServer) -> None:
+    http_server.queue(*(answer(cached=32) for _ in range(3)))
+    model = OpenAIChatModel(
+        "gpt-4.1-mini",
+        api_key="sk-test",
+        base_url=http_server.url + "/v1",
+        retry=FAST_RETRY,
+        prompt_cache_key=True,
+    )
+    agent = HarnessAgent("keyed", model)
+    await agent.call("one", RuntimeContext("alice", "s1"))
+    await agent.call("two", RuntimeContext("alice", "s1"))
+    await agent.call("three", RuntimeContext("alice", "s2"))
+    await agent.close()
+    keys = [r.json()["prompt_cache_key"] for r in http_server.requests]
+    assert keys[0] == keys[1] != keys[2]
+    assert all(k.startswith("hs-") and "alice" not in k and "s1" not in k for k in keys)
+
+
+async def test_openai_compatible_servers_get_no_cache_key_unless_asked(
+    http_server: LocalServer,
+) -> None:
+    http_server.queue(answer())
+    model = OpenAIChatModel(
+        "local-model", api_key="sk-test", base_url=http_server.url + "/v1", retry=FAST_RETRY
+    )
+    agent = HarnessAgent("unkeyed", model)
+    reply = await agent.call("hi", RuntimeContext("u", "s"))
+    await agent.close()
+    assert reply.text == "ok"
+    assert "prompt_cache_key" not in http_server.requests[0].json()
+
+
+def test_the_official_endpoint_gets_the_key_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = OpenAIChatModel("gpt-4.1-mini", api_key="sk-test")
+    params = model.build_params(ModelRequest(messages=(Msg.user("hi"),), cache_key="hs-1"))
+    assert params["prompt_cache_key"] == "hs-1"
