@@ -35,8 +35,6 @@ from harnessed.context.policy import ContextPolicy
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
 from harnessed.contract.controls import TaskControls
 from harnessed.contract.verification import VerificationService
-from harnessed.cost.caching import cache_key
-from harnessed.cost.ledger import session_spending
 from harnessed.cost.limits import DEFAULT, Unset, UsageLimits
 from harnessed.cost.meter import UsageMeter
 from harnessed.cost.prices import PriceTable, default_prices
@@ -45,7 +43,6 @@ from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
-from harnessed.models.usage import UsageTotals
 from harnessed.models.windows import discover_windows
 from harnessed.permissions import ConfirmationMode
 from harnessed.permissions.controls import PermissionControls
@@ -330,4 +327,3 @@ class HarnessAgent(AgentHost):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-

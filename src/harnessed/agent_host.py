@@ -23,8 +23,8 @@ from harnessed.capabilities.sources import (
     validate_id,
 )
 from harnessed.context.compiler import ContextCompiler
-from harnessed.cost.caching import cache_key
 from harnessed.context.manifest import ContextManifest
+from harnessed.cost.caching import cache_key
 from harnessed.memory.capability import Memory
 from harnessed.memory.manager import MemoryManager
 from harnessed.messages import Msg

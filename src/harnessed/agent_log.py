@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harnessed.cost.ledger import session_spending
 from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.search import MatchMode, SearchHit, SearchOrder
 from harnessed.log.store import SessionInfo
-from harnessed.cost.ledger import session_spending
 from harnessed.messages import Msg
 from harnessed.models.usage import UsageTotals
 from harnessed.runtime import RuntimeContext, SessionRef

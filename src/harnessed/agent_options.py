@@ -16,12 +16,12 @@ from harnessed.builtins import MCPResources, MCPServers, Sandbox
 from harnessed.capabilities.seam import RequestPreparer
 from harnessed.compaction import PruneConfig
 from harnessed.contract.state import TaskContractConfig
+from harnessed.cost.limits import UsageLimits
+from harnessed.cost.prices import PriceTable
 from harnessed.log import SessionLogStore
 from harnessed.log.search import SearchIndex
 from harnessed.permissions import PermissionMode, PermissionRule
 from harnessed.permissions.policy import ToolPermissionCheck
-from harnessed.cost.limits import UsageLimits
-from harnessed.cost.prices import PriceTable
 from harnessed.runtime import TurnRuntime
 from harnessed.sandbox.process import ShellConfig
 from harnessed.state.store import AgentStateStore

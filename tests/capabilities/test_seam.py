@@ -532,7 +532,8 @@ def test_nothing_below_the_agent_imports_it() -> None:
             if isinstance(node, ast.ImportFrom) and node.module == "harnessed.agent":
                 importers.append(str(path.relative_to(SRC)))
     assert importers == []
-    assert len((SRC / "agent.py").read_text(encoding="utf-8").splitlines()) < 300
+    # a few hundred lines at most: configuration, the forwards of its parts, call and events
+    assert len((SRC / "agent.py").read_text(encoding="utf-8").splitlines()) < 400
 
 
 class AuditTrail(Capability):

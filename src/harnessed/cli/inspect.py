@@ -20,9 +20,9 @@ from rich.text import Text
 
 from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
+from harnessed.cost.ledger import session_spending
 from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.store import SessionLogStore
-from harnessed.cost.ledger import session_spending
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from harnessed.runtime import SessionRef
 from harnessed.stores.local.jsonl import JsonlSessionLogStore

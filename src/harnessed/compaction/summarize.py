@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harnessed.capabilities.hooks import HistoryBudget
-from harnessed.capabilities.seam import PrepareInfo
+from harnessed.capabilities.seam import USAGE_SINK, PrepareInfo
 from harnessed.compaction.config import CompactionConfig
 from harnessed.compaction.prompts import MESSAGES_PLACEHOLDER, SUMMARY_SYSTEM
 from harnessed.compaction.transcript import chunk_entries
 from harnessed.context.errors import ContextBudgetExceededError
-from harnessed.context.hooks import HistoryBudget
-from harnessed.context.seam import USAGE_SINK, PrepareInfo
 from harnessed.context.xml import escape
 from harnessed.messages import Msg, new_id
 from harnessed.models.base import Model, ModelRequest, collect

@@ -7,14 +7,15 @@ carries what it spent too).
 
 from __future__ import annotations
 
+from harnessed.log.record import RecordType
+from harnessed.log.store import SessionLogStore
 from harnessed.models.usage import UsageTotals
-from harnessed.session.record import RecordType, SessionKey
-from harnessed.session.store import SessionLogStore
+from harnessed.runtime import SessionRef
 
 __all__ = ["session_spending"]
 
 
-async def session_spending(store: SessionLogStore, key: SessionKey) -> UsageTotals:
+async def session_spending(store: SessionLogStore, key: SessionRef) -> UsageTotals:
     """What the session's calls spent (each call with the sub-agents it ran)."""
     total = UsageTotals()
     for record in await store.read(key, types=[RecordType.RUN_END]):

@@ -58,7 +58,8 @@ class UsageMeter:
         """The meter of one call: the call's limits where given (``DEFAULT``: the agent's),
         counting toward the meter of the call that spawned it, if any."""
         limits, session = (
-            mine if isinstance(given, Unset) else given for mine, given in zip(agent, call)
+            mine if isinstance(given, Unset) else given
+            for mine, given in zip(agent, call, strict=True)
         )
         return cls(
             limits=limits, session_limits=session, parent=cls.of_parent(runtime), prices=prices

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
-from harnessed.context.seam import USAGE_SINK
+from harnessed.capabilities.seam import USAGE_SINK
 from harnessed.cost.meter import UsageMeter
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
 from harnessed.log.record import NewRecord, RecordType

@@ -182,7 +182,7 @@ class TemporalRuntime:
             ) from None
         except RPCError as exc:
             raise TemporalUnavailableError(f"cannot start the turn: {exc}") from exc
-        base = {"run_id": ctx.run_id, "session_id": ctx.session}
+        base: dict[str, Any] = {"run_id": ctx.run_id, "session_id": ctx.session}
         yield AgentStartEvent(
             agent=agent.name,
             user_id=ctx.user_id,
