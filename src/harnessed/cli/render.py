@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.markup import escape
 from rich.status import Status
+from rich.text import Text
 
 from harnessed.cli.render_children import child_lines, completed_line
 from harnessed.events import (
@@ -52,11 +53,24 @@ def _short(text: str, limit: int = _PREVIEW) -> str:
 
 
 class EventPrinter:
-    """Prints one run's events; a spinner shows what the agent is waiting for."""
+    """Prints one run's events; a spinner shows what the agent is waiting for.
 
-    def __init__(self, console: Console | None = None, *, show_thinking: bool = True) -> None:
+    With ``on_status`` the printer draws nothing live (for a terminal where a prompt owns the
+    bottom line): what the agent waits for goes to ``on_status`` as plain text (``None`` when
+    nothing), and replies are printed as they stream, without Markdown rendering.
+    """
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        show_thinking: bool = True,
+        on_status: Callable[[str | None], None] | None = None,
+    ) -> None:
         self.console = console or Console()
         self.show_thinking = show_thinking
+        self._on_status = on_status
+        self._streaming = False
         self._status: Status | None = None
         self._live: Live | None = None
         self._text: list[str] = []
@@ -67,6 +81,9 @@ class EventPrinter:
 
     # -------------------------------------------------------------- status
     def _set_status(self, text: str | None) -> None:
+        if self._on_status is not None:
+            self._on_status(None if text is None else Text.from_markup(text).plain)
+            return
         if text is None:
             if self._status is not None:
                 self._status.stop()
@@ -79,6 +96,11 @@ class EventPrinter:
             self._status.update(text)
 
     def _end_text(self) -> None:
+        if self._streaming:
+            if not "".join(self._text).endswith("\n"):
+                self.console.print()
+            self._streaming = False
+            self._text = []
         if self._live is not None:
             self._live.update(Markdown("".join(self._text)), refresh=True)
             self._live.stop()
@@ -97,6 +119,10 @@ class EventPrinter:
             self.console.print()
             self._in_text = False
         self._text.append(text)
+        if self._on_status is not None:
+            self._streaming = True
+            self.console.print(text, end="", markup=False, highlight=False)
+            return
         markdown = Markdown("".join(self._text))
         if self._live is None:
             self._live = Live(
@@ -133,7 +159,7 @@ class EventPrinter:
         elif isinstance(event, ThinkingDeltaEvent):
             if self.show_thinking:
                 self._set_status(None)
-                if self._live is not None:
+                if self._live is not None or self._streaming:
                     self._end_text()
                 self._in_text = True
                 self.console.print(
