@@ -72,6 +72,7 @@ def test_chat_in_the_terminal(tmp_path: Path) -> None:
         out.wait_for("no turn is running")
         send("deploy staging")
         out.wait_for("Allow deploy?")
+        out.wait_for("[y/N]")  # the brackets are printed, not read as markup
         send("y")
         out.wait_for("Finished after: deployed to staging")
         send("slow please")

@@ -162,7 +162,10 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
         import uvicorn
     except ImportError:
         console.print(
-            "[red]harnessed serve needs the serve extra:[/] pip install 'harnessed[serve]'"
+            "harnessed serve needs the serve extra: pip install 'harnessed[serve]'",
+            style="red",
+            markup=False,
+            highlight=False,
         )
         return 2
     from harnessed.gateway.server import server_config
@@ -177,7 +180,7 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 
             set_time_slice(parse_time_slice(args.time_slice))
     except (ValueError, TypeError, ImportError) as exc:
-        console.print(f"[red]cannot serve:[/] {exc}")
+        console.print(f"cannot serve: {exc}", style="red", markup=False, highlight=False)
         return 2
     console.print(f"serving on http://{args.host}:{args.port}/ (chat page at /, API under /v1)")
     uvicorn.Server(config).run()
