@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -36,11 +37,16 @@ class Output:
             self.text += line
 
     def wait_for(self, needle: str, timeout: float = 120) -> None:
+        self.wait_until(lambda text: needle in text, timeout, needle)
+
+    def wait_until(
+        self, done: Callable[[str], bool], timeout: float = 120, what: str = "condition"
+    ) -> None:
         # a deadline only against a hang: on a loaded machine start-up alone can take 20 s
         deadline = time.monotonic() + timeout
-        while needle not in self.text:
+        while not done(self.text):
             if time.monotonic() > deadline:
-                raise AssertionError(f"{needle!r} not in output:\n{self.text}")
+                raise AssertionError(f"{what!r} not met by output:\n{self.text}")
             time.sleep(0.02)
 
 
