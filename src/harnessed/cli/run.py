@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ EXIT_CODES = {
     "pending": 4,
     "stopped": 5,
     "cancelled": 130,
+    "interrupted": 130,
 }
 _MODES = ("default", "accept_edits", "explore", "bypass", "dont_ask")
 
@@ -136,15 +138,18 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
     session: list[str] = []
     try:
         return asyncio.run(_run(agent, args, console, session))
-    except KeyboardInterrupt:
-        where = f" in session {session[0]}" if session else ""
-        console.print(
-            f"\n[bold yellow]interrupted[/] — what was done so far is saved{escape(where)}; "
-            f"continue with: harnessed run --session {escape(session[0] if session else '…')} "
-            "'…'",
-            highlight=False,
-        )
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        _say_interrupted(console, session[0] if session else None)
         return EXIT_CODES["cancelled"]
+
+
+def _say_interrupted(console: Console, session_id: str | None) -> None:
+    where = f" in session {session_id}" if session_id else ""
+    console.print(
+        f"\n[bold yellow]interrupted[/] — what was done so far is saved{escape(where)}; "
+        f"continue with: harnessed run --session {escape(session_id or '…')} '…'",
+        highlight=False,
+    )
 
 
 async def _run(
@@ -167,11 +172,20 @@ async def _run(
         printer = EventPrinter(console, show_thinking=not args.no_thinking)
         approver = TerminalApprover(console)
         await _remembered(agent, ctx, approver)
+        interrupts = Interrupts(console)
+        interrupts.task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
+            loop.add_signal_handler(signal.SIGINT, interrupts)
         try:
-            status = await stream_run(agent, args.task, ctx, printer, approver)
+            status = await stream_run(agent, args.task, ctx, printer, approver, interrupts)
         finally:  # also when interrupted: "always" answers belong to the session
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
             if approver.always:
                 await _remember(agent, ctx, approver.always)
+        if status == "interrupted":
+            _say_interrupted(console, session_id)
         if status == "pending":
             console.print(
                 "[yellow]waiting for approval:[/] no answer could be read. Continue with "
@@ -182,18 +196,65 @@ async def _run(
         await agent.close()
 
 
+class Interrupts:
+    """Ctrl-C during ``harnessed run``: the first asks the turn to stop at its next safe point
+    (what it streamed so far is kept, as in ``chat``); a second one, or one while the user is
+    being asked, stops at once."""
+
+    def __init__(self, console: Console) -> None:
+        from harnessed.sessions.control import TurnControl
+
+        self.console = console
+        self.control = TurnControl()
+        self.asking = False
+        self.task: asyncio.Task[Any] | None = None
+
+    def __call__(self) -> None:
+        if self.asking or self.control.interrupted or self.task is None:
+            if self.task is not None:
+                self.task.cancel()
+            return
+        self.control.interrupt()
+        self.console.print(
+            "interrupting: the turn stops at its next step (Ctrl-C again stops at once)",
+            style="yellow",
+            markup=False,
+        )
+
+
 async def stream_run(
     agent: HarnessAgent,
     task: str,
     ctx: RuntimeContext,
     printer: EventPrinter,
     approver: TerminalApprover,
+    interrupts: Interrupts | None = None,
 ) -> str:
     """Stream one call, answering confirmation requests in the terminal; its end status."""
+    if interrupts is None:
+        return await _stream(agent, agent.stream_events(task, ctx), ctx, printer, approver, None)
+    from harnessed.sessions.lease import gate_key, turn_lease
+
+    def lost() -> None:
+        interrupts.control.interrupt("the turn lease was lost")
+
+    key = gate_key(agent.name, ctx.user_id, ctx.session)
+    async with turn_lease(agent.turn_gate, key, lost):  # a turn with a control holds its lease
+        events = agent.stream_events(task, ctx, control=interrupts.control)
+        return await _stream(agent, events, ctx, printer, approver, interrupts)
+
+
+async def _stream(
+    agent: HarnessAgent,
+    events: Any,
+    ctx: RuntimeContext,
+    printer: EventPrinter,
+    approver: TerminalApprover,
+    interrupts: Interrupts | None,
+) -> str:
     status = "error"
-    events = agent.stream_events(task, ctx)
     try:
-        async with contextlib.aclosing(events):  # type: ignore[type-var]
+        async with contextlib.aclosing(events):
             async for event in events:
                 printer.handle(event)
                 if isinstance(event, ModelCallStartEvent) and event.source is None:
@@ -203,7 +264,13 @@ async def stream_run(
                     status = event.status
                 elif isinstance(event, ConfirmationRequestEvent) and event.source is None:
                     printer.close()  # no spinner while the user reads and answers
-                    answer = await approver.answer(event)
+                    if interrupts is not None:
+                        interrupts.asking = True
+                    try:
+                        answer = await approver.answer(event)
+                    finally:
+                        if interrupts is not None:
+                            interrupts.asking = False
                     if answer is None:  # nobody to ask: the step waits in the session
                         status = "pending"
                         break
