@@ -78,6 +78,12 @@ def register(sub: Any) -> None:
     asks.add_argument(
         "--yes", action="store_true", help="run every tool without asking (bypass mode)"
     )
+    chat.add_argument(
+        "--sandbox",
+        choices=("host", "bubblewrap", "none"),
+        default=None,
+        help="without --agent: where execute runs (default: harnessed.toml, else the default)",
+    )
     chat.add_argument("--no-thinking", action="store_true", help="hide streamed thinking")
     chat.add_argument(
         "--no-history", action="store_true", help="keep no input history on disk this time"
@@ -308,12 +314,14 @@ def _read_pipe(loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str | None]
 
 
 def _model_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"base_url": args.base_url} if args.base_url else {}
+    from harnessed.cli.config import load_config, model_options
+
+    return model_options(args.base_url, load_config())
 
 
 def _build_agent(args: argparse.Namespace) -> HarnessAgent:
     from harnessed.agent import HarnessAgent
-    from harnessed.cli.config import model_spec
+    from harnessed.cli.config import load_config, model_options, model_spec, sandbox_option
     from harnessed.cli.loading import load_object
 
     if args.demo:
@@ -329,14 +337,16 @@ def _build_agent(args: argparse.Namespace) -> HarnessAgent:
         return agent
     from harnessed.models.registry import resolve_model
 
-    mode = "bypass" if args.yes else (args.permission_mode or "default")
+    config = load_config()
+    mode = "bypass" if args.yes else (args.permission_mode or config.permission_mode or "default")
     return HarnessAgent(
         "harnessed",
-        resolve_model(model_spec(args.model), **_model_options(args)),
+        resolve_model(model_spec(args.model, config), **model_options(args.base_url, config)),
         sys_prompt=args.system,
         workspace=args.workspace,
         permission_mode=mode,
         max_iters=args.max_iters or 10,
+        shell=sandbox_option(args.sandbox, config),
     )
 
 
@@ -417,5 +427,5 @@ def _chat(args: argparse.Namespace, console: Console) -> int:
     try:
         return asyncio.run(_main(args, console))
     except (ValueError, TypeError, ImportError) as exc:
-        console.print(f"cannot start the chat: {exc}", style="red", markup=False)
+        console.print(f"cannot start the chat: {exc}", style="red", markup=False, soft_wrap=True)
         return 2

@@ -21,7 +21,15 @@ from typing import Any
 
 from harnessed.cli.paths import config_dir
 
-__all__ = ["DEFAULT_MODEL", "CliConfig", "ConfigError", "load_config", "model_spec"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "CliConfig",
+    "ConfigError",
+    "load_config",
+    "model_options",
+    "model_spec",
+    "sandbox_option",
+]
 
 DEFAULT_MODEL = "openai:gpt-4.1-mini"
 FILE_NAME = "harnessed.toml"
@@ -89,3 +97,26 @@ def model_spec(flag: str | None, config: CliConfig | None = None) -> str:
         return os.environ["HARNESSED_MODEL"]
     config = config if config is not None else load_config()
     return config.model or DEFAULT_MODEL
+
+
+def sandbox_option(flag: str | None, config: CliConfig) -> Any:
+    """The agent's ``shell=`` for ``--sandbox`` / ``sandbox``: ``None`` (the agent's default)
+    when neither says; ``False`` for ``none``."""
+    name = flag or config.sandbox
+    if name is None:
+        return None
+    if name == "none":
+        return False
+    if name == "host":
+        from harnessed.sandbox import HostSandbox
+
+        return HostSandbox()
+    from harnessed.sandbox import BubblewrapSandbox
+
+    return BubblewrapSandbox()
+
+
+def model_options(flag: str | None, config: CliConfig) -> dict[str, Any]:
+    """Keyword arguments of the model's adapter: the base URL of ``--base-url`` or the file."""
+    url = flag or config.base_url
+    return {"base_url": url} if url else {}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import secrets
 import signal
 import time
@@ -24,6 +23,13 @@ from rich.markup import escape
 
 from harnessed.agent import HarnessAgent
 from harnessed.cli.approvals import TerminalApprover
+from harnessed.cli.config import (
+    DEFAULT_MODEL,
+    load_config,
+    model_options,
+    model_spec,
+    sandbox_option,
+)
 from harnessed.cli.recording import RecordingModel, last_request_path
 from harnessed.cli.render import EventPrinter
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallStartEvent
@@ -35,7 +41,6 @@ from harnessed.subagents import Subagents
 
 __all__ = ["EXIT_CODES", "register", "run_command", "stream_run"]
 
-DEFAULT_MODEL = "openai:gpt-4.1-mini"
 EXIT_CODES = {
     "completed": 0,
     "error": 1,
@@ -53,9 +58,9 @@ def register(sub: Any) -> None:
     run.add_argument("task", help="what the agent should do")
     run.add_argument(
         "--model",
-        default=os.environ.get("HARNESSED_MODEL", DEFAULT_MODEL),
+        default=None,
         help="provider:model: openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3 "
-        "(default: $HARNESSED_MODEL or %(default)s)",
+        f"(default: $HARNESSED_MODEL, harnessed.toml or {DEFAULT_MODEL})",
     )
     run.add_argument(
         "--base-url", default=None, help="the server's URL, e.g. http://localhost:8000/v1"
@@ -70,7 +75,19 @@ def register(sub: Any) -> None:
         help="continue the most recent session of this agent and user",
     )
     run.add_argument("--user", default="default", help="user id (default: default)")
-    run.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    run.add_argument(
+        "--agent",
+        default="harnessed",
+        metavar="NAME|MODULE:OBJECT",
+        help="the agent's name (default: harnessed), or your application's HarnessAgent as "
+        "module:object (then --model, --system, --workspace and the like are its own)",
+    )
+    run.add_argument(
+        "--sandbox",
+        choices=("host", "bubblewrap", "none"),
+        default=None,
+        help="where execute runs (default: harnessed.toml, else the agent's default)",
+    )
     run.add_argument("--system", default="", help="system prompt")
     run.add_argument("--max-iters", type=int, default=10, help="model requests per call")
     run.add_argument("--no-thinking", action="store_true", help="hide streamed thinking")
@@ -78,8 +95,9 @@ def register(sub: Any) -> None:
     asks.add_argument(
         "--permission-mode",
         choices=_MODES,
-        default="default",
-        help="which tool calls ask first (default: default = writes and execute ask)",
+        default=None,
+        help="which tool calls ask first (default: harnessed.toml, else default = writes and "
+        "execute ask)",
     )
     asks.add_argument(
         "--yes", action="store_true", help="run every tool without asking (bypass mode)"
@@ -112,28 +130,42 @@ def new_session_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
+def _agent(args: argparse.Namespace) -> HarnessAgent:
+    """``--agent module:object`` loaded, else an agent built from the flags and the file."""
+    if ":" in args.agent:
+        from harnessed.cli.loading import load_object
+
+        agent = load_object(args.agent)
+        if not isinstance(agent, HarnessAgent):
+            raise ValueError(f"--agent must name a HarnessAgent, got {agent!r}")
+        agent.max_iters = args.max_iters
+        return agent
+    config = load_config()
+    mode = "bypass" if args.yes else (args.permission_mode or config.permission_mode or "default")
+    return HarnessAgent(
+        args.agent,
+        resolve_model(model_spec(args.model, config), **model_options(args.base_url, config)),
+        sys_prompt=args.system,
+        workspace=args.workspace,
+        max_iters=args.max_iters,
+        permission_mode=mode,
+        enable_task_list=args.tasks,
+        enable_plan_mode=args.plan,
+        mcp_servers=args.mcp,
+        capabilities=[Subagents()] if _wants_subagents(args) else [],
+        skills=Skills(args.skill_dir),
+        shell=sandbox_option(args.sandbox, config),
+    )
+
+
 def run_command(args: argparse.Namespace, console: Console) -> int:
     if args.max_iters < 1:
         console.print("[red]--max-iters must be at least 1[/]")
         return 2
-    options = {"base_url": args.base_url} if args.base_url else {}
     try:
-        model = resolve_model(args.model, **options)
-        agent = HarnessAgent(
-            args.agent,
-            model,
-            sys_prompt=args.system,
-            workspace=args.workspace,
-            max_iters=args.max_iters,
-            permission_mode="bypass" if args.yes else args.permission_mode,
-            enable_task_list=args.tasks,
-            enable_plan_mode=args.plan,
-            mcp_servers=args.mcp,
-            capabilities=[Subagents()] if _wants_subagents(args) else [],
-            skills=Skills(args.skill_dir),
-        )
+        agent = _agent(args)
     except (ValueError, TypeError, ImportError) as exc:
-        console.print(f"[red]cannot start the agent:[/] {escape(str(exc))}")
+        console.print(f"cannot start the agent: {exc}", style="red", markup=False, soft_wrap=True)
         return 2
     session: list[str] = []
     try:
