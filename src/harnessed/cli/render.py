@@ -78,6 +78,10 @@ class EventPrinter:
         self._running_tools: dict[str, str] = {}
         self.input_tokens = 0
         self.output_tokens = 0
+        self.estimated = False
+        """Some of the counts are estimates: a server reported no usage for a request."""
+        self._call_input = 0  # the context's own estimate of the request being made
+        self._call_output: list[str] = []  # what the request streamed (thinking, text, calls)
 
     # -------------------------------------------------------------- status
     def _set_status(self, text: str | None) -> None:
@@ -140,7 +144,7 @@ class EventPrinter:
     def handle(self, event: Event) -> None:
         if event.source is not None:  # a sub-agent's work, indented under the parent's
             if isinstance(event, ModelCallEndEvent) and event.usage is not None:
-                self.input_tokens += event.usage.input_tokens
+                self.input_tokens += event.usage.input_tokens  # a child's: counted when told
                 self.output_tokens += event.usage.output_tokens
             for line in child_lines(event):
                 self._print_above_status(line)
@@ -154,9 +158,11 @@ class EventPrinter:
                 f"[cyan]{escape(event.model)}[/] is thinking (step {event.iteration})…"
             )
         elif isinstance(event, TextDeltaEvent):
+            self._call_output.append(event.text)
             self._set_status(None)
             self._stream_text(event.text)
         elif isinstance(event, ThinkingDeltaEvent):
+            self._call_output.append(event.thinking)
             if self.show_thinking:
                 self._set_status(None)
                 if self._live is not None or self._streaming:
@@ -169,6 +175,7 @@ class EventPrinter:
             self._set_status(None)
             self._end_text()
             args = json.dumps(dict(event.call.input), ensure_ascii=False)
+            self._call_output.append(event.call.name + args)
             shown = "" if event.call.name in _RENDERED_TOOLS else _short(args, 160)
             self.console.print(
                 f"[yellow]⚙ {escape(event.call.name)}[/] [dim]{escape(shown)}[/]",
@@ -177,9 +184,7 @@ class EventPrinter:
             self._running_tools[event.call.id] = event.call.name
         elif isinstance(event, ModelCallEndEvent):
             self._end_text()
-            if event.usage is not None:
-                self.input_tokens += event.usage.input_tokens
-                self.output_tokens += event.usage.output_tokens
+            self._count_usage(event)
             if self._running_tools:
                 names = ", ".join(sorted(set(self._running_tools.values())))
                 self._set_status(f"[yellow]running {escape(names)}[/]…")
@@ -200,6 +205,8 @@ class EventPrinter:
             if not self._running_tools:
                 self._set_status(None)
         elif isinstance(event, CustomEvent) and event.name == "context_build":
+            manifest = event.data.get("context_manifest") or {}
+            self._call_input = max(0, int(manifest.get("estimated_input_tokens", 0) or 0))
             self._print_above_status(_context_line(event.data))
         elif isinstance(event, CustomEvent) and event.name == "subagent_completed":
             self._print_above_status("  " + completed_line(event))
@@ -230,9 +237,30 @@ class EventPrinter:
                 self.console.print(f"[bold yellow]stopped:[/] {escape(str(reason))}")
             self.console.rule(
                 f"[dim]{event.status} · {event.iterations} model request(s) · "
-                f"{self.input_tokens:,} in / {self.output_tokens:,} out tokens[/]",
+                f"{escape(self._tokens())}[/]",
                 style="dim",
             )
+
+    def _count_usage(self, event: ModelCallEndEvent) -> None:
+        """Add a request's tokens; estimate them when the server reported none."""
+        if event.usage is not None:
+            self.input_tokens += event.usage.input_tokens
+            self.output_tokens += event.usage.output_tokens
+        else:
+            from harnessed.tokens import default_estimator
+
+            self.estimated = True
+            self.input_tokens += self._call_input
+            self.output_tokens += default_estimator().count_text("".join(self._call_output))
+        self._call_input, self._call_output = 0, []
+
+    def _tokens(self) -> str:
+        if not self.estimated:
+            return f"{self.input_tokens:,} in / {self.output_tokens:,} out tokens"
+        return (
+            f"~{self.input_tokens:,} in / ~{self.output_tokens:,} out tokens "
+            "(estimated: the server reported no usage)"
+        )
 
     def _print_above_status(self, markup: str) -> None:
         self._end_text()
