@@ -335,13 +335,13 @@ def _build_agent(args: argparse.Namespace) -> HarnessAgent:
         if args.max_iters is not None:
             agent.max_iters = args.max_iters
         return agent
-    from harnessed.models.registry import resolve_model
+    from harnessed.cli.run import cli_model
 
     config = load_config()
     mode = "bypass" if args.yes else (args.permission_mode or config.permission_mode or "default")
     return HarnessAgent(
         "harnessed",
-        resolve_model(model_spec(args.model, config), **model_options(args.base_url, config)),
+        cli_model(model_spec(args.model, config), model_options(args.base_url, config)),
         sys_prompt=args.system,
         workspace=args.workspace,
         permission_mode=mode,
@@ -388,7 +388,10 @@ async def _main(args: argparse.Namespace, console: Console) -> int:
             return await terminal.run(lines)
         return await _interactive(terminal, lines, history=not args.no_history)
     finally:
+        from harnessed.cli.windows_cache import remember_window
+
         loop.remove_signal_handler(signal.SIGINT)
+        remember_window(agent.model)
         await agent.close()
 
 

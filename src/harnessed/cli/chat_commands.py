@@ -128,10 +128,10 @@ async def _model(term: ChatTerminal, arg: str) -> bool:
         return True
     if _busy(term):
         return True
-    from harnessed.models.registry import resolve_model
+    from harnessed.cli.run import cli_model
 
     try:
-        term.agent.model = resolve_model(arg, **term.model_options)
+        term.agent.model = cli_model(arg, term.model_options)
     except (ValueError, TypeError, ImportError) as exc:
         _say(term, f"cannot use {arg}: {exc}", "red")
         return True

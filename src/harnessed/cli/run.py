@@ -130,6 +130,18 @@ def new_session_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
+def cli_model(spec: str, options: dict[str, Any]) -> Any:
+    """The model of ``spec``, with the window an earlier process learned for its server."""
+    from harnessed.cli.windows_cache import remembered_window
+
+    model = resolve_model(spec, **options)
+    window = remembered_window(model)
+    if window is not None:
+        with contextlib.suppress(TypeError):  # an adapter that takes no context_window=
+            model = resolve_model(spec, context_window=window, **options)
+    return model
+
+
 def _agent(args: argparse.Namespace) -> HarnessAgent:
     """``--agent module:object`` loaded, else an agent built from the flags and the file."""
     if ":" in args.agent:
@@ -144,7 +156,7 @@ def _agent(args: argparse.Namespace) -> HarnessAgent:
     mode = "bypass" if args.yes else (args.permission_mode or config.permission_mode or "default")
     return HarnessAgent(
         args.agent,
-        resolve_model(model_spec(args.model, config), **model_options(args.base_url, config)),
+        cli_model(model_spec(args.model, config), model_options(args.base_url, config)),
         sys_prompt=args.system,
         workspace=args.workspace,
         max_iters=args.max_iters,
@@ -225,6 +237,9 @@ async def _run(
             )
         return EXIT_CODES.get(status, 1)
     finally:
+        from harnessed.cli.windows_cache import remember_window
+
+        remember_window(agent.model)
         await agent.close()
 
 
