@@ -4,15 +4,24 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from rich.console import Console
 
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.log import RecordType
 from harnessed.models.scripted import ScriptedModel
+from harnessed.cli.chat import ChatTerminal
+from harnessed.models import ModelRequest, ScriptedResponse
+from harnessed.models.scripted import ScriptedModel
+from harnessed.session import RecordType
+from harnessed.sessions import AgentSession
 from tests.cli.chat_app import harnessed_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,11 +39,16 @@ class Output:
             self.text += line
 
     def wait_for(self, needle: str, timeout: float = 120) -> None:
+        self.wait_until(lambda text: needle in text, timeout, needle)
+
+    def wait_until(
+        self, done: Callable[[str], bool], timeout: float = 120, what: str = "condition"
+    ) -> None:
         # a deadline only against a hang: on a loaded machine start-up alone can take 20 s
         deadline = time.monotonic() + timeout
-        while needle not in self.text:
+        while not done(self.text):
             if time.monotonic() > deadline:
-                raise AssertionError(f"{needle!r} not in output:\n{self.text}")
+                raise AssertionError(f"{what!r} not met by output:\n{self.text}")
             time.sleep(0.02)
 
 
@@ -66,6 +80,7 @@ def test_chat_in_the_terminal(tmp_path: Path) -> None:
         out.wait_for("no turn is running")
         send("deploy staging")
         out.wait_for("Allow deploy?")
+        out.wait_for("[y/N]")  # the brackets are printed, not read as markup
         send("y")
         out.wait_for("Finished after: deployed to staging")
         send("slow please")
@@ -90,3 +105,40 @@ def test_chat_in_the_terminal(tmp_path: Path) -> None:
     assert any("Interrupted" in t for t in texts)
     ends = asyncio.run(agent.session_log(ctx, types=[RecordType.RUN_END]))
     assert [e.payload["status"] for e in ends].count("interrupted") == 1
+
+
+async def _wait_for(out: io.StringIO, needle: str) -> None:
+    while needle not in out.getvalue():  # the test's own timeout guards against a hang
+        await asyncio.sleep(0.01)
+
+
+async def test_the_reply_to_a_late_steer_is_shown(tmp_path: Path) -> None:
+    """A steer that comes while the last model request of a turn runs is too late for it: it
+    becomes a turn of its own, which the user did not send but must see answered."""
+    sessions: list[AgentSession] = []
+
+    def respond(request: ModelRequest) -> ScriptedResponse:
+        last = request.messages[-1].text
+        if last == "late please":
+            sessions[0].steer("and one more thing")  # arrives as the turn is ending
+            return ScriptedResponse(text="first reply")
+        return ScriptedResponse(text=f"You said: {last}")
+
+    agent = HarnessAgent(
+        "chatty", ScriptedModel(responder=respond), workspace=tmp_path, memory=False, shell=False
+    )
+    session = agent.session(RuntimeContext("default", "late"))
+    sessions.append(session)
+    out = io.StringIO()
+    terminal = ChatTerminal(agent, session, Console(file=out, width=120), echo=True)
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    chat = asyncio.create_task(terminal.run(lines))
+    try:
+        lines.put_nowait("late please")
+        await asyncio.wait_for(_wait_for(out, "You said: and one more thing"), 60)
+        assert out.getvalue().index("first reply") < out.getvalue().index("one more thing")
+        lines.put_nowait("/quit")
+        assert await asyncio.wait_for(chat, 60) == 0
+    finally:
+        chat.cancel()
+        await agent.close()

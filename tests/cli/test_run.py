@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,23 @@ def test_run_asks_before_a_tool_runs_with_a_permission_mode(
     result = http_server.requests[1].json()["messages"][-1]
     assert result["role"] == "tool"
     assert ("declined" in result["content"].lower()) is not approve
+
+
+def test_tokens_are_estimated_and_marked_when_the_server_reports_none(
+    http_server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", http_server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    http_server.queue(  # like llama-cpp-python: no usage in the stream
+        Reply(sse=[chunk({"content": "No usage here."}, finish="stop"), "data: [DONE]\n\n"])
+    )
+    args = ["--model", "openai:gpt-test", "--workspace", str(tmp_path)]
+    assert main(["run", "say something", *args]) == 0
+    out = capsys.readouterr().out
+    assert "0 in / 0 out" not in out
+    match = re.search(r"~([\d,]+) in / ~([\d,]+) out tokens \(estimated", out.replace("\n", " "))
+    assert match is not None, out
+    assert int(match.group(1).replace(",", "")) > 0 and int(match.group(2)) > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -95,3 +96,63 @@ def test_time_slice_is_set_for_the_server_or_refused_clearly(
     finally:
         set_time_slice(DEFAULT_TIME_SLICE)
     assert parse_time_slice(" OFF ") is None
+
+
+def test_serve_demo_needs_no_key_and_makes_up_a_token(tmp_path: Path) -> None:
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    proc = harnessed_process(
+        tmp_path,
+        "serve",
+        "--demo",
+        "--port",
+        str(port),
+        env={"HARNESSED_TOKENS": "", "OPENAI_API_KEY": "", "XDG_DATA_HOME": str(tmp_path)},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        while "demo token" not in line:
+            assert line, "the server ended before printing its token"
+            line = proc.stdout.readline()
+        token = line.split("demo token (user demo): ", 1)[1].split()[0]
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/openapi.json").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        auth = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(f"{url}/v1/agents", headers=auth).json()["agents"] == ["demo"]
+        httpx.post(f"{url}/v1/sessions", json={"session_id": "d"}, headers=auth)
+        tools, reply = [], ""
+        with httpx.stream(
+            "POST",
+            f"{url}/v1/sessions/d/messages",
+            json={"text": "fix the bug"},
+            headers=auth,
+            timeout=120,
+        ) as stream:
+            for line in stream.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                data = json.loads(line[6:])
+                if data.get("type") == "tool_call":
+                    tools.append(data["call"]["name"])
+                elif data.get("type") == "confirmation_request":  # the demo runs tests: asks
+                    answered = httpx.post(
+                        f"{url}/v1/sessions/d/confirmations/{data['request_id']}",
+                        json={"approved": True},
+                        headers=auth,
+                    )
+                    assert answered.status_code == 204
+                elif data.get("type") == "agent_end":
+                    reply = data["reply"]["content"][0]["text"]
+                    break
+        assert "edit_file" in tools and "execute" in tools
+        assert "after the fix the tests pass" in reply
+    finally:
+        proc.terminate()
+        proc.wait(20)

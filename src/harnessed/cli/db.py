@@ -39,21 +39,31 @@ def register(sub: Any) -> None:
 
 def _db(args: argparse.Namespace, console: Console) -> int:
     if not args.url:
-        console.print(f"[red]give the database with --url or ${_URL_ENV}[/]")
+        console.print(
+            f"give the database with --url or ${_URL_ENV}",
+            style="red",
+            markup=False,
+            highlight=False,
+        )
         return 2
     try:
         from harnessed.stores.postgres import PostgresStore
 
         store = PostgresStore(args.url, schema=args.schema)
     except (ValueError, ImportError) as exc:
-        console.print(f"[red]{exc}[/]")
+        console.print(f"{exc}", style="red", markup=False, highlight=False)
         return 2
     try:
         if args.db_command == "upgrade":
             return asyncio.run(_upgrade(store, console))
         return asyncio.run(_status(store, console))
     except Exception as exc:  # connection refused, bad credentials, a newer schema ...
-        console.print(f"[red]database error:[/] {type(exc).__name__}: {exc}")
+        console.print(
+            f"database error: {type(exc).__name__}: {exc}",
+            style="red",
+            markup=False,
+            highlight=False,
+        )
         return 1
 
 
@@ -62,8 +72,16 @@ async def _upgrade(store: Any, console: Console) -> int:
 
     applied = await store.upgrade()
     if applied:
-        console.print(f"applied migrations {', '.join(map(str, applied))} to {store.schema!r}")
-    console.print(f"schema {store.schema!r} is at version {SCHEMA_VERSION} (current)")
+        console.print(
+            f"applied migrations {', '.join(map(str, applied))} to {store.schema!r}",
+            markup=False,
+            highlight=False,
+        )
+    console.print(
+        f"schema {store.schema!r} is at version {SCHEMA_VERSION} (current)",
+        markup=False,
+        highlight=False,
+    )
     return 0
 
 
@@ -76,7 +94,9 @@ async def _status(store: Any, console: Console) -> int:
     )
     pending = [m for m in MIGRATIONS if m.version > version]
     for migration in pending:
-        console.print(f"  pending {migration.version}: {migration.description}")
+        console.print(
+            f"  pending {migration.version}: {migration.description}", markup=False, highlight=False
+        )
     if version > SCHEMA_VERSION:
         console.print("[yellow]the schema is newer than this harnessed: upgrade harnessed[/]")
         return 3

@@ -149,7 +149,7 @@ def demo_command(args: argparse.Namespace, console: Console) -> int:
         write_demo_project(root)
         if args.subagents:
             write_reviewer(root)
-        console.print(f"workspace: {root}\ntask: {DEMO_TASK}\n")
+        console.print(f"workspace: {root}\ntask: {DEMO_TASK}\n", markup=False, highlight=False)
         agent = HarnessAgent(
             "demo",
             review_demo_model() if args.subagents else demo_model(),

@@ -41,7 +41,12 @@ def mcp_command(args: argparse.Namespace, console: Console) -> int:
     try:
         import mcp  # noqa: F401  (the SDK: the `mcp` extra)
     except ImportError as exc:
-        console.print(f"[red]MCP needs the mcp extra (pip install 'harnessed[mcp]'): {exc}[/]")
+        console.print(
+            f"MCP needs the mcp extra (pip install 'harnessed[mcp]'): {exc}",
+            style="red",
+            markup=False,
+            highlight=False,
+        )
         return 2
     return asyncio.run(list_servers(args.server, console, timeout=args.timeout))
 
@@ -55,14 +60,16 @@ async def list_servers(specs: list[str], console: Console, *, timeout: float = 3
         try:
             server = MCPServer.parse(spec, timeout=timeout, startup_timeout=timeout)
         except (ValueError, TypeError) as exc:
-            console.print(f"[red]bad --server {spec!r}:[/] {exc}")
+            console.print(
+                f"bad --server {spec!r}: {exc}", style="red", markup=False, highlight=False
+            )
             code = 2
             continue
         connection = ServerConnection(server)
         try:
             await _show(connection, console)
         except MCPError as exc:
-            console.print(f"[red]{exc}[/]")
+            console.print(f"{exc}", style="red", markup=False, highlight=False)
             code = 1
         finally:
             await connection.close()
@@ -76,14 +83,21 @@ async def _show(connection: ServerConnection, console: Console) -> None:
     remote = await connection.list_tools()
     names = exposed_names({config.name: [t.name for t in remote]}, frozenset())
     tools = build_tools(connection, remote, {r: e for (_, r), e in names.items()})
-    console.print(f"[bold]{config.name}[/] — {config.describe()}")
+    console.print(
+        f"{config.name} — {config.describe()}", style="bold", markup=False, highlight=False
+    )
     table = Table("tool", "kind", "arguments", "description", title=f"{len(tools)} tools")
     for tool in tools:
         table.add_row(tool.name, _kind(tool), _arguments(tool), _first_line(tool.description))
     console.print(table)
     skipped = len(remote) - len(tools)
     if skipped:
-        console.print(f"[yellow]{skipped} tool(s) skipped: their input schema is invalid[/]")
+        console.print(
+            f"{skipped} tool(s) skipped: their input schema is invalid",
+            style="yellow",
+            markup=False,
+            highlight=False,
+        )
     caps = connection.server_capabilities
     if caps is None or caps.resources is None:
         console.print("no resources\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.markup import escape
 from rich.status import Status
+from rich.text import Text
 
 from harnessed.cli.render_children import child_lines, completed_line
 from harnessed.events import (
@@ -53,11 +54,24 @@ def _short(text: str, limit: int = _PREVIEW) -> str:
 
 
 class EventPrinter:
-    """Prints one run's events; a spinner shows what the agent is waiting for."""
+    """Prints one run's events; a spinner shows what the agent is waiting for.
 
-    def __init__(self, console: Console | None = None, *, show_thinking: bool = True) -> None:
+    With ``on_status`` the printer draws nothing live (for a terminal where a prompt owns the
+    bottom line): what the agent waits for goes to ``on_status`` as plain text (``None`` when
+    nothing), and replies are printed as they stream, without Markdown rendering.
+    """
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        show_thinking: bool = True,
+        on_status: Callable[[str | None], None] | None = None,
+    ) -> None:
         self.console = console or Console()
         self.show_thinking = show_thinking
+        self._on_status = on_status
+        self._streaming = False
         self._status: Status | None = None
         self._live: Live | None = None
         self._text: list[str] = []
@@ -65,9 +79,16 @@ class EventPrinter:
         self._running_tools: dict[str, str] = {}
         self.input_tokens = 0
         self.output_tokens = 0
+        self.estimated = False
+        """Some of the counts are estimates: a server reported no usage for a request."""
+        self._call_input = 0  # the context's own estimate of the request being made
+        self._call_output: list[str] = []  # what the request streamed (thinking, text, calls)
 
     # -------------------------------------------------------------- status
     def _set_status(self, text: str | None) -> None:
+        if self._on_status is not None:
+            self._on_status(None if text is None else Text.from_markup(text).plain)
+            return
         if text is None:
             if self._status is not None:
                 self._status.stop()
@@ -80,6 +101,11 @@ class EventPrinter:
             self._status.update(text)
 
     def _end_text(self) -> None:
+        if self._streaming:
+            if not "".join(self._text).endswith("\n"):
+                self.console.print()
+            self._streaming = False
+            self._text = []
         if self._live is not None:
             self._live.update(Markdown("".join(self._text)), refresh=True)
             self._live.stop()
@@ -98,6 +124,10 @@ class EventPrinter:
             self.console.print()
             self._in_text = False
         self._text.append(text)
+        if self._on_status is not None:
+            self._streaming = True
+            self.console.print(text, end="", markup=False, highlight=False)
+            return
         markdown = Markdown("".join(self._text))
         if self._live is None:
             self._live = Live(
@@ -115,7 +145,7 @@ class EventPrinter:
     def handle(self, event: Event) -> None:
         if event.source is not None:  # a sub-agent's work, indented under the parent's
             if isinstance(event, ModelCallEndEvent) and event.usage is not None:
-                self.input_tokens += event.usage.input_tokens
+                self.input_tokens += event.usage.input_tokens  # a child's: counted when told
                 self.output_tokens += event.usage.output_tokens
             for line in child_lines(event):
                 self._print_above_status(line)
@@ -129,12 +159,14 @@ class EventPrinter:
                 f"[cyan]{escape(event.model)}[/] is thinking (step {event.iteration})…"
             )
         elif isinstance(event, TextDeltaEvent):
+            self._call_output.append(event.text)
             self._set_status(None)
             self._stream_text(event.text)
         elif isinstance(event, ThinkingDeltaEvent):
+            self._call_output.append(event.thinking)
             if self.show_thinking:
                 self._set_status(None)
-                if self._live is not None:
+                if self._live is not None or self._streaming:
                     self._end_text()
                 self._in_text = True
                 self.console.print(
@@ -144,6 +176,7 @@ class EventPrinter:
             self._set_status(None)
             self._end_text()
             args = json.dumps(dict(event.call.input), ensure_ascii=False)
+            self._call_output.append(event.call.name + args)
             shown = "" if event.call.name in _RENDERED_TOOLS else _short(args, 160)
             self.console.print(
                 f"[yellow]⚙ {escape(event.call.name)}[/] [dim]{escape(shown)}[/]",
@@ -152,9 +185,7 @@ class EventPrinter:
             self._running_tools[event.call.id] = event.call.name
         elif isinstance(event, ModelCallEndEvent):
             self._end_text()
-            if event.usage is not None:
-                self.input_tokens += event.usage.input_tokens
-                self.output_tokens += event.usage.output_tokens
+            self._count_usage(event)
             if self._running_tools:
                 names = ", ".join(sorted(set(self._running_tools.values())))
                 self._set_status(f"[yellow]running {escape(names)}[/]…")
@@ -175,6 +206,8 @@ class EventPrinter:
             if not self._running_tools:
                 self._set_status(None)
         elif isinstance(event, CustomEvent) and event.name == "context_build":
+            manifest = event.data.get("context_manifest") or {}
+            self._call_input = max(0, int(manifest.get("estimated_input_tokens", 0) or 0))
             self._print_above_status(_context_line(event.data))
         elif isinstance(event, CustomEvent) and event.name == "subagent_completed":
             self._print_above_status("  " + completed_line(event))
@@ -210,6 +243,27 @@ class EventPrinter:
             if reason:
                 self.console.print(f"[bold yellow]stopped:[/] {escape(str(reason))}")
             self.console.rule(f"[dim]{escape(footer(event, self))}[/]", style="dim")
+
+    def _count_usage(self, event: ModelCallEndEvent) -> None:
+        """Add a request's tokens; estimate them when the server reported none."""
+        if event.usage is not None:
+            self.input_tokens += event.usage.input_tokens
+            self.output_tokens += event.usage.output_tokens
+        else:
+            from harnessed.tokens import default_estimator
+
+            self.estimated = True
+            self.input_tokens += self._call_input
+            self.output_tokens += default_estimator().count_text("".join(self._call_output))
+        self._call_input, self._call_output = 0, []
+
+    def _tokens(self) -> str:
+        if not self.estimated:
+            return f"{self.input_tokens:,} in / {self.output_tokens:,} out tokens"
+        return (
+            f"~{self.input_tokens:,} in / ~{self.output_tokens:,} out tokens "
+            "(estimated: the server reported no usage)"
+        )
 
     def _print_above_status(self, markup: str) -> None:
         self._end_text()
@@ -336,11 +390,10 @@ def _data(data: Any) -> str:
 def footer(event: AgentEndEvent, counted: Any) -> str:
     """The line under a finished call: status, requests, tokens (cached ones), cost."""
     usage = event.usage
-    if usage is None:  # an end event from before usage was reported
-        return (
-            f"{event.status} · {event.iterations} model request(s) · "
-            f"{counted.input_tokens:,} in / {counted.output_tokens:,} out tokens"
-        )
+    if usage is None or getattr(counted, "estimated", False):
+        # no usage reported (by an older end event, or by the server): the renderer's count,
+        # marked as an estimate where it is one
+        return f"{event.status} · {event.iterations} model request(s) · {counted._tokens()}"
     cached = f", {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else ""
     return (
         f"{event.status} · {usage.requests} model request(s) · {usage.input_tokens:,} in"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import secrets
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,13 @@ from rich.markup import escape
 
 from harnessed.agent import HarnessAgent
 from harnessed.cli.approvals import TerminalApprover
+from harnessed.cli.config import (
+    DEFAULT_MODEL,
+    load_config,
+    model_options,
+    model_spec,
+    sandbox_option,
+)
 from harnessed.cli.recording import RecordingModel, last_request_path
 from harnessed.cli.render import EventPrinter
 from harnessed.cost.limits import UsageLimits
@@ -37,7 +44,6 @@ from harnessed.subagents import Subagents
 
 __all__ = ["EXIT_CODES", "register", "run_command", "stream_run"]
 
-DEFAULT_MODEL = "openai:gpt-4.1-mini"
 EXIT_CODES = {
     "completed": 0,
     "error": 1,
@@ -46,6 +52,7 @@ EXIT_CODES = {
     "stopped": 5,
     "limit": 6,
     "cancelled": 130,
+    "interrupted": 130,
 }
 _MODES = ("default", "accept_edits", "explore", "bypass", "dont_ask")
 
@@ -55,9 +62,9 @@ def register(sub: Any) -> None:
     run.add_argument("task", help="what the agent should do")
     run.add_argument(
         "--model",
-        default=os.environ.get("HARNESSED_MODEL", DEFAULT_MODEL),
+        default=None,
         help="provider:model: openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3 "
-        "(default: $HARNESSED_MODEL or %(default)s)",
+        f"(default: $HARNESSED_MODEL, harnessed.toml or {DEFAULT_MODEL})",
     )
     run.add_argument(
         "--base-url", default=None, help="the server's URL, e.g. http://localhost:8000/v1"
@@ -72,7 +79,19 @@ def register(sub: Any) -> None:
         help="continue the most recent session of this agent and user",
     )
     run.add_argument("--user", default="default", help="user id (default: default)")
-    run.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
+    run.add_argument(
+        "--agent",
+        default="harnessed",
+        metavar="NAME|MODULE:OBJECT",
+        help="the agent's name (default: harnessed), or your application's HarnessAgent as "
+        "module:object (then --model, --system, --workspace and the like are its own)",
+    )
+    run.add_argument(
+        "--sandbox",
+        choices=("host", "bubblewrap", "none"),
+        default=None,
+        help="where execute runs (default: harnessed.toml, else the agent's default)",
+    )
     run.add_argument("--system", default="", help="system prompt")
     run.add_argument("--max-iters", type=int, default=10, help="model requests per call")
     run.add_argument(
@@ -92,8 +111,9 @@ def register(sub: Any) -> None:
     asks.add_argument(
         "--permission-mode",
         choices=_MODES,
-        default="default",
-        help="which tool calls ask first (default: default = writes and execute ask)",
+        default=None,
+        help="which tool calls ask first (default: harnessed.toml, else default = writes and "
+        "execute ask)",
     )
     asks.add_argument(
         "--yes", action="store_true", help="run every tool without asking (bypass mode)"
@@ -144,47 +164,80 @@ def new_session_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
+def cli_model(spec: str, options: dict[str, Any]) -> Any:
+    """The model of ``spec``, with the window an earlier process learned for its server."""
+    from harnessed.cli.windows_cache import remembered_window
+
+    model = resolve_model(spec, **options)
+    window = remembered_window(model)
+    if window is not None:
+        with contextlib.suppress(TypeError):  # an adapter that takes no context_window=
+            model = resolve_model(spec, context_window=window, **options)
+    return model
+
+
+def _agent(args: argparse.Namespace) -> HarnessAgent:
+    """``--agent module:object`` loaded, else an agent built from the flags and the file."""
+    if ":" in args.agent:
+        from harnessed.cli.loading import load_object
+
+        agent = load_object(args.agent)
+        if not isinstance(agent, HarnessAgent):
+            raise ValueError(f"--agent must name a HarnessAgent, got {agent!r}")
+        agent.max_iters = args.max_iters
+        limits = _limits(
+            args.max_requests, args.max_input_tokens, args.max_output_tokens, args.max_cost
+        )
+        agent.usage_limits = limits or agent.usage_limits
+        session = _limits(None, None, None, args.session_max_cost)
+        agent.session_usage_limits = session or agent.session_usage_limits
+        return agent
+    config = load_config()
+    mode = "bypass" if args.yes else (args.permission_mode or config.permission_mode or "default")
+    return HarnessAgent(
+        args.agent,
+        cli_model(model_spec(args.model, config), model_options(args.base_url, config)),
+        sys_prompt=args.system,
+        workspace=args.workspace,
+        max_iters=args.max_iters,
+        permission_mode=mode,
+        enable_task_list=args.tasks,
+        enable_plan_mode=args.plan,
+        mcp_servers=args.mcp,
+        capabilities=[Subagents()] if _wants_subagents(args) else [],
+        skills=Skills(args.skill_dir),
+        shell=sandbox_option(args.sandbox, config),
+        usage_limits=_limits(
+            args.max_requests, args.max_input_tokens, args.max_output_tokens, args.max_cost
+        ),
+        session_usage_limits=_limits(None, None, None, args.session_max_cost),
+    )
+
+
 def run_command(args: argparse.Namespace, console: Console) -> int:
     if args.max_iters < 1:
         console.print("[red]--max-iters must be at least 1[/]")
         return 2
-    options = {"base_url": args.base_url} if args.base_url else {}
     try:
-        limits = _limits(
-            args.max_requests, args.max_input_tokens, args.max_output_tokens, args.max_cost
-        )
-        session_limits = _limits(None, None, None, args.session_max_cost)
-        model = resolve_model(args.model, **options)
-        agent = HarnessAgent(
-            args.agent,
-            model,
-            sys_prompt=args.system,
-            workspace=args.workspace,
-            max_iters=args.max_iters,
-            permission_mode="bypass" if args.yes else args.permission_mode,
-            enable_task_list=args.tasks,
-            enable_plan_mode=args.plan,
-            mcp_servers=args.mcp,
-            capabilities=[Subagents()] if _wants_subagents(args) else [],
-            skills=Skills(args.skill_dir),
-            usage_limits=limits,
-            session_usage_limits=session_limits,
-        )
+        agent = _agent(args)
     except (ValueError, TypeError, ImportError) as exc:
-        console.print(f"[red]cannot start the agent:[/] {escape(str(exc))}")
+        console.print(f"cannot start the agent: {exc}", style="red", markup=False, soft_wrap=True)
         return 2
     session: list[str] = []
     try:
         return asyncio.run(_run(agent, args, console, session))
-    except KeyboardInterrupt:
-        where = f" in session {session[0]}" if session else ""
-        console.print(
-            f"\n[bold yellow]interrupted[/] — what was done so far is saved{escape(where)}; "
-            f"continue with: harnessed run --session {escape(session[0] if session else '…')} "
-            "'…'",
-            highlight=False,
-        )
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        _say_interrupted(console, session[0] if session else None)
         return EXIT_CODES["cancelled"]
+
+
+def _say_interrupted(console: Console, session_id: str | None) -> None:
+    where = f" in session {session_id}" if session_id else ""
+    console.print(
+        f"\n[bold yellow]interrupted[/] — what was done so far is saved{escape(where)}; "
+        f"continue with: harnessed run --session {escape(session_id or '…')} '…'",
+        highlight=False,
+    )
 
 
 async def _run(
@@ -207,11 +260,20 @@ async def _run(
         printer = EventPrinter(console, show_thinking=not args.no_thinking)
         approver = TerminalApprover(console)
         await _remembered(agent, ctx, approver)
+        interrupts = Interrupts(console)
+        interrupts.task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
+            loop.add_signal_handler(signal.SIGINT, interrupts)
         try:
-            status = await stream_run(agent, args.task, ctx, printer, approver)
+            status = await stream_run(agent, args.task, ctx, printer, approver, interrupts)
         finally:  # also when interrupted: "always" answers belong to the session
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
             if approver.always:
                 await _remember(agent, ctx, approver.always)
+        if status == "interrupted":
+            _say_interrupted(console, session_id)
         if status == "pending":
             console.print(
                 "[yellow]waiting for approval:[/] no answer could be read. Continue with "
@@ -219,7 +281,36 @@ async def _run(
             )
         return EXIT_CODES.get(status, 1)
     finally:
+        from harnessed.cli.windows_cache import remember_window
+
+        remember_window(agent.model)
         await agent.close()
+
+
+class Interrupts:
+    """Ctrl-C during ``harnessed run``: the first asks the turn to stop at its next safe point
+    (what it streamed so far is kept, as in ``chat``); a second one, or one while the user is
+    being asked, stops at once."""
+
+    def __init__(self, console: Console) -> None:
+        from harnessed.sessions.control import TurnControl
+
+        self.console = console
+        self.control = TurnControl()
+        self.asking = False
+        self.task: asyncio.Task[Any] | None = None
+
+    def __call__(self) -> None:
+        if self.asking or self.control.interrupted or self.task is None:
+            if self.task is not None:
+                self.task.cancel()
+            return
+        self.control.interrupt()
+        self.console.print(
+            "interrupting: the turn stops at its next step (Ctrl-C again stops at once)",
+            style="yellow",
+            markup=False,
+        )
 
 
 async def stream_run(
@@ -228,12 +319,33 @@ async def stream_run(
     ctx: RuntimeContext,
     printer: EventPrinter,
     approver: TerminalApprover,
+    interrupts: Interrupts | None = None,
 ) -> str:
     """Stream one call, answering confirmation requests in the terminal; its end status."""
+    if interrupts is None:
+        return await _stream(agent, agent.stream_events(task, ctx), ctx, printer, approver, None)
+    from harnessed.sessions.lease import gate_key, turn_lease
+
+    def lost() -> None:
+        interrupts.control.interrupt("the turn lease was lost")
+
+    key = gate_key(agent.name, ctx.user_id, ctx.session)
+    async with turn_lease(agent.turn_gate, key, lost):  # a turn with a control holds its lease
+        events = agent.stream_events(task, ctx, control=interrupts.control)
+        return await _stream(agent, events, ctx, printer, approver, interrupts)
+
+
+async def _stream(
+    agent: HarnessAgent,
+    events: Any,
+    ctx: RuntimeContext,
+    printer: EventPrinter,
+    approver: TerminalApprover,
+    interrupts: Interrupts | None,
+) -> str:
     status = "error"
-    events = agent.stream_events(task, ctx)
     try:
-        async with contextlib.aclosing(events):  # type: ignore[type-var]
+        async with contextlib.aclosing(events):
             async for event in events:
                 printer.handle(event)
                 if isinstance(event, ModelCallStartEvent) and event.source is None:
@@ -243,7 +355,13 @@ async def stream_run(
                     status = event.status
                 elif isinstance(event, ConfirmationRequestEvent) and event.source is None:
                     printer.close()  # no spinner while the user reads and answers
-                    answer = await approver.answer(event)
+                    if interrupts is not None:
+                        interrupts.asking = True
+                    try:
+                        answer = await approver.answer(event)
+                    finally:
+                        if interrupts is not None:
+                            interrupts.asking = False
                     if answer is None:  # nobody to ask: the step waits in the session
                         status = "pending"
                         break

@@ -34,7 +34,12 @@ def register(sub: Any) -> None:
 def serve(args: argparse.Namespace, console: Console) -> int:
     token = os.environ.get(TOKEN_ENV, "")
     if len(token) < 16:
-        console.print(f"[red]set {TOKEN_ENV} to a secret of at least 16 characters[/]")
+        console.print(
+            f"set {TOKEN_ENV} to a secret of at least 16 characters",
+            style="red",
+            markup=False,
+            highlight=False,
+        )
         return 2
     try:
         import uvicorn
@@ -42,14 +47,21 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         from harnessed.sandbox.bubblewrap import BubblewrapSandbox
         from harnessed.sandbox.server import create_app
     except ImportError as exc:
-        console.print(f"[red]{exc}: pip install 'harnessed[serve]'[/]")
+        console.print(
+            f"{exc}: pip install 'harnessed[serve]'", style="red", markup=False, highlight=False
+        )
         return 2
     backend = None
     if args.backend == "bubblewrap":
         backend = BubblewrapSandbox(state_dir=args.root)
         reason = backend.unavailable_reason()
         if reason is not None:
-            console.print(f"[red]bubblewrap is not usable here: {reason}[/]")
+            console.print(
+                f"bubblewrap is not usable here: {reason}",
+                style="red",
+                markup=False,
+                highlight=False,
+            )
             return 2
     app = create_app(args.root, token, backend)
     # bind here, so --port 0 works and the address really bound is announced
@@ -59,7 +71,12 @@ def serve(args: argparse.Namespace, console: Console) -> int:
     try:
         sock.bind((args.host, args.port))
     except OSError as exc:
-        console.print(f"[red]cannot listen on {args.host}:{args.port}: {exc}[/]")
+        console.print(
+            f"cannot listen on {args.host}:{args.port}: {exc}",
+            style="red",
+            markup=False,
+            highlight=False,
+        )
         return 2
     host, port = sock.getsockname()[:2]
     print(f"harnessed sandbox-server listening on http://{host}:{port}", flush=True)

@@ -28,9 +28,15 @@ def register(sub: Any) -> None:
     serve.add_argument(
         "--agent",
         action="append",
-        required=True,
+        default=[],
         metavar="MODULE:OBJECT",
         help="a HarnessAgent, a Gateway, or a function returning one (repeat for more agents)",
+    )
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve the scripted demo agent (no API key, no network); without a token one is "
+        "made up and printed",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
@@ -157,6 +163,12 @@ def build_app(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
     from harnessed.gateway import BearerAuth, Gateway, create_app
 
     loaded = [load_object(spec) for spec in args.agent]
+    if args.demo:
+        from harnessed.cli.demo_chat import demo_chat_agent
+
+        loaded.append(demo_chat_agent())
+    if not loaded:
+        raise ValueError("nothing to serve: give --agent MODULE:OBJECT (or --demo)")
     if len(loaded) == 1 and isinstance(loaded[0], Gateway):
         gateway = loaded[0]
     else:
@@ -202,11 +214,24 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
         import uvicorn
     except ImportError:
         console.print(
-            "[red]harnessed serve needs the serve extra:[/] pip install 'harnessed[serve]'"
+            "harnessed serve needs the serve extra: pip install 'harnessed[serve]'",
+            style="red",
+            markup=False,
+            highlight=False,
         )
         return 2
     from harnessed.gateway.server import server_config
 
+    if args.demo and not args.token and not args.auth and not os.environ.get(_TOKENS_ENV):
+        import secrets
+
+        token = secrets.token_urlsafe(18)
+        args.token = [f"{token}=demo"]
+        console.print(
+            f"demo token (user demo): {token}  (paste it into the page's token field)",
+            markup=False,
+            highlight=False,
+        )
     try:
         app = build_app(args, os.environ)
         config = server_config(
@@ -217,7 +242,7 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 
             set_time_slice(parse_time_slice(args.time_slice))
     except (ValueError, TypeError, ImportError, OSError) as exc:
-        console.print(f"[red]cannot serve:[/] {exc}")
+        console.print(f"cannot serve: {exc}", style="red", markup=False, highlight=False)
         return 2
     console.print(f"serving on http://{args.host}:{args.port}/ (chat page at /, API under /v1)")
     uvicorn.Server(config).run()

@@ -373,7 +373,7 @@ def create_app(
 
     if chat_page:
         page = _asset("chat.html")
-        script = _asset("chat.js")
+        script = _asset("markdown.js") + "\n" + _asset("chat.js")  # one request, no build
 
         @app.get("/", response_class=HTMLResponse, include_in_schema=False)
         async def chat() -> HTMLResponse:

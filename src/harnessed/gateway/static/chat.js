@@ -5,7 +5,11 @@ const $ = (id) => document.getElementById(id);
 // every text from the server (model replies, tool names, arguments and results, errors) is
 // set as textContent on elements built here, never parsed as markup; tool boxes are kept in a
 // Map, so a call id the model chose ("__proto__", "constructor") is only a key
-const state = { session: null, busy: false, bubble: null, tools: new Map(), replay: false };
+const state = {
+  session: null, busy: false, bubble: null, tools: new Map(), replay: false,
+  declined: new Set(),  // tool call ids the user declined here
+  usage: { input: 0, output: 0, estimated: false }, context: null,
+};
 
 function headers() {
   return { "Authorization": "Bearer " + $("token").value, "Content-Type": "application/json" };
@@ -45,7 +49,63 @@ function add(kind, text, cls) {
   return node;
 }
 
-function status(text, error) { add("status", text, error ? "error" : ""); }
+function status(text, error) { return add("status", text, error ? "error" : ""); }
+
+function assistant(text) {
+  // a reply, rendered as Markdown (built from DOM nodes, never parsed as HTML)
+  const node = add("msg", "", "assistant");
+  node.dataset.raw = text;
+  node.replaceChildren(MD.render(text));
+  return node;
+}
+
+function activity(text, retry) {
+  $("activity").textContent = text || "";
+  $("activity").classList.toggle("retry", !!retry);
+}
+
+function meter() {
+  const u = state.usage;
+  const mark = u.estimated ? "~" : "";
+  let text = u.input || u.output ? mark + u.input.toLocaleString() + " in / " + mark + u.output.toLocaleString() + " out tokens" : "";
+  if (u.estimated) text += " (estimated)";
+  const c = state.context;
+  if (c && c.estimated_input_tokens >= 0 && c.input_limit > 0) {
+    const share = Math.round(100 * c.estimated_input_tokens / c.input_limit);
+    text += (text ? " · " : "") + "context " + c.estimated_input_tokens.toLocaleString() + " / " + c.input_limit.toLocaleString() + " (" + share + "%)";
+  }
+  $("meter").textContent = text;
+}
+
+function diffLines(call) {
+  // what a file-changing call would do, as - and + lines
+  const input = call.input || {};
+  const lines = [];
+  const path = input.path || input.file_path;
+  if (path) lines.push(["file", (call.name === "write_file" ? "write " : "edit ") + path]);
+  if (typeof input.old === "string" || typeof input.new === "string") {
+    for (const l of String(input.old ?? "").split("\n")) lines.push(["del", "- " + l]);
+    for (const l of String(input.new ?? "").split("\n")) lines.push(["add", "+ " + l]);
+  } else if (typeof input.content === "string") {
+    for (const l of input.content.split("\n")) lines.push(["add", "+ " + l]);
+  } else if (Array.isArray(input.edits)) {
+    for (const e of input.edits) {
+      for (const l of String(e.old ?? "").split("\n")) lines.push(["del", "- " + l]);
+      for (const l of String(e.new ?? "").split("\n")) lines.push(["add", "+ " + l]);
+    }
+  } else {
+    return null;
+  }
+  const pre = document.createElement("pre");
+  pre.className = "diff";
+  for (const [kind, text] of lines) {
+    const span = document.createElement("span");
+    span.className = kind;
+    span.textContent = text;
+    pre.appendChild(span);
+  }
+  return pre;
+}
 
 function setBusy(busy) {
   state.busy = busy;
@@ -72,13 +132,39 @@ function toolResult(result) {
   let box = state.tools.get(result.tool_use_id);
   if (!box) { toolCall({ id: result.tool_use_id, name: result.name || "tool", input: {} }); box = state.tools.get(result.tool_use_id); }
   box.querySelector("pre").textContent = result.content;
-  box.querySelector("summary").textContent += result.is_error ? "  (error)" : "  (done)";
-  if (result.is_error) box.classList.add("error");
+  const text = typeof result.content === "string" ? result.content : "";
+  const declined = state.declined.has(result.tool_use_id) || text.startsWith("The user declined");
+  if (declined) {
+    box.querySelector("summary").textContent += "  (declined)";
+    box.classList.add("declined");
+  } else if (text.startsWith("Interrupted:")) {
+    box.querySelector("summary").textContent += "  (interrupted)";
+    box.classList.add("declined");
+  } else {
+    box.querySelector("summary").textContent += result.is_error ? "  (error)" : "  (done)";
+    if (result.is_error) box.classList.add("error");
+  }
 }
 
 function confirmation(event) {
-  const box = add("confirm", "Allow " + event.call.name + " " + JSON.stringify(event.call.input) + "? " + event.reason + " ");
+  const box = add("confirm", "");
   box.dataset.requestId = event.request_id;
+  const question = document.createElement("div");
+  const name = document.createElement("strong");
+  name.textContent = event.call.name;
+  question.append("Allow ", name, "?");
+  const why = document.createElement("div");
+  why.className = "why";
+  why.textContent = event.reason || "";
+  box.append(question, why);
+  const diff = diffLines(event.call);
+  if (diff) box.append(diff);
+  else {
+    const args = document.createElement("pre");
+    args.className = "diff";
+    args.textContent = JSON.stringify(event.call.input, null, 2);
+    box.append(args);
+  }
   for (const [label, approved] of [["Approve", true], ["Decline", false]]) {
     const button = document.createElement("button");
     button.type = "button";
@@ -87,8 +173,12 @@ function confirmation(event) {
     button.onclick = async () => {
       box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       try {
+        if (!approved) state.declined.add(event.call.id);
         await api("POST", sessionPath("/confirmations/" + encodeURIComponent(event.request_id)), { approved });
-        box.append(approved ? " approved" : " declined");
+        const answer = document.createElement("span");
+        answer.className = "answer";
+        answer.textContent = approved ? "approved" : "declined";
+        box.append(answer);
       } catch (e) { status(e.message, true); }
     };
     box.appendChild(button);
@@ -98,15 +188,26 @@ function confirmation(event) {
 
 function handle(type, data) {
   if (type === "text_delta") {
-    if (!state.bubble) state.bubble = add("msg", "", "assistant");
-    state.bubble.textContent += data.text;
+    if (!state.bubble) state.bubble = assistant("");
+    state.bubble.dataset.raw += data.text;
+    state.bubble.replaceChildren(MD.render(state.bubble.dataset.raw));
     $("log").scrollTop = $("log").scrollHeight;
+    activity("the agent is writing…");
   } else if (type === "tool_call") {
     toolCall(data.call);
+    activity("running " + data.call.name + "…");
   } else if (type === "tool_result") {
     toolResult(data.result);
   } else if (type === "confirmation_request") {
     confirmation(data);
+    activity("waiting for your answer");
+  } else if (type === "custom" && data.name === "model_retry") {
+    const d = data.data || {};
+    const wait = Number(d.wait_seconds || 0).toFixed(1);
+    activity("the model did not answer (" + (d.status_code ? "HTTP " + d.status_code : "no answer") + "); retrying in " + wait + " s, attempt " + (Number(d.attempt || 0) + 1) + " of " + (d.max_attempts || "?"), true);
+  } else if (type === "custom" && data.name === "context_build") {
+    state.context = (data.data || {}).context_manifest || null;
+    meter();
   } else if (type === "custom" && data.name === "steer") {
     state.bubble = null;
   } else if (type === "agent_start") {
@@ -114,12 +215,36 @@ function handle(type, data) {
     state.replay = false;
   } else if (type === "model_call_start") {
     state.bubble = null;
+    if (!data.source) activity("waiting for the model…");
+  } else if (type === "model_call_end") {
+    if (data.usage) { state.usage.input += data.usage.input_tokens || 0; state.usage.output += data.usage.output_tokens || 0; }
+    else if (!data.source) {
+      // the server reported no usage: estimate (about 4 characters a token)
+      state.usage.estimated = true;
+      state.usage.input += (state.context && state.context.estimated_input_tokens > 0) ? state.context.estimated_input_tokens : 0;
+      state.usage.output += state.bubble ? Math.ceil(state.bubble.dataset.raw.length / 4) : 0;
+    }
+    meter();
   } else if (type === "agent_end") {
-    if (data.status !== "completed") status("turn " + data.status);
+    if (data.source) return;
+    activity("");
+    if (data.status === "interrupted") resumable("turn interrupted");
+    else if (data.status !== "completed") status("turn " + data.status);
     else status("done");
   } else if (type === "error") {
+    activity("");
     status((data.error_type || "error") + ": " + data.message, true);
   }
+}
+
+function resumable(text) {
+  const line = status(text);
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "resume";
+  button.textContent = "Resume";
+  button.onclick = () => { button.disabled = true; runTurn("/resume", {}); };
+  line.appendChild(button);
 }
 
 async function follow(response) {
@@ -154,11 +279,19 @@ async function runTurn(path, body, method) {
     status(e.message, true);
   } finally {
     setBusy(false);
+    activity("");
+    loadSessions();  // its title and time
   }
+}
+
+function rememberTitle(text) {
+  const key = "harnessed-title:" + $("agent").value + ":" + state.session;
+  if (!localStorage.getItem(key)) localStorage.setItem(key, text.slice(0, 80));
 }
 
 async function send(text) {
   if (!state.session) await newSession();
+  rememberTitle(text);
   if (state.busy) {
     add("msg", text, "user steer");
     state.bubble = null;
@@ -175,7 +308,7 @@ function render(message) {
     add("msg", text, "user" + (message.metadata && message.metadata.steer ? " steer" : ""));
   } else if (message.role === "assistant") {
     const text = message.content.filter((b) => b.type === "text").map((b) => b.text).join("");
-    if (text) add("msg", text, "assistant");
+    if (text) assistant(text);
     message.content.filter((b) => b.type === "tool_use").forEach(toolCall);
   } else if (message.role === "tool") {
     message.content.filter((b) => b.type === "tool_result").forEach(toolResult);
@@ -186,6 +319,9 @@ function render(message) {
 async function openSession(id) {
   state.session = id;
   state.tools = new Map();
+  state.usage = { input: 0, output: 0, estimated: false };
+  state.context = null;
+  meter();
   $("log").textContent = "";
   for (const li of $("sessions").children) li.classList.toggle("current", li.dataset.id === id);
   try {
@@ -206,10 +342,17 @@ async function loadSessions() {
     const data = await (await api("GET", "/v1/sessions" + agentQuery())).json();
     const items = data.sessions.map((s) => {
       const li = document.createElement("li");
-      li.textContent = s.session_id;
+      const title = document.createElement("span");
+      title.className = "title";
+      title.textContent = localStorage.getItem("harnessed-title:" + $("agent").value + ":" + s.session_id) || s.session_id;
+      title.title = s.session_id;
+      const when = document.createElement("span");
+      when.className = "when";
+      when.textContent = s.updated_at ? new Date(s.updated_at * 1000).toLocaleString() : "new";
+      li.append(title, when);
       li.dataset.id = s.session_id;
       li.classList.toggle("current", s.session_id === state.session);
-      li.onclick = () => openSession(s.session_id);
+      li.onclick = () => { document.body.classList.remove("menu-open"); openSession(s.session_id); };
       return li;
     });
     $("sessions").replaceChildren(...items);  // one swap: overlapping reloads never mix
@@ -226,19 +369,27 @@ async function loadAgents() {
   try {
     const data = await (await api("GET", "/v1/agents")).json();
     $("agent").textContent = "";
+    const remembered = localStorage.getItem("harnessed-agent");
+    const chosen = data.agents.includes(remembered) ? remembered : data.default;
     for (const name of data.agents) {
       const option = document.createElement("option");
       option.value = option.textContent = name;
-      option.selected = name === data.default;
+      option.selected = name === chosen;
       $("agent").appendChild(option);
     }
+    // the token works: earlier "401" lines are stale now
+    for (const node of document.querySelectorAll(".status.error")) node.remove();
     await loadSessions();
   } catch (e) { status(e.message, true); }
 }
 
 $("token").value = localStorage.getItem("harnessed-token") || "";
 $("token").addEventListener("change", () => { localStorage.setItem("harnessed-token", $("token").value); loadAgents(); });
-$("agent").addEventListener("change", () => { state.session = null; $("log").textContent = ""; loadSessions(); });
+$("agent").addEventListener("change", () => {
+  localStorage.setItem("harnessed-agent", $("agent").value);
+  state.session = null; $("log").textContent = ""; loadSessions();
+});
+$("menu").addEventListener("click", () => document.body.classList.toggle("menu-open"));
 $("new").addEventListener("click", () => newSession().catch((e) => status(e.message, true)));
 $("stop").addEventListener("click", async () => {
   try { await api("POST", sessionPath("/interrupt")); } catch (e) { status(e.message, true); }
@@ -247,6 +398,13 @@ $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const text = $("input").value.trim();
   if (!text) return;
+  if (!$("token").value) {
+    // nothing is sent without a token: keep what was typed and say what is missing
+    status("enter your token first (☰ on a narrow screen); your message is kept", true);
+    document.body.classList.add("menu-open");
+    $("token").focus();
+    return;
+  }
   $("input").value = "";
   send(text);
 });
