@@ -15,12 +15,10 @@ from pathlib import Path
 from rich.console import Console
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.log import RecordType
-from harnessed.models.scripted import ScriptedModel
 from harnessed.cli.chat import ChatTerminal
+from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedResponse
 from harnessed.models.scripted import ScriptedModel
-from harnessed.session import RecordType
 from harnessed.sessions import AgentSession
 from tests.cli.chat_app import harnessed_process
 

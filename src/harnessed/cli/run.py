@@ -38,7 +38,7 @@ from harnessed.cost.limits import UsageLimits
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallStartEvent
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.rules import PermissionRule
-from harnessed.runtime import RuntimeContext
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.skills import Skills
 from harnessed.subagents import Subagents
 
@@ -293,7 +293,7 @@ class Interrupts:
     being asked, stops at once."""
 
     def __init__(self, console: Console) -> None:
-        from harnessed.sessions.control import TurnControl
+        from harnessed.turns.control import TurnControl
 
         self.console = console
         self.control = TurnControl()
@@ -324,12 +324,12 @@ async def stream_run(
     """Stream one call, answering confirmation requests in the terminal; its end status."""
     if interrupts is None:
         return await _stream(agent, agent.stream_events(task, ctx), ctx, printer, approver, None)
-    from harnessed.sessions.lease import gate_key, turn_lease
+    from harnessed.turns.lease import turn_lease
 
     def lost() -> None:
         interrupts.control.interrupt("the turn lease was lost")
 
-    key = gate_key(agent.name, ctx.user_id, ctx.session)
+    key = SessionRef.of(agent.name, ctx).token
     async with turn_lease(agent.turn_gate, key, lost):  # a turn with a control holds its lease
         events = agent.stream_events(task, ctx, control=interrupts.control)
         return await _stream(agent, events, ctx, printer, approver, interrupts)
