@@ -9,11 +9,11 @@ shortcuts only build capabilities (see :mod:`harnessed.shortcuts`). A call runs 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
 
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
@@ -27,7 +27,7 @@ from harnessed.context.compiler import ContextCompiler
 from harnessed.context.policy import ContextPolicy
 from harnessed.context.seam import RequestPreparer
 from harnessed.context.workspace_refs import WorkspaceRefsLoader
-from harnessed.events import AgentEndEvent, Event
+from harnessed.events import Event
 from harnessed.host import AgentHost
 from harnessed.inputs import AgentInput, input_messages
 from harnessed.loop import AgentRun
@@ -36,6 +36,7 @@ from harnessed.messages import Msg
 from harnessed.models.base import Model, ModelRequest
 from harnessed.models.registry import resolve_model
 from harnessed.models.windows import discover_windows
+from harnessed.output.calls import ResultCalls
 from harnessed.permissions import ConfirmationMode, PermissionMode, PermissionRule
 from harnessed.permissions.controls import PermissionControls
 from harnessed.permissions.policy import ToolPermissionCheck
@@ -67,7 +68,9 @@ _EVICTION = ToolResultEvictionConfig()
 _PRUNE = PruneConfig()
 
 
-class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, SessionAccess):
+class HarnessAgent(
+    ResultCalls, AgentHost, TaskControls, PlanControls, PermissionControls, SessionAccess
+):
     """A long-running agent: a model, tools, capabilities, and a harness around every request.
 
     Args:
@@ -93,6 +96,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.shortcuts`).
         skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
+        output_type / output_retries: Every call's typed final answer (:mod:`harnessed.output`).
     """
 
     def __init__(
@@ -135,6 +139,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         mcp_servers: MCPServers = (),
         mcp_resources: MCPResources = (),
         store: str | SharedStore | None = None,
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> None:
         if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):  # \w: isalnum, _
             raise ValueError(
@@ -147,6 +153,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         if max_context_tokens <= 0:
             raise ValueError("HarnessAgent max_context_tokens must be positive")
         self.name = name
+        self.output_retries = output_retries
+        self.output = self._output_spec(output_type)
         self.model: Model = resolve_model(model)
         self.sys_prompt = sys_prompt
         self.workspace = (
@@ -216,29 +224,6 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         self._plug_in(frozenset(self.toolkit.names))
 
     # ------------------------------------------------------------ public API
-    async def call(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
-        """Run the agent on ``input`` and return its final reply."""
-        reply: Msg | None = None
-        async for event in self.stream_events(input, ctx, confirmations="park"):
-            if isinstance(event, AgentEndEvent) and event.source is None:
-                reply = event.reply
-        if reply is None:  # pragma: no cover - stream_events always ends with agent_end or raises
-            raise RuntimeError("agent run ended without a reply")
-        return reply
-
-    def call_sync(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
-        """Blocking form of :meth:`call` for scripts (not for use inside an event loop); it
-        also waits for the call's background memory work."""
-
-        async def settled() -> Msg:
-            try:
-                return await self.call(input, ctx)
-            finally:
-                if self.memory is not None:
-                    await self.memory.wait_idle()
-
-        return asyncio.run(settled())
-
     async def stream_events(
         self,
         input: AgentInput,
@@ -246,6 +231,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         *,
         confirmations: ConfirmationMode = "wait",
         control: TurnControl | None = None,
+        output_type: Any = None,
     ) -> AsyncIterator[Event]:
         """Run the agent on ``input``, yielding typed events as the work happens.
 
@@ -254,13 +240,15 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         user's approval a :class:`ConfirmationRequestEvent` is yielded and, with
         ``confirmations="wait"``, the run waits for :meth:`respond`; with ``"park"`` (what
         :meth:`call` uses) the call ends at once with status ``pending``. ``control`` steers.
+        ``output_type`` overrides the agent's typed final answer (``AgentEndEvent.output``).
         """
+        output = self._output_spec(output_type) if output_type is not None else self.output
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         await discover_windows(self.models())  # self-hosted servers tell their window once
         lease = self._call_lease(ctx, control)  # first: across processes, then this one
         async with lease, self._locks.hold(self.name, ctx.user_id, ctx.session):
-            run = AgentRun(self, ctx, confirmations, control)
+            run = AgentRun(self, ctx, confirmations, control, output)
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:
                     yield event

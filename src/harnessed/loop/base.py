@@ -15,6 +15,7 @@ from harnessed.loop.fair import checkpoint
 from harnessed.loop.host import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
 from harnessed.loop.inbox import EventInbox
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
+from harnessed.output.spec import OutputSpec
 from harnessed.permissions.flow import ApprovalFlow, ConfirmationMode
 from harnessed.runtime import RuntimeContext
 from harnessed.session.record import NewRecord, RecordType, SessionKey
@@ -42,8 +43,11 @@ class RunBase:
         ctx: RuntimeContext,
         confirmations: ConfirmationMode = "wait",
         control: TurnControl | None = None,
+        output: OutputSpec[Any] | None = None,
     ) -> None:
         self.agent = agent
+        self.output = output
+        """The typed final answer the call must produce (``None``: free text)."""
         self.control = control
         self.partial: Msg | None = None
         """The assistant message cut short by an interrupt (saved as it was)."""

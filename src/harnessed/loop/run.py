@@ -16,6 +16,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 from harnessed.capabilities.base import CallContext, CallEnd
 from harnessed.events import (
@@ -30,6 +31,7 @@ from harnessed.events import (
 from harnessed.loop.fair import checkpoint
 from harnessed.loop.host import Interrupted, quietly
 from harnessed.loop.model_step import ModelSteps
+from harnessed.loop.output_step import OutputSteps
 from harnessed.loop.tool_step import ToolSteps
 from harnessed.messages import Msg
 from harnessed.models.base import ModelResponse
@@ -41,7 +43,7 @@ __all__ = ["AgentRun"]
 logger = logging.getLogger(__name__)
 
 
-class AgentRun(ModelSteps, ToolSteps):
+class AgentRun(OutputSteps, ModelSteps, ToolSteps):
     """Executes one call. Created by :meth:`HarnessAgent.stream_events` under the session lock."""
 
     # ----------------------------------------------------------------- loop
@@ -196,8 +198,16 @@ class AgentRun(ModelSteps, ToolSteps):
                         state.append(message)
                         await self._commit_step()
                         continue
-                    yield await self._finish(message, "completed", iterations)
-                    return
+                    if self.output is None:
+                        yield await self._finish(message, "completed", iterations)
+                        return
+                if self.output is not None:
+                    answered = await self._answer(message, response.stop_reason, iterations)
+                    if isinstance(answered, AgentEndEvent):
+                        yield answered
+                        return
+                    if answered:
+                        continue
                 self.record_messages(message)
                 await self.flush()  # logged before its tools run: a crash leaves it answerable
                 async for event in self._act(message, iterations):
@@ -262,7 +272,12 @@ class AgentRun(ModelSteps, ToolSteps):
             metadata={"harness": "interrupted"},
         )
         self.ended = AgentEndEvent(
-            reply=reply, status="interrupted", iterations=iterations, pending=pending, **self.base
+            reply=reply,
+            status="interrupted",
+            iterations=iterations,
+            pending=pending,
+            turn_id=self.turn_id,
+            **self.base,
         )
         return self.ended
 
@@ -286,7 +301,9 @@ class AgentRun(ModelSteps, ToolSteps):
             except Exception:
                 logger.exception("could not log the end of closed run %s", self.run_id)
 
-    async def _finish(self, reply: Msg, status: RunStatus, iterations: int) -> AgentEndEvent:
+    async def _finish(
+        self, reply: Msg, status: RunStatus, iterations: int, output: Any = None
+    ) -> AgentEndEvent:
         self.record_messages(reply)
         self.record(
             RecordType.RUN_END,
@@ -294,7 +311,14 @@ class AgentRun(ModelSteps, ToolSteps):
         )
         self.state.append(reply)
         await self._commit_step()
-        return AgentEndEvent(reply=reply, status=status, iterations=iterations, **self.base)
+        return AgentEndEvent(
+            reply=reply,
+            status=status,
+            iterations=iterations,
+            turn_id=self.turn_id,
+            output=output,
+            **self.base,
+        )
 
     async def _record_failure(self, exc: BaseException) -> None:
         """Best effort: the failure is logged, but logging must not hide the original error."""

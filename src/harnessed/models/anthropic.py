@@ -31,6 +31,7 @@ from harnessed.models.base import (
     ModelEvent,
     ModelRequest,
     ModelResponse,
+    StructuredOutput,
     TextDelta,
     ThinkingDelta,
     ToolCallReady,
@@ -114,6 +115,7 @@ class AnthropicModel:
         timeout: float = 120.0,
         temperature: float | None = None,
         client: AsyncAnthropic | None = None,
+        structured_output: StructuredOutput = "native",
     ) -> None:
         if not model:
             raise ValueError("AnthropicModel needs a model name")
@@ -132,6 +134,13 @@ class AnthropicModel:
         if temperature is not None and thinking_budget is not None:
             raise ValueError("temperature cannot be combined with thinking_budget")
 
+        if structured_output not in ("native", "tool"):
+            raise ValueError(
+                f"structured_output must be 'native' or 'tool', got {structured_output!r}"
+            )
+        self.structured_output: StructuredOutput = structured_output
+        """``native``: typed answers through ``output_config.format`` (json_schema); ``tool``:
+        a final-answer tool (older models, gateways without structured outputs)."""
         self._sdk = _import_sdk()
         self._model = model
         self._window = WindowKnowledge.initial(model, context_window, ask_server=False)
@@ -207,6 +216,9 @@ class AnthropicModel:
             params["system"] = system
         if request.tools:
             params["tools"] = [_tool_param(tool) for tool in request.tools]
+        if request.output is not None:
+            fmt = {"type": "json_schema", "schema": dict(request.output.schema)}
+            params["output_config"] = {"format": fmt}
         if self.thinking_budget is not None:
             # The API needs budget < max_tokens. A request with a smaller limit than the budget
             # gets half its limit for thinking, or no thinking when that is under the minimum.
