@@ -4,24 +4,26 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
 
 import pydantic
 import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.models.anthropic import AnthropicModel
+from harnessed.models.retry import RetryPolicy
 from harnessed.output import FINAL_TOOL, OutputRefusedError, OutputValidationError
 from tests.models.test_anthropic import (
     block_start,
     block_stop,
     delta,
-    make_model,  # noqa: F401 - the fixture
     message_end,
     message_start,
 )
 from tests.support.http_server import LocalServer, Reply
+
+FAST = RetryPolicy(initial_delay=0.01)
 
 CTX = RuntimeContext("u", "s")
 
@@ -29,6 +31,23 @@ CTX = RuntimeContext("u", "s")
 class Verdict(pydantic.BaseModel):
     decision: Literal["merge", "reject"]
     reasons: list[str]
+
+
+@pytest.fixture
+async def make_model(http_server: LocalServer) -> AsyncIterator[Callable[..., AnthropicModel]]:
+    made: list[AnthropicModel] = []
+
+    def make(**kwargs: Any) -> AnthropicModel:
+        made.append(
+            AnthropicModel(
+                "claude-sonnet-4-6", api_key="k", base_url=http_server.url, retry=FAST, **kwargs
+            )
+        )
+        return made[-1]
+
+    yield make
+    for model in made:
+        await model.aclose()
 
 
 def text(answer: str, stop: str = "end_turn") -> Reply:
