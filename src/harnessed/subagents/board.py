@@ -83,6 +83,7 @@ class TaskBook:
         ended = record.moved(
             TaskStatus(outcome.status),
             result=outcome.result,
+            output=outcome.output,
             error=outcome.error,
             delivered=delivered,
         ).with_usage(outcome.input_tokens, outcome.output_tokens)

@@ -94,6 +94,8 @@ class ChildOutcome:
     input_tokens: int = 0
     output_tokens: int = 0
     reply: Msg | None = None
+    output: Any = None
+    """A typed answer as JSON data (a sub-agent with an output type)."""
 
 
 @dataclass(slots=True)
@@ -142,7 +144,8 @@ def _ending(end: AgentEndEvent | None, link: ChildRun | None) -> ChildOutcome:
         return ChildOutcome("FAILED", error="the sub-agent ended without a reply")
     text = end.reply.text.strip()
     if end.status == "completed":
-        return ChildOutcome("COMPLETED", result=text, reply=end.reply)
+        output = end.reply.metadata.get("output") if end.output is not None else None
+        return ChildOutcome("COMPLETED", result=text, reply=end.reply, output=output)
     if end.status == "stopped":
         reason = link.cancel_reason if link is not None else None
         return ChildOutcome("CANCELLED", error=reason or text, reply=end.reply)
@@ -212,6 +215,7 @@ def build_child(
         tool_guard=parent.tool_guard,
         memory=False,
         memory_tools=False,
+        output_type=spec.output_type,
     )
 
 

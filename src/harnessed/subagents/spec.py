@@ -67,6 +67,9 @@ class SubagentSpec:
     """``shared``: the parent's workspace; ``isolated``: a private scratch workspace per
     sub-agent session (file and shell tools work there; the parent's files are not reachable)."""
     hidden: bool = False
+    output_type: Any = field(default=None, compare=False)
+    """The type of its final answer (as ``HarnessAgent(output_type=...)``): the task's result
+    is then the validated value as JSON (``TaskRecord.output``); ``None``: free text."""
     """Left out of the list shown to the model (it can still be spawned by id)."""
     source: str = "code"
     """Where it was declared (``code``, ``built-in``, ``agent`` or the workspace file)."""
@@ -108,6 +111,13 @@ class SubagentSpec:
             )
         if not isinstance(self.hidden, bool):
             raise SpecError(f"sub-agent {self.id!r}: hidden must be true or false")
+        if self.output_type is not None:
+            from harnessed.output.spec import OutputSpec
+
+            try:
+                OutputSpec(self.output_type)
+            except TypeError as exc:
+                raise SpecError(f"sub-agent {self.id!r}: output_type: {exc}") from None
 
 
 GENERAL_PURPOSE = SubagentSpec(
