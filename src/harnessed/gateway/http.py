@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from importlib import resources
@@ -43,6 +44,7 @@ from harnessed.gateway.schemas import (
     SteerOut,
 )
 from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
+from harnessed.output.spec import OutputSpec
 from harnessed.permissions import ConfirmationError
 from harnessed.session.record import RecordType
 from harnessed.sessions import (
@@ -115,6 +117,7 @@ def create_app(
         "(server-sent events), steer or interrupt running turns, answer confirmations.",
         lifespan=lifespan,
     )
+    _add_output_schemas(app, gateway)
     bearer = HTTPBearer(auto_error=False, description="A token the server maps to a user id.")
 
     async def current_user(
@@ -393,6 +396,33 @@ _PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+
+
+def _add_output_schemas(app: FastAPI, gateway: Gateway) -> None:
+    """Agents with an output type: its JSON schema in the OpenAPI document, as the component
+    ``<agent>Output`` (what ``output`` of a turn's ``agent_end`` event holds)."""
+    typed = {
+        name: spec
+        for name, agent in gateway.agents.items()
+        if isinstance(spec := getattr(agent, "output", None), OutputSpec)
+    }
+    if not typed:
+        return
+    plain = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = plain()
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            for name, spec in typed.items():
+                schema = spec.adapter.json_schema(ref_template="#/components/schemas/{model}")
+                schemas.update(schema.pop("$defs", {}))
+                schema.setdefault("description", f"The typed answer of agent {name!r}.")
+                schemas[f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}Output"] = schema
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _asset(name: str) -> str:
