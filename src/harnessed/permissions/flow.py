@@ -122,7 +122,7 @@ class ApprovalFlow:
             answered = request.answer(answer.approved, answer.feedback)
             step = step.with_answer(request.request_id, answer.approved, answer.feedback)
             verdicts[request.call.id] = (
-                Verdict("approved")
+                Verdict("approved", feedback=answer.feedback)
                 if answer.approved
                 else Verdict("refused", declined_text(answered))
             )
