@@ -62,6 +62,12 @@ if TYPE_CHECKING:
         resolve_model,
     )
     from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
+    from harnessed.output import (
+        OutputError,
+        OutputRefusedError,
+        OutputValidationError,
+        RunResult,
+    )
     from harnessed.permissions import (
         ConfirmationError,
         PendingConfirmation,
@@ -69,6 +75,7 @@ if TYPE_CHECKING:
         PermissionMode,
         PermissionRule,
     )
+    from harnessed.questions import AskUser, QuestionAnswerError
     from harnessed.runtime import RuntimeContext
     from harnessed.session import (
         FilesystemSessionLogStore,
@@ -108,6 +115,7 @@ _LAZY = {
     "AgentState": "harnessed.state",
     "AgentStateStore": "harnessed.state",
     "AnthropicModel": "harnessed.models",
+    "AskUser": "harnessed.questions",
     "CallContext": "harnessed.capabilities",
     "CallEnd": "harnessed.capabilities",
     "Capability": "harnessed.capabilities",
@@ -143,14 +151,19 @@ _LAZY = {
     "ModelError": "harnessed.models.errors",
     "Msg": "harnessed.messages",
     "OpenAIChatModel": "harnessed.models",
+    "OutputError": "harnessed.output",
+    "OutputRefusedError": "harnessed.output",
+    "OutputValidationError": "harnessed.output",
     "PendingConfirmation": "harnessed.permissions",
     "PermissionDecision": "harnessed.permissions",
     "PermissionMode": "harnessed.permissions",
     "PermissionRule": "harnessed.permissions",
     "PostgresStore": "harnessed.stores.postgres",
     "PruneConfig": "harnessed.compaction",
+    "QuestionAnswerError": "harnessed.questions",
     "RateLimitError": "harnessed.models.errors",
     "RetryPolicy": "harnessed.models",
+    "RunResult": "harnessed.output",
     "RuntimeContext": "harnessed.runtime",
     "ScriptedModel": "harnessed.models",
     "ScriptedResponse": "harnessed.models",
@@ -196,6 +209,7 @@ __all__ = [
     "AgentState",
     "AgentStateStore",
     "AnthropicModel",
+    "AskUser",
     "CallContext",
     "CallEnd",
     "Capability",
@@ -231,14 +245,19 @@ __all__ = [
     "ModelError",
     "Msg",
     "OpenAIChatModel",
+    "OutputError",
+    "OutputRefusedError",
+    "OutputValidationError",
     "PendingConfirmation",
     "PermissionDecision",
     "PermissionMode",
     "PermissionRule",
     "PostgresStore",
     "PruneConfig",
+    "QuestionAnswerError",
     "RateLimitError",
     "RetryPolicy",
+    "RunResult",
     "RuntimeContext",
     "ScriptedModel",
     "ScriptedResponse",
