@@ -45,6 +45,7 @@ from harnessed.gateway.schemas import (
 )
 from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
 from harnessed.output.spec import OutputSpec
+from harnessed.questions.answers import QuestionAnswerError, is_question
 from harnessed.permissions import ConfirmationError
 from harnessed.session.record import RecordType
 from harnessed.sessions import (
@@ -331,6 +332,8 @@ def create_app(
                 tool=p.call.name,
                 arguments=dict(p.call.input),
                 reason=p.reason,
+                kind="question" if is_question(p.details) else "confirmation",
+                details=dict(p.details),
             )
             for p in pending
         ]
@@ -349,9 +352,12 @@ def create_app(
         request_id: Annotated[str, Path(max_length=200)],
         body: AnswerIn,
     ) -> Response:
-        """Approve or decline a tool call."""
+        """Approve or decline a tool call, or answer a question (``answer``)."""
+        given = {"answer": body.answer} if "answer" in body.model_fields_set else {}
         try:
-            await session.respond(request_id, body.approved, feedback=body.feedback)
+            await session.respond(request_id, body.approved, feedback=body.feedback, **given)
+        except QuestionAnswerError as exc:
+            raise HTTPException(422, str(exc)) from None
         except ConfirmationError as exc:
             status = 404 if str(exc).startswith("no confirmation request") else 409
             raise HTTPException(status, str(exc)) from None
