@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import threading
@@ -22,6 +23,7 @@ from rich.markup import escape
 from harnessed.cli.loading import load_object
 from harnessed.cli.render import EventPrinter
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent
+from harnessed.questions.answers import QuestionAnswerError, is_question
 from harnessed.runtime import RuntimeContext
 from harnessed.sessions import AgentSession, NothingToResumeError, SessionIdleError, Turn
 
@@ -123,9 +125,36 @@ class ChatTerminal:
     async def _answer(self, text: str) -> None:
         request, self.asking = self.asking, None
         assert request is not None
+        if is_question(request.details):
+            await self._answer_question(request, text)
+            return
         approved = text.lower() in ("y", "yes")
         try:
             await self.session.respond(request.request_id, approved)
+        except Exception as exc:  # answered elsewhere, or the turn already ended
+            self.console.print(f"[red]{escape(str(exc))}[/]")
+
+    async def _answer_question(self, request: ConfirmationRequestEvent, text: str) -> None:
+        """A number picks a choice; a question with a schema takes JSON; empty declines."""
+        if not text:
+            with contextlib.suppress(Exception):
+                await self.session.respond(request.request_id, False)
+            self.console.print("[dim]declined to answer[/]")
+            return
+        choices = request.details.get("choices") or []
+        answer: Any = text
+        if text.isdigit() and 1 <= int(text) <= len(choices):
+            answer = choices[int(text) - 1]
+        elif request.details.get("schema"):
+            try:
+                answer = json.loads(text)
+            except json.JSONDecodeError:
+                answer = text  # a string schema takes the text as it is
+        try:
+            await self.session.respond(request.request_id, True, answer=answer)
+        except QuestionAnswerError as exc:
+            self.asking = request  # ask again
+            self.console.print(f"[red]{escape(str(exc))}[/] · try again (empty declines)")
         except Exception as exc:  # answered elsewhere, or the turn already ended
             self.console.print(f"[red]{escape(str(exc))}[/]")
 
@@ -143,9 +172,7 @@ class ChatTerminal:
                 if isinstance(event, ConfirmationRequestEvent):
                     printer.close()
                     self.asking = event
-                    self.console.print(
-                        f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) [y/N]"
-                    )
+                    self.console.print(_prompt(event))
                 elif isinstance(event, AgentEndEvent) and event.status == "interrupted":
                     self.console.print("[yellow]interrupted: /resume continues[/]")
             with contextlib.suppress(Exception):
@@ -153,6 +180,19 @@ class ChatTerminal:
         finally:
             printer.close()
             self.asking = None
+
+
+def _prompt(event: ConfirmationRequestEvent) -> str:
+    if not is_question(event.details):
+        return f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) [y/N]"
+    lines = [f"[bold]{escape(str(event.details.get('question')))}[/]"]
+    choices = event.details.get("choices") or []
+    lines.extend(f"  {i}. {escape(str(c))}" for i, c in enumerate(choices, 1))
+    schema = event.details.get("schema")
+    if schema:
+        lines.append(f"[dim]answer as JSON: {escape(json.dumps(schema, ensure_ascii=False))}[/]")
+    lines.append("[dim]your answer (a number picks a choice; empty declines):[/]")
+    return "\n".join(lines)
 
 
 def _read_lines(loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str | None]) -> None:
