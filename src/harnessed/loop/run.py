@@ -35,6 +35,7 @@ from harnessed.loop.output_step import OutputSteps
 from harnessed.loop.tool_step import ToolSteps
 from harnessed.messages import Msg
 from harnessed.models.base import ModelResponse
+from harnessed.permissions.flow import MODE_KEY
 from harnessed.session.record import RecordType
 from harnessed.tool_call_ids import repair_call_ids
 
@@ -62,6 +63,7 @@ class AgentRun(OutputSteps, ModelSteps, ToolSteps):
             publish=self._publish,
             add_messages=self._add_messages,
         )
+        self.call.values[MODE_KEY] = self.approvals.mode
         try:
             caps = self.caps
             if not (caps.on_event or caps.after_call):

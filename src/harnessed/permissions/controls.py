@@ -87,7 +87,9 @@ class PermissionControls:
         """Requests waiting for an answer: those a running call is asking now, and those of
         the step the session left waiting."""
         ctx = self._editor.resolve(ctx)
-        live = self.approval_gate.broker.waiting(_session(self.name, ctx))
+        session = _session(self.name, ctx)
+        live = self.approval_gate.broker.waiting(session)
+        live += [f.request for f in self.approval_gate.forwarded.waiting(session)]
         parked = ParkedStep.load((await self._editor.read(ctx)).permissions)
         seen = {r.request_id for r in live}
         stored = [r for r in (parked.open_requests if parked else []) if r.request_id not in seen]
@@ -107,7 +109,8 @@ class PermissionControls:
         A call that is waiting for this answer (``stream_events``) gets it at once and goes
         on. For a call that ended with status ``pending`` the answer is stored with the
         session; call the agent again without input to continue. ``feedback`` is passed on to
-        the model when the call is declined. Raises
+        the model when the call is declined. A sub-agent's request shown in this session's
+        stream (``source`` set) is answered in the sub-agent, which goes on. Raises
         :class:`~harnessed.permissions.ConfirmationError` for an unknown request or one
         already answered differently.
 
@@ -118,6 +121,11 @@ class PermissionControls:
         if not isinstance(approved, bool):
             raise TypeError(f"approved must be True or False, got {approved!r}")
         ctx = self._editor.resolve(ctx)
+        forwarded = self.approval_gate.forwarded.get(_session(self.name, ctx), request_id)
+        if forwarded is not None:  # a sub-agent's request: answered in the sub-agent
+            await forwarded.relay(approved, feedback, answer)
+            self.approval_gate.forwarded.discard(_session(self.name, ctx), request_id)
+            return
         if approved or answer is not NO_ANSWER:
             feedback = await self._question_answer(ctx, request_id, approved, feedback, answer)
         session = _session(self.name, ctx)

@@ -30,7 +30,11 @@ from harnessed.session.record import RecordType
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.toolkit import ToolGuard
 
-__all__ = ["ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
+__all__ = ["MODE_KEY", "ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
+
+MODE_KEY = "harnessed.confirmations"
+"""``CallContext.values`` key: how the call meets confirmation requests (``wait``: someone
+answers while it runs; ``park``)."""
 
 ConfirmationMode: TypeAlias = Literal["wait", "park"]
 Record = Callable[[str, Mapping[str, Any]], None]

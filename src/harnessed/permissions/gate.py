@@ -19,6 +19,7 @@ from typing import Literal, Protocol
 
 from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolUseBlock
 from harnessed.permissions.broker import ConfirmationBroker
+from harnessed.permissions.forwarded import ForwardedRequests
 from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.permissions.policy import PermissionSettings, ToolPermissionCheck, evaluate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
@@ -118,6 +119,8 @@ class ApprovalGate:
         """Answers given with the approval of a call to a tool in :attr:`answer_tools`, by call
         id, from the moment the call runs until the tool takes its answer (``ask_user``)."""
         self.answer_tools: set[str] = set()
+        self.forwarded = ForwardedRequests()
+        """Sub-agents' requests shown in this agent's streams, answered through it."""
         self._tool_checks: dict[str, tuple[Tool, ToolPermissionCheck]] = {}
 
     def add_tool_check(self, tool: Tool, check: ToolPermissionCheck) -> None:
