@@ -28,6 +28,7 @@ from harnessed.cli.render import EventPrinter
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallStartEvent
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.rules import PermissionRule
+from harnessed.questions.answers import is_question
 from harnessed.runtime import RuntimeContext
 from harnessed.skills import Skills
 from harnessed.subagents import Subagents
@@ -201,15 +202,23 @@ async def stream_run(
                         agent.model.expect(event.model_call_id)
                 elif isinstance(event, AgentEndEvent) and event.source is None:
                     status = event.status
-                elif isinstance(event, ConfirmationRequestEvent) and event.source is None:
+                elif isinstance(event, ConfirmationRequestEvent):  # a sub-agent's too
                     printer.close()  # no spinner while the user reads and answers
-                    answer = await approver.answer(event)
-                    if answer is None:  # nobody to ask: the step waits in the session
-                        status = "pending"
-                        break
-                    await agent.respond(
-                        ctx, event.request_id, answer.approved, feedback=answer.reason
-                    )
+                    if is_question(event.details):
+                        if await approver.question(agent, ctx, event):
+                            continue
+                    else:
+                        answer = await approver.answer(event)
+                        if answer is not None:
+                            await agent.respond(
+                                ctx, event.request_id, answer.approved, feedback=answer.reason
+                            )
+                            continue
+                    if event.source is not None:  # a sub-agent cannot park: declined
+                        await agent.respond(ctx, event.request_id, False, feedback=_NO_ONE)
+                        continue
+                    status = "pending"  # nobody to ask: the step waits in the session
+                    break
     except asyncio.CancelledError:
         printer.close()
         raise
@@ -218,6 +227,9 @@ async def stream_run(
     finally:
         printer.close()
     return status
+
+
+_NO_ONE = "Nobody could answer in the terminal, so the request was declined."
 
 
 async def _remembered(agent: HarnessAgent, ctx: RuntimeContext, approver: TerminalApprover) -> None:
