@@ -169,7 +169,9 @@ class PermissionControls:
     ) -> str | None:
         """The feedback that carries a question's answer (checked); others' as given."""
         found = [r for r in await self.pending_confirmations(ctx) if r.request_id == request_id]
-        question = found[0] if found and is_question(found[0].details) else None
+        if not found:
+            return feedback  # unknown here: answering it says so
+        question = found[0] if is_question(found[0].details) else None
         if question is None:
             if answer is not NO_ANSWER:
                 raise ConfirmationError(
