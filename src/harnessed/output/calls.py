@@ -92,4 +92,19 @@ class ResultCalls:
             return None
         if isinstance(output_type, OutputSpec):
             return output_type
-        return OutputSpec(output_type, retries=self.output_retries)
+        try:
+            return _SPECS[(output_type, self.output_retries)]
+        except TypeError:  # an unhashable type: built each time
+            return OutputSpec(output_type, retries=self.output_retries)
+        except KeyError:
+            pass
+        spec: OutputSpec[Any] = OutputSpec(output_type, retries=self.output_retries)
+        if len(_SPECS) >= _SPECS_KEPT:
+            _SPECS.pop(next(iter(_SPECS)))
+        _SPECS[(output_type, self.output_retries)] = spec
+        return spec
+
+
+_SPECS: dict[tuple[Any, int], OutputSpec[Any]] = {}
+"""Specs made for per-call output types (a schema costs ~1.5 ms to build), oldest first."""
+_SPECS_KEPT = 256
