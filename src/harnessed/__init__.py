@@ -66,6 +66,12 @@ if TYPE_CHECKING:
         resolve_model,
     )
     from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
+    from harnessed.output import (
+        OutputError,
+        OutputRefusedError,
+        OutputValidationError,
+        RunResult,
+    )
     from harnessed.permissions import (
         ConfirmationError,
         PendingConfirmation,
@@ -73,6 +79,7 @@ if TYPE_CHECKING:
         PermissionMode,
         PermissionRule,
     )
+    from harnessed.questions import AskUser, QuestionAnswerError
     from harnessed.runtime import RuntimeContext, SessionRef
     from harnessed.sandbox.process import ShellConfig
     from harnessed.state import (
@@ -108,6 +115,7 @@ _LAZY = {
     "AgentState": "harnessed.state",
     "AgentStateStore": "harnessed.state",
     "AnthropicModel": "harnessed.models",
+    "AskUser": "harnessed.questions",
     "CallContext": "harnessed.capabilities",
     "CallEnd": "harnessed.capabilities",
     "Capability": "harnessed.capabilities",
@@ -143,14 +151,19 @@ _LAZY = {
     "ModelError": "harnessed.models.errors",
     "Msg": "harnessed.messages",
     "OpenAIChatModel": "harnessed.models",
+    "OutputError": "harnessed.output",
+    "OutputRefusedError": "harnessed.output",
+    "OutputValidationError": "harnessed.output",
     "PendingConfirmation": "harnessed.permissions",
     "PermissionDecision": "harnessed.permissions",
     "PermissionMode": "harnessed.permissions",
     "PermissionRule": "harnessed.permissions",
     "PostgresStore": "harnessed.stores.postgres",
     "PruneConfig": "harnessed.compaction",
+    "QuestionAnswerError": "harnessed.questions",
     "RateLimitError": "harnessed.models.errors",
     "RetryPolicy": "harnessed.models",
+    "RunResult": "harnessed.output",
     "RuntimeContext": "harnessed.runtime",
     "SessionRef": "harnessed.runtime",
     "ScriptedModel": "harnessed.models",
@@ -200,6 +213,7 @@ __all__ = [
     "AgentState",
     "AgentStateStore",
     "AnthropicModel",
+    "AskUser",
     "CallContext",
     "CallEnd",
     "Capability",
@@ -235,14 +249,19 @@ __all__ = [
     "ModelError",
     "Msg",
     "OpenAIChatModel",
+    "OutputError",
+    "OutputRefusedError",
+    "OutputValidationError",
     "PendingConfirmation",
     "PermissionDecision",
     "PermissionMode",
     "PermissionRule",
     "PostgresStore",
     "PruneConfig",
+    "QuestionAnswerError",
     "RateLimitError",
     "RetryPolicy",
+    "RunResult",
     "RuntimeContext",
     "SessionRef",
     "ScriptedModel",

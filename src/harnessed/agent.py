@@ -9,7 +9,6 @@ shortcuts only build capabilities (see :mod:`harnessed.builtins`). A call runs a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -45,6 +44,8 @@ from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
 from harnessed.models.windows import discover_windows
 from harnessed.permissions import ConfirmationMode
+from harnessed.output.calls import ResultCalls
+from harnessed.output.spec import output_spec
 from harnessed.permissions.controls import PermissionControls
 from harnessed.plan.controls import PlanControls
 from harnessed.run import AgentRun
@@ -119,6 +120,10 @@ class HarnessAgent(AgentHost):
         prune = options.get("prune", _PRUNE)
         self.name = name
         self.runtime = options.get("runtime")
+        self.output_retries: int = options.get("output_retries", 2)
+        self.output = output_spec(options.get("output_type"), self.output_retries)
+        """The agent's typed final answer (``None``: free text)."""
+        self._calls = ResultCalls(self)
         self.model: Model = resolve_model(model)
         self.sys_prompt = sys_prompt
         self.workspace = (
@@ -225,42 +230,8 @@ class HarnessAgent(AgentHost):
         self._sessions.turn_gate = gate
 
     # ------------------------------------------------------------ public API
-    async def call(
-        self,
-        input: AgentInput,
-        ctx: RuntimeContext | None = None,
-        *,
-        usage_limits: UsageLimits | Unset | None = DEFAULT,
-        session_usage_limits: UsageLimits | Unset | None = DEFAULT,
-    ) -> Msg:
-        """Run the agent on ``input`` and return its final reply (limits as in
-        :meth:`stream_events`)."""
-        reply: Msg | None = None
-        async for event in self.stream_events(
-            input,
-            ctx,
-            confirmations="park",
-            usage_limits=usage_limits,
-            session_usage_limits=session_usage_limits,
-        ):
-            if isinstance(event, AgentEndEvent) and event.source is None:
-                reply = event.reply
-        if reply is None:  # pragma: no cover - stream_events always ends with agent_end or raises
-            raise RuntimeError("agent run ended without a reply")
-        return reply
-
-    def call_sync(self, input: AgentInput, ctx: RuntimeContext | None = None) -> Msg:
-        """Blocking form of :meth:`call` for scripts (not for use inside an event loop); it
-        also waits for the call's background memory work."""
-
-        async def settled() -> Msg:
-            try:
-                return await self.call(input, ctx)
-            finally:
-                if self.memory is not None:
-                    await self.memory.wait_idle()
-
-        return asyncio.run(settled())
+    call = forward("_calls", ResultCalls.call)
+    call_sync = forward("_calls", ResultCalls.call_sync)
 
     async def stream_events(
         self,
@@ -271,6 +242,7 @@ class HarnessAgent(AgentHost):
         control: TurnControl | None = None,
         usage_limits: UsageLimits | Unset | None = DEFAULT,
         session_usage_limits: UsageLimits | Unset | None = DEFAULT,
+        output_type: Any = None,
     ) -> AsyncIterator[Event]:
         """Run the agent on ``input``, yielding typed events as the work happens.
 
@@ -281,7 +253,9 @@ class HarnessAgent(AgentHost):
         :meth:`call` uses) the call ends at once with status ``pending``. ``control`` steers.
         ``usage_limits`` / ``session_usage_limits`` replace the agent's for this call
         (``None``: no limit); one reached ends the call with status ``limit``.
+        ``output_type`` overrides the agent's typed final answer (``AgentEndEvent.output``).
         """
+        output = self.output if output_type is None else output_spec(output_type, self.output_retries)
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         if self.runtime is not None:  # the turn runs elsewhere (a Temporal workflow)
@@ -300,7 +274,7 @@ class HarnessAgent(AgentHost):
                 ctx,
                 self.prices,
             )
-            run = AgentRun(self, ctx, confirmations, control, meter)
+            run = AgentRun(self, ctx, confirmations, control, meter=meter, output=output)
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:
                     yield event

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from harnessed.builtins import MCPResources, MCPServers, Sandbox
 from harnessed.capabilities.seam import RequestPreparer
@@ -86,6 +86,11 @@ class AgentOptions(TypedDict, total=False):
     """Limits of each session, over all its calls [none]."""
     prices: PriceTable | None
     """The price table costing each request [genai-prices' table]."""
+    output_type: Any
+    """Every call's typed final answer: a pydantic model, dataclass, TypedDict or plain type
+    [free text]; a call may override it (:mod:`harnessed.output`)."""
+    output_retries: int
+    """Invalid typed answers sent back to the model before the call fails [2]."""
     runtime: TurnRuntime | None
     """Where turns run: this process [``None``] or a runtime such as
     :class:`harnessed.temporal.TemporalRuntime` (workflows on Temporal workers)."""

@@ -61,6 +61,13 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value) or hasattr(value, "model_dump"):  # a typed output
+        import pydantic_core
+
+        try:
+            return pydantic_core.to_jsonable_python(value)
+        except pydantic_core.PydanticSerializationError:
+            return value
     return value
 
 
@@ -105,6 +112,10 @@ class AgentEndEvent(EventBase):
     """With status ``pending``: the confirmation requests still waiting for an answer."""
     usage: UsageTotals | None = None
     """What the call spent: its model requests and those of the sub-agents it ran."""
+    turn_id: str | None = None
+    output: Any = None
+    """With an output type and status ``completed``: the validated answer (a value of the
+    type; ``to_dict`` gives its JSON form)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,6 +1,6 @@
 """An application module for the ``harnessed chat`` / ``serve`` tests: a scripted agent whose
 workspace is $CHAT_TEST_WORKSPACE. 'slow …' starts a tool that takes a minute; 'deploy X'
-calls a tool that asks for approval."""
+calls a tool that asks for approval; 'ask' asks the user a question."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 from harnessed import HarnessAgent, tool
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
 from harnessed.models.scripted import ScriptedModel
+from harnessed.questions import AskUser
 
 
 def respond(request: ModelRequest) -> ScriptedResponse:
@@ -22,6 +23,9 @@ def respond(request: ModelRequest) -> ScriptedResponse:
         return ScriptedResponse(text=f"Finished after: {last.text[:40]}")
     if last.text.startswith("deploy "):
         return ScriptedResponse(tool_calls=[ScriptedToolCall("deploy", {"target": last.text[7:]})])
+    if last.text.startswith("ask"):
+        question = {"question": "Which color?", "choices": ["red", "blue"]}
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("ask_user", question)])
     if last.text.startswith("slow"):
         return ScriptedResponse(tool_calls=[ScriptedToolCall("slow_job", {"label": last.text})])
     return ScriptedResponse(text=f"You said: {last.text}")
@@ -46,6 +50,7 @@ def make_agent() -> HarnessAgent:
         ScriptedModel(responder=respond),
         workspace=os.environ["CHAT_TEST_WORKSPACE"],
         tools=[slow_job, deploy],
+        capabilities=[AskUser()],
         permission_mode="default",
         shell=False,
         memory=False,

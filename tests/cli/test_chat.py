@@ -140,3 +140,35 @@ async def test_the_reply_to_a_late_steer_is_shown(tmp_path: Path) -> None:
     finally:
         chat.cancel()
         await agent.close()
+def test_chat_answers_a_question_the_model_asks(tmp_path: Path) -> None:
+    proc = harnessed_process(
+        tmp_path,
+        "chat",
+        "--agent",
+        "tests.cli.chat_app:make_agent",
+        "--session",
+        "quiz",
+        env={"COLUMNS": "200"},
+        stdin=subprocess.PIPE,
+    )
+    out = Output(proc)
+    assert proc.stdin is not None
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+
+    try:
+        out.wait_for("/steer TEXT")
+        send("ask me")
+        out.wait_for("2. blue")
+        send("green")  # not a choice: asked again
+        out.wait_for("try again")
+        send("2")
+        out.wait_for("Finished after: The user answered: blue")
+        send("/quit")
+        assert proc.wait(120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

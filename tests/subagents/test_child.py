@@ -307,9 +307,11 @@ async def test_closing_the_parents_stream_cancels_its_sync_child() -> None:
     await agent.close()
 
 
-async def test_a_child_that_needs_approval_fails_its_task_and_asks_nobody() -> None:
+async def test_a_child_whose_policy_is_fail_fails_its_task_and_asks_nobody() -> None:
     touched.clear()
-    spec = SubagentSpec("worker", "Works.", model=acting_child("touch", {"name": "q"}))
+    spec = SubagentSpec(
+        "worker", "Works.", model=acting_child("touch", {"name": "q"}), on_approval="fail"
+    )
     model = ScriptedModel([calls(spawn("worker", "touch q")), "I will ask the user myself."])
     agent = parent(model, spec, tools=[touch], permission_mode="default")
     events = await collect(agent, "go", RuntimeContext(session_id="ask"))

@@ -8,14 +8,32 @@ command at once instead of waiting for a line that will never come.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
 
 from harnessed.events import ConfirmationRequestEvent
+from harnessed.questions.answers import QuestionAnswerError
+from harnessed.runtime import RuntimeContext
+
+
+class Responder(Protocol):
+    async def respond(
+        self,
+        ctx: RuntimeContext | None,
+        request_id: str,
+        approved: bool,
+        *,
+        feedback: str | None = None,
+        answer: Any = ...,
+    ) -> None: ...
+
 
 __all__ = ["Answer", "TerminalApprover", "ask_line"]
 
@@ -73,6 +91,36 @@ class TerminalApprover:
         self.read: Reader = read or ask_line
         self.always: set[str] = set()
         """Tools the user allowed for the rest of this session."""
+
+    async def question(
+        self, agent: Responder, ctx: RuntimeContext, event: ConfirmationRequestEvent
+    ) -> bool:
+        """Ask the model's question in the terminal and give the answer (a number picks a
+        choice, JSON for a schema, an empty line declines); ``False`` when input has ended."""
+        details = event.details
+        choices = list(details.get("choices") or [])
+        self.console.print(f"[bold]? {escape(str(details.get('question')))}[/]")
+        for i, choice in enumerate(choices, 1):
+            self.console.print(f"  {i}. {escape(str(choice))}")
+        while True:
+            line = await _in_daemon_thread(self.read, "Your answer (Enter: decline): ")
+            if line is None:
+                return False
+            text = line.strip()
+            if not text:
+                await agent.respond(ctx, event.request_id, False)
+                return True
+            value: Any = text
+            if text.isdigit() and 1 <= int(text) <= len(choices):
+                value = choices[int(text) - 1]
+            elif details.get("schema"):
+                with contextlib.suppress(json.JSONDecodeError):
+                    value = json.loads(text)
+            try:
+                await agent.respond(ctx, event.request_id, True, answer=value)
+                return True
+            except QuestionAnswerError as exc:
+                self.console.print(f"[yellow]{escape(str(exc))}[/]")
 
     async def answer(self, event: ConfirmationRequestEvent) -> Answer | None:
         """The user's answer; ``None`` when input has ended (no one can answer)."""

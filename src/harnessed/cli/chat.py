@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from harnessed.cli.render import EventPrinter
     from harnessed.events import ConfirmationRequestEvent, Event
     from harnessed.sessions import AgentSession
+from harnessed.questions.answers import QuestionAnswerError, is_question
 
 __all__ = ["ChatTerminal", "register"]
 
@@ -127,6 +129,8 @@ class ChatTerminal:
     # ------------------------------------------------------------------ prompt
     def prompt_text(self) -> str:
         if self.asking is not None:
+            if is_question(self.asking.details):
+                return "your answer: "
             return f"Allow {self.asking.call.name}? [y/N] "
         if self.leaving:
             return "Leave the chat? [y/N] "
@@ -229,11 +233,38 @@ class ChatTerminal:
         request, self.asking = self.asking, None
         self._changed()
         assert request is not None
+        if is_question(request.details):
+            await self._answer_question(request, text)
+            return
         approved = text.lower() in ("y", "yes")
         try:
             await self.session.respond(request.request_id, approved)
         except Exception as exc:  # answered elsewhere, or the turn already ended
             self.console.print(str(exc), style="red", markup=False)
+
+    async def _answer_question(self, request: ConfirmationRequestEvent, text: str) -> None:
+        """A number picks a choice; a question with a schema takes JSON; empty declines."""
+        if not text:
+            with contextlib.suppress(Exception):
+                await self.session.respond(request.request_id, False)
+            self.console.print("[dim]declined to answer[/]")
+            return
+        choices = request.details.get("choices") or []
+        answer: Any = text
+        if text.isdigit() and 1 <= int(text) <= len(choices):
+            answer = choices[int(text) - 1]
+        elif request.details.get("schema"):
+            try:
+                answer = json.loads(text)
+            except json.JSONDecodeError:
+                answer = text  # a string schema takes the text as it is
+        try:
+            await self.session.respond(request.request_id, True, answer=answer)
+        except QuestionAnswerError as exc:
+            self.asking = request  # ask again
+            self.console.print(f"[red]{escape(str(exc))}[/] · try again (empty declines)")
+        except Exception as exc:  # answered elsewhere, or the turn already ended
+            self.console.print(f"[red]{escape(str(exc))}[/]")
 
     # ------------------------------------------------------------- following
     def _printer(self) -> EventPrinter:
@@ -266,10 +297,7 @@ class ChatTerminal:
                 elif isinstance(event, ConfirmationRequestEvent):
                     printer.close()
                     self.asking = event
-                    self.console.print(
-                        f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) "
-                        + escape("[y/N]")
-                    )
+                    self.console.print(_prompt(event))
                     self._changed()
                 elif isinstance(event, AgentEndEvent) and event.source is None:
                     printer.close()
@@ -291,6 +319,22 @@ class ChatTerminal:
             return
         counts[0] += usage.input_tokens
         counts[1] += usage.output_tokens
+
+
+def _prompt(event: ConfirmationRequestEvent) -> str:
+    if not is_question(event.details):
+        return (
+            f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) "
+            + escape("[y/N]")
+        )
+    lines = [f"[bold]{escape(str(event.details.get('question')))}[/]"]
+    choices = event.details.get("choices") or []
+    lines.extend(f"  {i}. {escape(str(c))}" for i, c in enumerate(choices, 1))
+    schema = event.details.get("schema")
+    if schema:
+        lines.append(f"[dim]answer as JSON: {escape(json.dumps(schema, ensure_ascii=False))}[/]")
+    lines.append("[dim]your answer (a number picks a choice; empty declines):[/]")
+    return "\n".join(lines)
 
 
 def _read_pipe(loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str | None]) -> None:

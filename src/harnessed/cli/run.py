@@ -39,6 +39,8 @@ from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallS
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.rules import PermissionRule
 from harnessed.runtime import RuntimeContext, SessionRef
+from harnessed.questions.answers import is_question
+from harnessed.runtime import RuntimeContext
 from harnessed.skills import Skills
 from harnessed.subagents import Subagents
 
@@ -353,21 +355,29 @@ async def _stream(
                         agent.model.expect(event.model_call_id)
                 elif isinstance(event, AgentEndEvent) and event.source is None:
                     status = event.status
-                elif isinstance(event, ConfirmationRequestEvent) and event.source is None:
+                elif isinstance(event, ConfirmationRequestEvent):  # a sub-agent's too
                     printer.close()  # no spinner while the user reads and answers
                     if interrupts is not None:
                         interrupts.asking = True
                     try:
-                        answer = await approver.answer(event)
+                        if is_question(event.details):
+                            if await approver.question(agent, ctx, event):
+                                continue
+                        else:
+                            answer = await approver.answer(event)
+                            if answer is not None:
+                                await agent.respond(
+                                    ctx, event.request_id, answer.approved, feedback=answer.reason
+                                )
+                                continue
                     finally:
                         if interrupts is not None:
                             interrupts.asking = False
-                    if answer is None:  # nobody to ask: the step waits in the session
-                        status = "pending"
-                        break
-                    await agent.respond(
-                        ctx, event.request_id, answer.approved, feedback=answer.reason
-                    )
+                    if event.source is not None:  # a sub-agent cannot park: declined
+                        await agent.respond(ctx, event.request_id, False, feedback=_NO_ONE)
+                        continue
+                    status = "pending"  # nobody to ask: the step waits in the session
+                    break
     except asyncio.CancelledError:
         printer.close()
         raise
@@ -376,6 +386,9 @@ async def _stream(
     finally:
         printer.close()
     return status
+
+
+_NO_ONE = "Nobody could answer in the terminal, so the request was declined."
 
 
 async def _remembered(agent: HarnessAgent, ctx: RuntimeContext, approver: TerminalApprover) -> None:

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from importlib import resources
@@ -46,6 +47,10 @@ from harnessed.gateway.schemas import (
 from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
 from harnessed.log.record import RecordType
 from harnessed.permissions import ConfirmationError
+from harnessed.output.spec import OutputSpec
+from harnessed.permissions import ConfirmationError
+from harnessed.questions.answers import QuestionAnswerError, is_question
+from harnessed.session.record import RecordType
 from harnessed.sessions import (
     AgentSession,
     IdempotencyConflictError,
@@ -123,6 +128,7 @@ def create_app(
         "(server-sent events), steer or interrupt running turns, answer confirmations.",
         lifespan=lifespan,
     )
+    _add_output_schemas(app, gateway)
     bearer = HTTPBearer(auto_error=False, description="A token the server maps to a user id.")
 
     async def current_user(
@@ -337,6 +343,8 @@ def create_app(
                 tool=p.call.name,
                 arguments=dict(p.call.input),
                 reason=p.reason,
+                kind="question" if is_question(p.details) else "confirmation",
+                details=dict(p.details),
             )
             for p in pending
         ]
@@ -355,9 +363,12 @@ def create_app(
         request_id: Annotated[str, Path(max_length=200)],
         body: AnswerIn,
     ) -> Response:
-        """Approve or decline a tool call."""
+        """Approve or decline a tool call, or answer a question (``answer``)."""
+        given = {"answer": body.answer} if "answer" in body.model_fields_set else {}
         try:
-            await session.respond(request_id, body.approved, feedback=body.feedback)
+            await session.respond(request_id, body.approved, feedback=body.feedback, **given)
+        except QuestionAnswerError as exc:
+            raise HTTPException(422, str(exc)) from None
         except ConfirmationError as exc:
             status = 404 if str(exc).startswith("no confirmation request") else 409
             raise HTTPException(status, str(exc)) from None
@@ -410,6 +421,33 @@ _PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+
+
+def _add_output_schemas(app: FastAPI, gateway: Gateway) -> None:
+    """Agents with an output type: its JSON schema in the OpenAPI document, as the component
+    ``<agent>Output`` (what ``output`` of a turn's ``agent_end`` event holds)."""
+    typed = {
+        name: spec
+        for name, agent in gateway.agents.items()
+        if isinstance(spec := getattr(agent, "output", None), OutputSpec)
+    }
+    if not typed:
+        return
+    plain = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = plain()
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            for name, spec in typed.items():
+                schema = spec.adapter.json_schema(ref_template="#/components/schemas/{model}")
+                schemas.update(schema.pop("$defs", {}))
+                schema.setdefault("description", f"The typed answer of agent {name!r}.")
+                schemas[f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}Output"] = schema
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _asset(name: str) -> str:

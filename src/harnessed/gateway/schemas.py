@@ -60,6 +60,11 @@ class SteerIn(_Body):
 class AnswerIn(_Body):
     approved: bool
     feedback: str | None = Field(None, max_length=10_000)
+    answer: Any = Field(
+        None,
+        description="The answer to a question (kind 'question'): text, or JSON data matching "
+        "the question's schema. Only for questions.",
+    )
 
 
 class UsageOut(BaseModel):
@@ -116,6 +121,11 @@ class ConfirmationOut(BaseModel):
     tool: str
     arguments: dict[str, Any]
     reason: str
+    kind: str = Field("confirmation", description="'confirmation' or 'question' (ask_user).")
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="For a question: question, choices and the answer's JSON schema.",
+    )
 
 
 class Problem(BaseModel):

@@ -31,6 +31,7 @@ from harnessed.models.base import (
     ModelEvent,
     ModelRequest,
     ModelResponse,
+    StructuredOutput,
     TextDelta,
     ThinkingDelta,
     ToolCallReady,
@@ -117,6 +118,7 @@ class AnthropicModel:
         temperature: float | None = None,
         client: AsyncAnthropic | None = None,
         prompt_caching: bool = True,
+        structured_output: StructuredOutput = "native",
     ) -> None:
         if not model:
             raise ValueError("AnthropicModel needs a model name")
@@ -135,6 +137,13 @@ class AnthropicModel:
         if temperature is not None and thinking_budget is not None:
             raise ValueError("temperature cannot be combined with thinking_budget")
 
+        if structured_output not in ("native", "tool"):
+            raise ValueError(
+                f"structured_output must be 'native' or 'tool', got {structured_output!r}"
+            )
+        self.structured_output: StructuredOutput = structured_output
+        """``native``: typed answers through ``output_config.format`` (json_schema); ``tool``:
+        a final-answer tool (older models, gateways without structured outputs)."""
         self._sdk = _import_sdk()
         self._model = model
         self._window = WindowKnowledge.initial(model, context_window, ask_server=False)
@@ -222,6 +231,9 @@ class AnthropicModel:
                 params["tools"][-1]["cache_control"] = _EPHEMERAL
         if caching:
             _mark_history(ends, request.cache_points)
+        if request.output is not None:
+            fmt = {"type": "json_schema", "schema": dict(request.output.schema)}
+            params["output_config"] = {"format": fmt}
         if self.thinking_budget is not None:
             # The API needs budget < max_tokens. A request with a smaller limit than the budget
             # gets half its limit for thinking, or no thinking when that is under the minimum.

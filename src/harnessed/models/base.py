@@ -19,17 +19,29 @@ __all__ = [
     "ModelEvent",
     "ModelRequest",
     "ModelResponse",
+    "OutputFormat",
     "Purpose",
     "RetryNotice",
+    "StructuredOutput",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallReady",
     "ToolSchema",
     "Usage",
     "collect",
+    "structured_output_of",
 ]
 
 Purpose: TypeAlias = Literal["reasoning", "summary"]
+
+StructuredOutput: TypeAlias = Literal["native", "tool"]
+"""How a model produces a typed final answer: ``native`` (the provider constrains its text to
+a JSON schema, see :class:`OutputFormat`) or ``tool`` (the model calls a final-answer tool)."""
+
+
+def structured_output_of(model: object) -> StructuredOutput:
+    """What ``model`` says it supports (its ``structured_output`` attribute; else ``tool``)."""
+    return "native" if getattr(model, "structured_output", "tool") == "native" else "tool"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +58,18 @@ class ToolSchema:
             "description": self.description,
             "parameters": dict(self.parameters),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFormat:
+    """The final answer must be a JSON document matching ``schema`` (native structured output:
+    OpenAI's ``response_format``, Anthropic's ``output_config``)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    strict: bool = True
+    """The schema follows the strict subset (every property required, no extra properties)."""
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +96,8 @@ class ModelRequest:
     message and the history, before transient state and references); an earlier one is where
     the prefix shared with the previous request ends. Adapters with explicit cache markers
     (Anthropic's ``cache_control``) place them there."""
+    output: OutputFormat | None = None
+    """Native structured output for the final answer (``None``: free text)."""
 
     def __post_init__(self) -> None:
         if self.max_output_tokens is not None and self.max_output_tokens <= 0:

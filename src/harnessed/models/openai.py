@@ -26,6 +26,7 @@ from harnessed.messages import (
 from harnessed.models.base import (
     ModelEvent,
     ModelRequest,
+    StructuredOutput,
 )
 from harnessed.models.clients import PerLoop, close_client, keep_open
 from harnessed.models.discovery import ask_window
@@ -96,6 +97,7 @@ class OpenAIChatModel:
         extra_body: Mapping[str, Any] | None = None,
         client: AsyncOpenAI | None = None,
         prompt_cache_key: bool | None = None,
+        structured_output: StructuredOutput = "native",
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("OpenAIChatModel 'model' must be a non-empty model name")
@@ -109,6 +111,14 @@ class OpenAIChatModel:
                 f"'max_tokens', got {max_tokens_param!r}"
             )
 
+        if structured_output not in ("native", "tool"):
+            raise ValueError(
+                "OpenAIChatModel 'structured_output' must be 'native' or 'tool', got "
+                f"{structured_output!r}"
+            )
+        self.structured_output: StructuredOutput = structured_output
+        """``native``: typed answers through ``response_format`` (json_schema); ``tool``: a
+        final-answer tool, for servers without it."""
         self._model = model
         self._max_output_tokens = max_output_tokens
         self.retry = retry
@@ -217,6 +227,15 @@ class OpenAIChatModel:
             params["tools"] = sanitize(
                 [{"type": "function", "function": t.to_dict()} for t in request.tools]
             )
+        if request.output is not None:
+            schema: dict[str, Any] = {
+                "name": request.output.name,
+                "schema": dict(request.output.schema),
+                "strict": request.output.strict,
+            }
+            if request.output.description:
+                schema["description"] = request.output.description
+            params["response_format"] = {"type": "json_schema", "json_schema": schema}
         limit = request.max_output_tokens or self._max_output_tokens
         if limit is not None:
             params[self.max_tokens_param] = limit

@@ -153,6 +153,8 @@ class StreamState:
     usage: Usage | None = None
     finish_reason: str | None = None
     model: str | None = None
+    refusal: list[str] = field(default_factory=list)
+    """What the model said instead of a structured answer it refused to give."""
 
     def feed(self, chunk: ChatCompletionChunk) -> list[ModelEvent]:
         """Take in one chunk and return the deltas it carries."""
@@ -177,6 +179,8 @@ class StreamState:
                 self.received_deltas = True
                 self.text.append(delta.content)
                 events.append(TextDelta(delta.content))
+            if getattr(delta, "refusal", None):
+                self.refusal.append(str(delta.refusal))
             for fragment in delta.tool_calls or ():
                 self._add_fragment(fragment)
         return events
@@ -195,6 +199,8 @@ class StreamState:
             state.thinking.append(reasoning)
         if message.content:
             state.text.append(message.content)
+        if getattr(message, "refusal", None):
+            state.refusal.append(str(message.refusal))
         for index, call in enumerate(message.tool_calls or ()):
             function = getattr(call, "function", None)
             if function is not None:
@@ -239,7 +245,15 @@ class StreamState:
         if self.text:
             blocks.append(TextBlock(clean_text("".join(self.text))))
         blocks.extend(calls)
-        final = ModelResponse(Msg.assistant(blocks), self.usage, self.finish_reason, self.model)
+        metadata: dict[str, Any] = {}
+        stop = self.finish_reason
+        if self.refusal:  # a refused structured answer: the reason is the reply's text
+            refusal = clean_text("".join(self.refusal))
+            metadata["refusal"], stop = refusal, "refusal"
+            if not self.text:
+                blocks.insert(len(blocks) - len(calls), TextBlock(refusal))
+        message = Msg.assistant(blocks, metadata=metadata)
+        final = ModelResponse(message, self.usage, stop, self.model)
         text: list[ModelEvent] = []
         if not self.received_deltas and self.text:
             text.append(TextDelta("".join(self.text)))

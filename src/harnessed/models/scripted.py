@@ -20,6 +20,7 @@ from harnessed.models.base import (
     ModelEvent,
     ModelRequest,
     ModelResponse,
+    StructuredOutput,
     TextDelta,
     ThinkingDelta,
     ToolCallReady,
@@ -98,6 +99,7 @@ class ScriptedModel:
         delay: float = 0.0,
         chunk_size: int = 12,
         estimator: TokenEstimator | None = None,
+        structured_output: StructuredOutput = "tool",
     ) -> None:
         if context_window is not None and context_window <= 0:
             raise ValueError("ScriptedModel.context_window must be positive")
@@ -107,6 +109,14 @@ class ScriptedModel:
             raise ValueError("ScriptedModel.chunk_size must be positive")
         if delay < 0:
             raise ValueError("ScriptedModel.delay must not be negative")
+        if structured_output not in ("tool", "native"):
+            raise ValueError(
+                f"ScriptedModel.structured_output must be 'tool' or 'native', got "
+                f"{structured_output!r}"
+            )
+        self.structured_output: StructuredOutput = structured_output
+        """``native``: typed answers come as JSON text (the script writes it); ``tool``: the
+        script calls ``final_result``."""
         self._name = name
         self._context_window = context_window
         self._max_output_tokens = max_output_tokens

@@ -16,12 +16,21 @@ from harnessed.log.record import RecordType
 from harnessed.permissions.broker import Answer, ConfirmationError, Posted, SessionId
 from harnessed.permissions.gate import ApprovalGate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.questions.answers import (
+    QuestionAnswerError,
+    check_answer,
+    encode_answer,
+    is_question,
+)
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor
 from harnessed.state.parked import ParkedStep, PendingConfirmation
 
-__all__ = ["PermissionControls"]
+__all__ = ["NO_ANSWER", "PermissionControls"]
+
+NO_ANSWER: Any = object()
+"""``respond``'s ``answer`` when none is given."""
 
 Records = list[tuple[str, Mapping[str, Any]]]
 
@@ -81,7 +90,9 @@ class PermissionControls:
         """Requests waiting for an answer: those a running call is asking now, and those of
         the step the session left waiting."""
         ctx = self._editor.resolve(ctx)
-        live = self.approval_gate.broker.waiting(_session(self.name, ctx))
+        session = _session(self.name, ctx)
+        live = self.approval_gate.broker.waiting(session)
+        live += [f.request for f in self.approval_gate.forwarded.waiting(session)]
         parked = ParkedStep.load((await self._editor.read(ctx)).permissions)
         seen = {r.request_id for r in live}
         stored = [r for r in (parked.open_requests if parked else []) if r.request_id not in seen]
@@ -94,19 +105,32 @@ class PermissionControls:
         approved: bool,
         *,
         feedback: str | None = None,
+        answer: Any = NO_ANSWER,
     ) -> None:
-        """Answer a confirmation request.
+        """Answer a confirmation request, or a question the model asked (``ask_user``).
 
         A call that is waiting for this answer (``stream_events``) gets it at once and goes
         on. For a call that ended with status ``pending`` the answer is stored with the
         session; call the agent again without input to continue. ``feedback`` is passed on to
-        the model when the call is declined. Raises
+        the model when the call is declined. A sub-agent's request shown in this session's
+        stream (``source`` set) is answered in the sub-agent, which goes on. Raises
         :class:`~harnessed.permissions.ConfirmationError` for an unknown request or one
         already answered differently.
+
+        A question is answered with ``approved=True`` and ``answer=`` (text, or JSON data for a
+        question with a schema), checked against its choices or schema
+        (:class:`~harnessed.questions.QuestionAnswerError`); ``approved=False`` declines it.
         """
         if not isinstance(approved, bool):
             raise TypeError(f"approved must be True or False, got {approved!r}")
         ctx = self._editor.resolve(ctx)
+        forwarded = self.approval_gate.forwarded.get(_session(self.name, ctx), request_id)
+        if forwarded is not None:  # a sub-agent's request: answered in the sub-agent
+            await forwarded.relay(approved, feedback, answer)
+            self.approval_gate.forwarded.discard(_session(self.name, ctx), request_id)
+            return
+        if approved or answer is not NO_ANSWER:
+            feedback = await self._question_answer(ctx, request_id, approved, feedback, answer)
         session = _session(self.name, ctx)
         broker = self.approval_gate.broker
         live = {r.request_id for r in broker.waiting(session)}
@@ -137,6 +161,35 @@ class PermissionControls:
                     task.cancel()
                     with contextlib.suppress(BaseException):
                         await task
+
+    async def _question_answer(
+        self,
+        ctx: RuntimeContext,
+        request_id: str,
+        approved: bool,
+        feedback: str | None,
+        answer: Any,
+    ) -> str | None:
+        """The feedback that carries a question's answer (checked); others' as given."""
+        found = [r for r in await self.pending_confirmations(ctx) if r.request_id == request_id]
+        if not found:
+            return feedback  # unknown here: answering it says so
+        question = found[0] if is_question(found[0].details) else None
+        if question is None:
+            if answer is not NO_ANSWER:
+                raise ConfirmationError(
+                    f"request {request_id!r} is not a question waiting in session "
+                    f"{ctx.session!r}; answer= is only for questions (ask_user)"
+                )
+            return feedback
+        if not approved:
+            raise ConfirmationError("a question is declined with approved=False and no answer")
+        if answer is NO_ANSWER:
+            raise QuestionAnswerError(
+                f"request {request_id!r} is a question: pass answer=... with approved=True"
+            )
+        check_answer(question.details, answer)
+        return encode_answer(answer)
 
     async def _store_answer(
         self, ctx: RuntimeContext, session: SessionId, request_id: str, posted: Posted

@@ -30,7 +30,11 @@ from harnessed.state.agent_state import AgentState
 from harnessed.state.parked import ParkedStep, PendingConfirmation
 from harnessed.tools.toolkit import ToolGuard
 
-__all__ = ["ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
+__all__ = ["MODE_KEY", "ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
+
+MODE_KEY = "harnessed.confirmations"
+"""``CallContext.values`` key: how the call meets confirmation requests (``wait``: someone
+answers while it runs; ``park``)."""
 
 ConfirmationMode: TypeAlias = Literal["wait", "park"]
 Record = Callable[[str, Mapping[str, Any]], None]
@@ -122,7 +126,7 @@ class ApprovalFlow:
             answered = request.answer(answer.approved, answer.feedback)
             step = step.with_answer(request.request_id, answer.approved, answer.feedback)
             verdicts[request.call.id] = (
-                Verdict("approved")
+                Verdict("approved", feedback=answer.feedback)
                 if answer.approved
                 else Verdict("refused", declined_text(answered))
             )

@@ -19,6 +19,8 @@ from typing import Literal, Protocol
 
 from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolUseBlock
 from harnessed.permissions.broker import ConfirmationBroker
+from harnessed.permissions.forwarded import ForwardedRequests
+from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.permissions.policy import PermissionSettings, ToolPermissionCheck, evaluate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.state.agent_state import AgentState
@@ -73,6 +75,8 @@ class Verdict:
 
     kind: Literal["run", "approved", "refused"]
     text: str = ""
+    feedback: str | None = None
+    """What the user said with an approval (a question's answer: :attr:`ApprovalGate.answers`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,12 @@ class ApprovalGate:
         self.checks: dict[str, ToolPermissionCheck] = dict(checks or {})
         self.confirmation_timeout = confirmation_timeout
         self.broker = ConfirmationBroker()
+        self.answers: dict[str, str] = {}
+        """Answers given with the approval of a call to a tool in :attr:`answer_tools`, by call
+        id, from the moment the call runs until the tool takes its answer (``ask_user``)."""
+        self.answer_tools: set[str] = set()
+        self.forwarded = ForwardedRequests()
+        """Sub-agents' requests shown in this agent's streams, answered through it."""
         self._tool_checks: dict[str, tuple[Tool, ToolPermissionCheck]] = {}
 
     def add_tool_check(self, tool: Tool, check: ToolPermissionCheck) -> None:
@@ -157,7 +167,7 @@ class ApprovalGate:
                 )
             elif earlier is not None and earlier.answered:
                 review.verdicts[call.id] = (
-                    Verdict("approved")
+                    Verdict("approved", feedback=earlier.feedback)
                     if earlier.approved
                     else Verdict("refused", declined_text(earlier))
                 )
@@ -192,6 +202,8 @@ class StepGuard:
         verdict = self.verdicts.get(call.id, Verdict("run"))
         if verdict.kind == "refused":
             return verdict.text
+        if verdict.kind == "approved" and call.name in self.gate.answer_tools:
+            self.gate.answers[call.id] = verdict.feedback or ""
         if verdict.kind == "run":
             # Decided before the step ran; the state may have changed since (plan mode left,
             # a tool's own check): decide again with everything, rules and mode included.

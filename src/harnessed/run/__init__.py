@@ -4,6 +4,8 @@
 * :mod:`.base` — events, session log records, the state, work that yields events;
 * :mod:`.model_step` — preparing a request and streaming the model's answer;
 * :mod:`.tool_step` — approving and running tool calls, committing the step;
+* :mod:`.output_step` — the typed final answer: the schema in the request, the check of the
+  answer, retries;
 * :mod:`.fair` — cooperative time slicing: runs sharing an event loop take turns with the
   rest of its work;
 * :mod:`.run` — the call from start to end: safe points, steering, interrupts, failures.

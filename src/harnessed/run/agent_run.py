@@ -16,6 +16,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 from harnessed.capabilities.base import CallContext, CallEnd
 from harnessed.cost.ledger import session_spending
@@ -37,6 +38,15 @@ from harnessed.run.deps import Interrupted, quietly
 from harnessed.run.fair import checkpoint
 from harnessed.run.model_step import ModelSteps
 from harnessed.run.tool_step import ToolSteps
+from harnessed.loop.fair import checkpoint
+from harnessed.loop.host import Interrupted, quietly
+from harnessed.loop.model_step import ModelSteps
+from harnessed.loop.output_step import OutputSteps
+from harnessed.loop.tool_step import ToolSteps
+from harnessed.messages import Msg
+from harnessed.models.base import ModelResponse
+from harnessed.permissions.flow import MODE_KEY
+from harnessed.session.record import RecordType
 from harnessed.tool_call_ids import repair_call_ids
 
 __all__ = ["AgentRun"]
@@ -44,7 +54,7 @@ __all__ = ["AgentRun"]
 logger = logging.getLogger(__name__)
 
 
-class AgentRun(ModelSteps, ToolSteps):
+class AgentRun(OutputSteps, ModelSteps, ToolSteps):
     """Executes one call. Created by :meth:`HarnessAgent.stream_events` under the session lock."""
 
     # ----------------------------------------------------------------- loop
@@ -66,6 +76,7 @@ class AgentRun(ModelSteps, ToolSteps):
             add_messages=self._add_messages,
         )
         self.call.values[METER_KEY] = self.meter
+        self.call.values[MODE_KEY] = self.approvals.mode
         try:
             caps = self.caps
             if not (caps.on_event or caps.after_call):
@@ -219,8 +230,16 @@ class AgentRun(ModelSteps, ToolSteps):
                         state.append(message)
                         await self._commit_step()
                         continue
-                    yield await self._finish(message, "completed", iterations)
-                    return
+                    if self.output is None:
+                        yield await self._finish(message, "completed", iterations)
+                        return
+                if self.output is not None:
+                    answered = await self._answer(message, response.stop_reason, iterations)
+                    if isinstance(answered, AgentEndEvent):
+                        yield answered
+                        return
+                    if answered:
+                        continue
                 self.record_messages(message)
                 await self.flush()  # logged before its tools run: a crash leaves it answerable
                 async for event in self._act(message, iterations):
@@ -291,6 +310,7 @@ class AgentRun(ModelSteps, ToolSteps):
             iterations=iterations,
             pending=pending,
             usage=self.meter.tree,
+            turn_id=self.turn_id,
             **self.base,
         )
         return self.ended
@@ -319,7 +339,9 @@ class AgentRun(ModelSteps, ToolSteps):
             except Exception:
                 logger.exception("could not log the end of closed run %s", self.run_id)
 
-    async def _finish(self, reply: Msg, status: RunStatus, iterations: int) -> AgentEndEvent:
+    async def _finish(
+        self, reply: Msg, status: RunStatus, iterations: int, output: Any = None
+    ) -> AgentEndEvent:
         self.record_messages(reply)
         self.record(
             RecordType.RUN_END,
@@ -333,7 +355,13 @@ class AgentRun(ModelSteps, ToolSteps):
         self.state.append(reply)
         await self._commit_step()
         return AgentEndEvent(
-            reply=reply, status=status, iterations=iterations, usage=self.meter.tree, **self.base
+            reply=reply,
+            status=status,
+            iterations=iterations,
+            usage=self.meter.tree,
+            turn_id=self.turn_id,
+            output=output,
+            **self.base,
         )
 
     async def _record_failure(self, exc: BaseException) -> None:

@@ -15,6 +15,7 @@ from harnessed.cost.meter import UsageMeter
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
 from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
+from harnessed.output.spec import OutputSpec
 from harnessed.permissions.flow import ApprovalFlow, ConfirmationMode
 from harnessed.run.deps import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
 from harnessed.run.fair import checkpoint
@@ -45,8 +46,11 @@ class RunBase:
         confirmations: ConfirmationMode = "wait",
         control: TurnControl | None = None,
         meter: UsageMeter | None = None,
+        output: OutputSpec[Any] | None = None,
     ) -> None:
         self.agent = agent
+        self.output = output
+        """The typed final answer the call must produce (``None``: free text)."""
         self.control = control
         self.partial: Msg | None = None
         """The assistant message cut short by an interrupt (saved as it was)."""

@@ -263,3 +263,6 @@ class ModelSteps(RunBase):
         draft = self.agent.draft_request(self.state, info.model_call_id)
         async for event in self._pump(self.agent.prepare(self.state, draft, info), out):
             yield event
+        shape = getattr(self, "_shape", None)  # the typed final answer (OutputSteps)
+        if shape is not None:
+            out[0] = shape(out[0])

@@ -6,7 +6,12 @@ from collections.abc import AsyncIterator
 
 from harnessed.events import AgentEndEvent, Event, ToolResultEvent
 from harnessed.log.record import RecordType
+from harnessed.loop.base import RunBase
+from harnessed.loop.host import Interrupted, result_msg
+from harnessed.loop.output_step import final_alone
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
+from harnessed.models.base import structured_output_of
+from harnessed.output.spec import FINAL_TOOL
 from harnessed.permissions.flow import StepDecision, pending_reply
 from harnessed.run.base import RunBase
 from harnessed.run.deps import Interrupted, result_msg
@@ -56,6 +61,7 @@ class ToolSteps(RunBase):
                 iterations=iterations,
                 pending=ids,
                 usage=self.meter.tree,
+                turn_id=self.turn_id,
                 **self.base,
             )
             yield self.ended
@@ -109,6 +115,7 @@ class ToolSteps(RunBase):
             )
 
         caps, run_call = self.caps, self.call
+        native = structured_output_of(agent.model) == "native"
         if caps.before_tool_call:
             permissions = guard
 
@@ -121,6 +128,10 @@ class ToolSteps(RunBase):
             guard = guarded
 
         async def finish(call: ToolUseBlock, result: ToolResultBlock) -> ToolResultBlock:
+            if call.name == FINAL_TOOL and self.output is not None and not native:
+                result = final_alone(call)
+            if not caps.after_tool_call:
+                return result
             return await caps.run_after_tool_call(run_call, call, result)
 
         done: list[list[ToolResultBlock]] = []
@@ -131,7 +142,11 @@ class ToolSteps(RunBase):
             on_result(result, duration_ms)
 
         step = agent.toolkit.run_step(
-            calls, make_context, guard, collect, finish if caps.after_tool_call else None
+            calls,
+            make_context,
+            guard,
+            collect,
+            finish if caps.after_tool_call or self.output is not None else None,
         )
         try:
             async for event in self._pump(step, done):

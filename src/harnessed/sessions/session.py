@@ -287,10 +287,11 @@ class AgentSession:
             self._listeners.discard(queue)
 
     async def respond(
-        self, request_id: str, approved: bool, *, feedback: str | None = None
+        self, request_id: str, approved: bool, *, feedback: str | None = None, **answer: Any
     ) -> None:
-        """Answer a confirmation request of this session (see :meth:`HarnessAgent.respond`)."""
-        await self.agent.respond(self.ctx, request_id, approved, feedback=feedback)
+        """Answer a confirmation request or question of this session (see
+        :meth:`HarnessAgent.respond`; ``answer=`` for a question)."""
+        await self.agent.respond(self.ctx, request_id, approved, feedback=feedback, **answer)
 
     async def history(self) -> list[Msg]:
         """Every message of the session as it happened."""

@@ -83,6 +83,7 @@ class TaskBook:
         ended = record.moved(
             TaskStatus(outcome.status),
             result=outcome.result,
+            output=outcome.output,
             error=outcome.error,
             delivered=delivered,
         ).with_usage(outcome.input_tokens, outcome.output_tokens)
@@ -116,6 +117,9 @@ class Running:
     task: asyncio.Task[ChildOutcome] | None = None
     outcome: ChildOutcome | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    approvals: str = "fail"
+    """What its requests for approval become: ``forward`` (to the parent's stream), ``deny``
+    or ``fail`` (see :attr:`SubagentSpec.on_approval`)."""
     abandoned: bool = False
     """The process is closing: the task is stopped without being marked ended (it is resumed
     from its log when the parent session is used again)."""

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harnessed.capabilities.base import CallContext, Capability
 from harnessed.events import (
@@ -29,6 +29,8 @@ from harnessed.events import (
 )
 from harnessed.messages import Msg
 from harnessed.models.base import Model
+from harnessed.permissions.flow import ConfirmationMode
+from harnessed.permissions.forwarded import Relay
 from harnessed.runtime import RuntimeContext
 from harnessed.subagents.delegate import make_like
 from harnessed.subagents.spec import SubagentSpec
@@ -94,6 +96,8 @@ class ChildOutcome:
     input_tokens: int = 0
     output_tokens: int = 0
     reply: Msg | None = None
+    output: Any = None
+    """A typed answer as JSON data (a sub-agent with an output type)."""
 
 
 @dataclass(slots=True)
@@ -108,22 +112,37 @@ async def run_child(
     ctx: RuntimeContext,
     message: str | None,
     forward: Callable[[Event], None],
+    *,
+    approvals: str = "fail",
+    routes: Routes | None = None,
 ) -> ChildOutcome:
     """Run one task (``message``; ``None`` continues the session) and report how it ended.
 
     Every event is passed to ``forward`` (tagged by the caller); the token usage of the child
     and of its own sub-agents is added up. Failures are reported, never raised, except
-    cancellation of the surrounding task.
+    cancellation of the surrounding task. A request for approval or a question of the child
+    (or of its own sub-agents) is, per ``approvals``: forwarded (registered in ``routes``,
+    answered by the parent's ``respond``), declined at once (``deny``), or the end of the
+    task (``fail``).
     """
     usage = _Usage()
     end: AgentEndEvent | None = None
+    mode: ConfirmationMode = "park" if approvals == "fail" else "wait"
+    opened: list[str] = []
     try:
-        async for event in agent.stream_events(message, ctx, confirmations="park"):
+        async for event in agent.stream_events(message, ctx, confirmations=mode):
             if isinstance(event, ModelCallEndEvent) and event.usage is not None:
                 usage.input_tokens += event.usage.input_tokens
                 usage.output_tokens += event.usage.output_tokens
             if isinstance(event, AgentEndEvent) and event.source is None:
                 end = event
+            if isinstance(event, ConfirmationRequestEvent) and approvals == "deny":
+                forward(event)
+                await agent.respond(ctx, event.request_id, False, feedback=_UNATTENDED)
+                continue
+            if isinstance(event, ConfirmationRequestEvent) and routes is not None:
+                opened.append(event.request_id)
+                routes.add(event, _relay(agent, ctx, event.request_id))
             forward(event)
     except Exception as exc:
         return ChildOutcome(
@@ -132,9 +151,31 @@ async def run_child(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
         )
+    finally:
+        if routes is not None:
+            for request_id in opened:
+                routes.discard(request_id)
     outcome = _ending(end, link_of(ctx))
     outcome.input_tokens, outcome.output_tokens = usage.input_tokens, usage.output_tokens
     return outcome
+
+
+_UNATTENDED = "Nobody attends this sub-agent (its on_approval policy is deny), so it was declined."
+
+
+class Routes(Protocol):
+    """Where a child's requests are registered for the parent's ``respond``."""
+
+    def add(self, event: ConfirmationRequestEvent, relay: Relay) -> None: ...
+
+    def discard(self, request_id: str) -> None: ...
+
+
+def _relay(agent: Delegate, ctx: RuntimeContext, request_id: str) -> Relay:
+    async def relay(approved: bool, feedback: str | None, answer: Any) -> None:
+        await agent.respond(ctx, request_id, approved, feedback=feedback, answer=answer)
+
+    return relay
 
 
 def _ending(end: AgentEndEvent | None, link: ChildRun | None) -> ChildOutcome:
@@ -142,7 +183,8 @@ def _ending(end: AgentEndEvent | None, link: ChildRun | None) -> ChildOutcome:
         return ChildOutcome("FAILED", error="the sub-agent ended without a reply")
     text = end.reply.text.strip()
     if end.status == "completed":
-        return ChildOutcome("COMPLETED", result=text, reply=end.reply)
+        output = end.reply.metadata.get("output") if end.output is not None else None
+        return ChildOutcome("COMPLETED", result=text, reply=end.reply, output=output)
     if end.status == "stopped":
         reason = link.cancel_reason if link is not None else None
         return ChildOutcome("CANCELLED", error=reason or text, reply=end.reply)
@@ -212,6 +254,7 @@ def build_child(
         tool_guard=parent.tool_guard,
         memory=False,
         memory_tools=False,
+        output_type=spec.output_type,
     )
 
 
@@ -230,13 +273,14 @@ def isolated_dir(parent: Delegate, user_id: str, child_session: str) -> Path | N
     )
 
 
-def tagged(event: Event, path: str) -> Event:
+def tagged(event: Event, path: str, *, answerable: bool = False) -> Event:
     """``event`` as the parent's stream shows it: ``source`` names the sub-agent (nested
-    sub-agents' events keep their own path below it). A sub-agent's confirmation request
+    sub-agents' events keep their own path below it). A sub-agent's confirmation request that
+    the parent can answer (``answerable``: forwarded) stays one, with its source; otherwise it
     becomes a ``subagent_needs_approval`` custom event: nobody can answer it (the sub-agent's
     task ended when it asked), and the parent's application must not take it for its own."""
     source = path if event.source is None else f"{path}/{event.source}"
-    if isinstance(event, ConfirmationRequestEvent):
+    if isinstance(event, ConfirmationRequestEvent) and not answerable:
         return CustomEvent(
             name="subagent_needs_approval",
             data={"tool": event.call.name, "reason": event.reason},

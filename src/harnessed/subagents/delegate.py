@@ -65,6 +65,16 @@ class Delegate(Protocol):
         confirmations: ConfirmationMode = "wait",
     ) -> AsyncIterator[Event]: ...
 
+    async def respond(
+        self,
+        ctx: RuntimeContext | None,
+        request_id: str,
+        approved: bool,
+        *,
+        feedback: str | None = None,
+        answer: Any = ...,
+    ) -> None: ...
+
     async def read_state(self, ctx: RuntimeContext | None) -> AgentState: ...
 
     async def change_state(self, ctx: RuntimeContext | None, change: Change) -> AgentState: ...

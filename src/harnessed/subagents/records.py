@@ -74,6 +74,8 @@ class TaskRecord:
     started_at: str | None = None
     finished_at: str | None = None
     result: str | None = None
+    output: Any = None
+    """A typed answer as JSON data (a sub-agent with an output type); ``result`` is its text."""
     error: str | None = None
     delivered: bool = False
     input_tokens: int = 0

@@ -18,6 +18,19 @@ from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
 from harnessed.state.parked import PENDING_KEY
 from harnessed.subagents.board import Running
+from harnessed.capabilities.base import CallContext, Capability
+from harnessed.events import ConfirmationRequestEvent, Event
+from harnessed.messages import new_id
+from harnessed.models.base import Model
+from harnessed.models.registry import resolve_model
+from harnessed.permissions.flow import MODE_KEY
+from harnessed.permissions.forwarded import ForwardedRequest, ForwardedRequests, Relay
+from harnessed.permissions.pending import PENDING_KEY, PendingConfirmation
+from harnessed.questions import ASK_USER, AskUser
+from harnessed.runtime import RuntimeContext
+from harnessed.session.record import NewRecord, RecordType, SessionKey
+from harnessed.state.agent_state import AgentState
+from harnessed.subagents.board import Owner, Running
 from harnessed.subagents.child import (
     LINK_KEY,
     ChildOutcome,
@@ -123,7 +136,11 @@ class Spawning(SubagentsCore):
         record = record.moved(TaskStatus.RUNNING)
         self._settle(call, record)
         call.record(SPAWNED, spawned)
-        running = Running(record, owner, call.runtime, link)
+        attended = call.values.get(MODE_KEY) == "wait"  # someone answers while the call runs
+        approvals = spec.on_approval
+        if approvals == "forward" and not attended:
+            approvals = "fail"
+        running = Running(record, owner, call.runtime, link, approvals=approvals)
         self._launch(running, child, child_ctx, text)
         return running
 
@@ -145,14 +162,23 @@ class Spawning(SubagentsCore):
         self, running: Running, child: Delegate, ctx: RuntimeContext, text: str | None
     ) -> ChildOutcome:
         key = running.record.agent_key
+        answerable = running.approvals == "forward"
+        routes = _Routes(self.host.approval_gate.forwarded, running.owner, key)
 
         def forward(event: Event) -> None:
             live = self._live.get(running.owner)
             if live is not None:
-                live.publish(tagged(event, key))
+                live.publish(tagged(event, key, answerable=answerable))
 
         try:
-            outcome = await run_child(child, ctx, text, forward)
+            outcome = await run_child(
+                child,
+                ctx,
+                text,
+                forward,
+                approvals=running.approvals,
+                routes=routes if answerable else None,
+            )
         except asyncio.CancelledError:
             if running.abandoned:  # the process is closing: resumed from the log next time
                 raise
@@ -235,6 +261,9 @@ class Spawning(SubagentsCore):
         if spec.workspace == "shared" and spec.id in self._children:
             return self._children[spec.id]
         own = frozenset(t.name for t in self._tools)
+        extra: list[Capability] = []
+        if self.host.capability(AskUser) is not None:  # a question of its own, asked via the
+            own, extra = own | {ASK_USER}, [AskUser()]  # child's permissions, forwarded up
         try:
             tools = parent_tools(self.host, spec, own)
         except ValueError as exc:
@@ -243,8 +272,30 @@ class Spawning(SubagentsCore):
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
         child = build_child(
-            self.host, spec, tools, [self._nested()], model=self._model(spec), isolated_root=root
+            self.host,
+            spec,
+            tools,
+            [self._nested(), *extra],
+            model=self._model(spec),
+            isolated_root=root,
         )
         if spec.workspace == "shared":
             self._children[spec.id] = child
         return child
+
+
+class _Routes:
+    """A child's forwarded requests in the parent's gate, under the parent's session."""
+
+    def __init__(self, forwarded: ForwardedRequests, owner: Owner, path: str) -> None:
+        self.forwarded, self.owner, self.path = forwarded, owner, path
+
+    def add(self, event: ConfirmationRequestEvent, relay: Relay) -> None:
+        source = self.path if event.source is None else f"{self.path}/{event.source}"
+        request = PendingConfirmation(
+            event.request_id, event.call, event.reason, {**event.details, "source": source}
+        )
+        self.forwarded.add(self.owner, ForwardedRequest(request, source, relay))
+
+    def discard(self, request_id: str) -> None:
+        self.forwarded.discard(self.owner, request_id)

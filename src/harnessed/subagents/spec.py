@@ -32,9 +32,12 @@ __all__ = [
 ]
 
 WorkspaceMode: TypeAlias = Literal["shared", "isolated"]
+ApprovalPolicy: TypeAlias = Literal["forward", "deny", "fail"]
 _WORKSPACE_MODES: tuple[str, ...] = get_args(WorkspaceMode)
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_FIELDS = frozenset({"description", "model", "tools", "max_iters", "workspace", "hidden"})
+_FIELDS = frozenset(
+    {"description", "model", "tools", "max_iters", "workspace", "hidden", "on_approval"}
+)
 _MAX_ITERS_LIMIT = 200
 
 
@@ -67,6 +70,15 @@ class SubagentSpec:
     """``shared``: the parent's workspace; ``isolated``: a private scratch workspace per
     sub-agent session (file and shell tools work there; the parent's files are not reachable)."""
     hidden: bool = False
+    on_approval: ApprovalPolicy = "forward"
+    """What happens when one of its tool calls needs approval, or it asks the user a question:
+    ``forward`` shows the request in the parent's stream (tagged with the sub-agent's path),
+    where the parent's ``respond`` answers it — when nobody can answer (the parent runs with
+    ``call``, which parks instead of waiting) the task fails; ``deny`` declines it at once;
+    ``fail`` ends the task as failed."""
+    output_type: Any = field(default=None, compare=False)
+    """The type of its final answer (as ``HarnessAgent(output_type=...)``): the task's result
+    is then the validated value as JSON (``TaskRecord.output``); ``None``: free text."""
     """Left out of the list shown to the model (it can still be spawned by id)."""
     source: str = "code"
     """Where it was declared (``code``, ``built-in``, ``agent`` or the workspace file)."""
@@ -108,6 +120,18 @@ class SubagentSpec:
             )
         if not isinstance(self.hidden, bool):
             raise SpecError(f"sub-agent {self.id!r}: hidden must be true or false")
+        if self.on_approval not in ("forward", "deny", "fail"):
+            raise SpecError(
+                f"sub-agent {self.id!r}: on_approval must be 'forward', 'deny' or 'fail', got "
+                f"{self.on_approval!r}"
+            )
+        if self.output_type is not None:
+            from harnessed.output.spec import OutputSpec
+
+            try:
+                OutputSpec(self.output_type)
+            except TypeError as exc:
+                raise SpecError(f"sub-agent {self.id!r}: output_type: {exc}") from None
 
 
 GENERAL_PURPOSE = SubagentSpec(
@@ -168,6 +192,7 @@ def parse_spec_file(subagent_id: str, text: str, *, source: str = "") -> Subagen
             max_iters=meta.get("max_iters"),
             workspace=meta.get("workspace", "shared"),
             hidden=meta.get("hidden", False),
+            on_approval=meta.get("on_approval", "forward"),
             source=where,
         )
     except SpecError as exc:

@@ -199,6 +199,8 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         data = record.summary()
         if record.status is TaskStatus.COMPLETED:
             data["result"] = record.result
+            if record.output is not None:
+                data["output"] = record.output
         elif not record.ended:
             data["note"] = "still running; you are told when it finishes"
         return data

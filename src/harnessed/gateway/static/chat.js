@@ -146,7 +146,59 @@ function toolResult(result) {
   }
 }
 
+function question(event) {
+  // the model asks the user (ask_user): pick a choice, or type an answer (JSON for a schema)
+  const details = event.details || {};
+  const box = add("confirm question", details.question + " ");
+  box.dataset.requestId = event.request_id;
+  const path = sessionPath("/confirmations/" + encodeURIComponent(event.request_id));
+  const answer = async (body, said) => {
+    box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
+    try {
+      await api("POST", path, body);
+      box.append(" " + said);
+    } catch (e) {
+      status(e.message, true);
+      box.querySelectorAll("button, input").forEach((b) => { b.disabled = false; });
+    }
+  };
+  const choices = Array.isArray(details.choices) ? details.choices : [];
+  for (const choice of choices) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "choice";
+    button.textContent = String(choice);
+    button.onclick = () => answer({ approved: true, answer: choice }, "answered: " + choice);
+    box.appendChild(button);
+  }
+  if (!choices.length || details.schema) {
+    const field = document.createElement("input");
+    field.className = "answer";
+    field.placeholder = details.schema ? "answer as JSON" : "your answer";
+    const submit = document.createElement("button");
+    submit.type = "button";
+    submit.className = "approve";
+    submit.textContent = "Answer";
+    submit.onclick = () => {
+      let value = field.value;
+      if (details.schema) {
+        try { value = JSON.parse(field.value); } catch (e) { /* a string schema takes the text */ }
+      }
+      answer({ approved: true, answer: value }, "answered");
+    };
+    box.append(field, submit);
+  }
+  const skip = document.createElement("button");
+  skip.type = "button";
+  skip.className = "decline";
+  skip.textContent = "Skip";
+  skip.onclick = () => answer({ approved: false }, "skipped");
+  box.appendChild(skip);
+  state.bubble = null;
+}
+
 function confirmation(event) {
+  if (event.details && event.details.kind === "question") return question(event);
   const box = add("confirm", "");
   box.dataset.requestId = event.request_id;
   const question = document.createElement("div");
