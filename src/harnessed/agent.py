@@ -37,15 +37,14 @@ from harnessed.contract.verification import VerificationService
 from harnessed.cost.limits import DEFAULT, Unset, UsageLimits
 from harnessed.cost.meter import UsageMeter
 from harnessed.cost.prices import PriceTable, default_prices
-from harnessed.events import AgentEndEvent, Event
+from harnessed.events import Event
 from harnessed.memory import MemoryConfig
-from harnessed.messages import Msg
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
 from harnessed.models.windows import discover_windows
-from harnessed.permissions import ConfirmationMode
 from harnessed.output.calls import ResultCalls
 from harnessed.output.spec import output_spec
+from harnessed.permissions import ConfirmationMode
 from harnessed.permissions.controls import PermissionControls
 from harnessed.plan.controls import PlanControls
 from harnessed.run import AgentRun
@@ -255,7 +254,9 @@ class HarnessAgent(AgentHost):
         (``None``: no limit); one reached ends the call with status ``limit``.
         ``output_type`` overrides the agent's typed final answer (``AgentEndEvent.output``).
         """
-        output = self.output if output_type is None else output_spec(output_type, self.output_retries)
+        output = (
+            self.output if output_type is None else output_spec(output_type, self.output_retries)
+        )
         messages = input_messages(input)
         ctx = (ctx or RuntimeContext()).resolved(self.name)
         if self.runtime is not None:  # the turn runs elsewhere (a Temporal workflow)

@@ -140,6 +140,8 @@ async def test_the_reply_to_a_late_steer_is_shown(tmp_path: Path) -> None:
     finally:
         chat.cancel()
         await agent.close()
+
+
 def test_chat_answers_a_question_the_model_asks(tmp_path: Path) -> None:
     proc = harnessed_process(
         tmp_path,

@@ -6,9 +6,9 @@ import asyncio
 import warnings
 
 from harnessed import HarnessAgent, RuntimeContext, tool
+from harnessed.log import RecordType
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall, Usage
 from harnessed.output import RunResult
-from harnessed.session import RecordType
 
 CTX = RuntimeContext("u", "s")
 

@@ -12,6 +12,7 @@ import pytest
 from typing_extensions import TypedDict
 
 from harnessed import AgentEndEvent, HarnessAgent, RuntimeContext, tool
+from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.output import (
     FINAL_TOOL,
@@ -19,7 +20,6 @@ from harnessed.output import (
     OutputSpec,
     OutputValidationError,
 )
-from harnessed.session import RecordType
 
 CTX = RuntimeContext("u", "s")
 

@@ -10,10 +10,10 @@ import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, Event
+from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import ConfirmationError
 from harnessed.questions import ASK_USER, AskUser, QuestionAnswerError
-from harnessed.session import RecordType
 
 CTX = RuntimeContext("u", "q")
 

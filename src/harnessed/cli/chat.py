@@ -323,9 +323,8 @@ class ChatTerminal:
 
 def _prompt(event: ConfirmationRequestEvent) -> str:
     if not is_question(event.details):
-        return (
-            f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) "
-            + escape("[y/N]")
+        return f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) " + escape(
+            "[y/N]"
         )
     lines = [f"[bold]{escape(str(event.details.get('question')))}[/]"]
     choices = event.details.get("choices") or []

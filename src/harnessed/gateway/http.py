@@ -46,11 +46,9 @@ from harnessed.gateway.schemas import (
 )
 from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
 from harnessed.log.record import RecordType
-from harnessed.permissions import ConfirmationError
 from harnessed.output.spec import OutputSpec
 from harnessed.permissions import ConfirmationError
 from harnessed.questions.answers import QuestionAnswerError, is_question
-from harnessed.session.record import RecordType
 from harnessed.sessions import (
     AgentSession,
     IdempotencyConflictError,

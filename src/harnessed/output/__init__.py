@@ -6,7 +6,7 @@
   steps and ids of one call.
 
 How the run produces the answer (native structured output or the ``final_result`` tool) is in
-:mod:`harnessed.loop.output_step`.
+:mod:`harnessed.run.output_step`.
 """
 
 from harnessed.output.result import ResultStatus, RunResult

@@ -43,7 +43,9 @@ class ResultCalls:
         :class:`~harnessed.output.OutputError` when the typed answer could not be had.
         """
         agent = self._agent
-        spec = agent.output if output_type is None else output_spec(output_type, agent.output_retries)
+        spec = (
+            agent.output if output_type is None else output_spec(output_type, agent.output_retries)
+        )
         events = agent.stream_events(
             input,
             ctx,

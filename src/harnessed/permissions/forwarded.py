@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harnessed.permissions.broker import SessionId
-from harnessed.permissions.pending import PendingConfirmation
+from harnessed.state.parked import PendingConfirmation
 
 __all__ = ["ForwardedRequest", "ForwardedRequests", "Relay"]
 

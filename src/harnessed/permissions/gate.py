@@ -20,7 +20,6 @@ from typing import Literal, Protocol
 from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolUseBlock
 from harnessed.permissions.broker import ConfirmationBroker
 from harnessed.permissions.forwarded import ForwardedRequests
-from harnessed.permissions.pending import ParkedStep, PendingConfirmation
 from harnessed.permissions.policy import PermissionSettings, ToolPermissionCheck, evaluate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.state.agent_state import AgentState

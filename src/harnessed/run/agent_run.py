@@ -34,19 +34,12 @@ from harnessed.events import (
 from harnessed.log.record import RecordType
 from harnessed.messages import Msg
 from harnessed.models.base import ModelResponse
+from harnessed.permissions.flow import MODE_KEY
 from harnessed.run.deps import Interrupted, quietly
 from harnessed.run.fair import checkpoint
 from harnessed.run.model_step import ModelSteps
+from harnessed.run.output_step import OutputSteps
 from harnessed.run.tool_step import ToolSteps
-from harnessed.loop.fair import checkpoint
-from harnessed.loop.host import Interrupted, quietly
-from harnessed.loop.model_step import ModelSteps
-from harnessed.loop.output_step import OutputSteps
-from harnessed.loop.tool_step import ToolSteps
-from harnessed.messages import Msg
-from harnessed.models.base import ModelResponse
-from harnessed.permissions.flow import MODE_KEY
-from harnessed.session.record import RecordType
 from harnessed.tool_call_ids import repair_call_ids
 
 __all__ = ["AgentRun"]

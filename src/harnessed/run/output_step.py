@@ -16,8 +16,6 @@ import json
 from typing import Any
 
 from harnessed.events import AgentEndEvent, RunStatus
-from harnessed.loop.base import RunBase
-from harnessed.loop.host import result_msg
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
 from harnessed.models.base import (
     ModelRequest,
@@ -31,6 +29,8 @@ from harnessed.output.spec import (
     OutputValidationError,
     invalid_errors,
 )
+from harnessed.run.base import RunBase
+from harnessed.run.deps import result_msg
 
 __all__ = ["OutputSteps", "final_alone"]
 

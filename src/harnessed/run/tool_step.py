@@ -6,15 +6,13 @@ from collections.abc import AsyncIterator
 
 from harnessed.events import AgentEndEvent, Event, ToolResultEvent
 from harnessed.log.record import RecordType
-from harnessed.loop.base import RunBase
-from harnessed.loop.host import Interrupted, result_msg
-from harnessed.loop.output_step import final_alone
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
 from harnessed.models.base import structured_output_of
 from harnessed.output.spec import FINAL_TOOL
 from harnessed.permissions.flow import StepDecision, pending_reply
 from harnessed.run.base import RunBase
 from harnessed.run.deps import Interrupted, result_msg
+from harnessed.run.output_step import final_alone
 from harnessed.state.parked import ParkedStep
 from harnessed.tools.base import Tool
 from harnessed.tools.context import ToolContext

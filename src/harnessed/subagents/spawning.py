@@ -7,29 +7,19 @@ import asyncio
 import logging
 from typing import Any
 
-from harnessed.capabilities.base import CallContext
-from harnessed.cost.meter import METER_KEY
-from harnessed.events import Event
-from harnessed.log.record import NewRecord, RecordType
-from harnessed.messages import new_id
-from harnessed.models.base import Model
-from harnessed.models.registry import resolve_model
-from harnessed.runtime import RuntimeContext, SessionRef
-from harnessed.state.agent_state import AgentState
-from harnessed.state.parked import PENDING_KEY
-from harnessed.subagents.board import Running
 from harnessed.capabilities.base import CallContext, Capability
+from harnessed.cost.meter import METER_KEY
 from harnessed.events import ConfirmationRequestEvent, Event
+from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import new_id
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.flow import MODE_KEY
 from harnessed.permissions.forwarded import ForwardedRequest, ForwardedRequests, Relay
-from harnessed.permissions.pending import PENDING_KEY, PendingConfirmation
 from harnessed.questions import ASK_USER, AskUser
-from harnessed.runtime import RuntimeContext
-from harnessed.session.record import NewRecord, RecordType, SessionKey
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
+from harnessed.state.parked import PENDING_KEY, PendingConfirmation
 from harnessed.subagents.board import Owner, Running
 from harnessed.subagents.child import (
     LINK_KEY,
