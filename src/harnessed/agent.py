@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from harnessed._internal.forward import forward
+from harnessed.agent_calls import ResultCalls
 from harnessed.agent_host import AgentHost
 from harnessed.agent_log import SessionQueries
 from harnessed.agent_options import SHORTCUT_OPTIONS, AgentOptions, check_arguments
@@ -42,7 +43,6 @@ from harnessed.memory import MemoryConfig
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
 from harnessed.models.windows import discover_windows
-from harnessed.output.calls import ResultCalls
 from harnessed.output.spec import output_spec
 from harnessed.permissions import ConfirmationMode
 from harnessed.permissions.controls import PermissionControls

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harnessed.events import ConfirmationRequestEvent
-from harnessed.questions.answers import QuestionAnswerError
+from harnessed.permissions.answers import QuestionAnswerError
 from harnessed.runtime import RuntimeContext
 
 

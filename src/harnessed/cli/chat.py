@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from harnessed.cli.render import EventPrinter
     from harnessed.events import ConfirmationRequestEvent, Event
     from harnessed.sessions import AgentSession
-from harnessed.questions.answers import QuestionAnswerError, is_question
+from harnessed.permissions.answers import QuestionAnswerError, is_question
 
 __all__ = ["ChatTerminal", "register"]
 

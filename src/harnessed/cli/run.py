@@ -37,8 +37,8 @@ from harnessed.cli.render import EventPrinter
 from harnessed.cost.limits import UsageLimits
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallStartEvent
 from harnessed.models.registry import resolve_model
+from harnessed.permissions.answers import is_question
 from harnessed.permissions.rules import PermissionRule
-from harnessed.questions.answers import is_question
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.skills import Skills
 from harnessed.subagents import Subagents

@@ -48,7 +48,7 @@ from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
 from harnessed.log.record import RecordType
 from harnessed.output.spec import OutputSpec
 from harnessed.permissions import ConfirmationError
-from harnessed.questions.answers import QuestionAnswerError, is_question
+from harnessed.permissions.answers import QuestionAnswerError, is_question
 from harnessed.sessions import (
     AgentSession,
     IdempotencyConflictError,

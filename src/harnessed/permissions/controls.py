@@ -13,15 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harnessed.log.record import RecordType
-from harnessed.permissions.broker import Answer, ConfirmationError, Posted, SessionId
-from harnessed.permissions.gate import ApprovalGate
-from harnessed.permissions.rules import PermissionMode, PermissionRule
-from harnessed.questions.answers import (
+from harnessed.permissions.answers import (
     QuestionAnswerError,
     check_answer,
     encode_answer,
     is_question,
 )
+from harnessed.permissions.broker import Answer, ConfirmationError, Posted, SessionId
+from harnessed.permissions.gate import ApprovalGate
+from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor

@@ -30,9 +30,8 @@ from harnessed.state.agent_state import AgentState
 from harnessed.state.parked import ParkedStep, PendingConfirmation
 from harnessed.tools.toolkit import ToolGuard
 
-__all__ = ["MODE_KEY", "ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
+__all__ = ["ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
 
-MODE_KEY = "harnessed.confirmations"
 """``CallContext.values`` key: how the call meets confirmation requests (``wait``: someone
 answers while it runs; ``park``)."""
 

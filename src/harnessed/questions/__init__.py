@@ -5,7 +5,7 @@
 * :mod:`.answers` — question details and the check of an answer.
 """
 
-from harnessed.questions.answers import QuestionAnswerError, is_question
+from harnessed.permissions.answers import QuestionAnswerError, is_question
 from harnessed.questions.capability import ASK_USER, AskUser
 
 __all__ = ["ASK_USER", "AskUser", "QuestionAnswerError", "is_question"]

@@ -17,10 +17,10 @@ from typing import Any
 
 from harnessed.capabilities.base import Capability, CapabilityHost
 from harnessed.messages import ToolUseBlock
+from harnessed.permissions.answers import check_schema, decode_answer, question_details
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.gate import ApprovalGate
 from harnessed.permissions.rules import PermissionDecision
-from harnessed.questions.answers import check_schema, decode_answer, question_details
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext

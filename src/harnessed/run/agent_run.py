@@ -34,8 +34,7 @@ from harnessed.events import (
 from harnessed.log.record import RecordType
 from harnessed.messages import Msg
 from harnessed.models.base import ModelResponse
-from harnessed.permissions.flow import MODE_KEY
-from harnessed.run.deps import Interrupted, quietly
+from harnessed.run.deps import MODE_KEY, Interrupted, quietly
 from harnessed.run.fair import checkpoint
 from harnessed.run.model_step import ModelSteps
 from harnessed.run.output_step import OutputSteps

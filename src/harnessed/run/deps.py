@@ -20,7 +20,18 @@ from harnessed.state.store import AgentStateStore
 from harnessed.tools.toolkit import ToolGuard, Toolkit
 from harnessed.workspace.layout import Workspace
 
-__all__ = ["HARNESS_RECORDS", "Interrupted", "LoopHost", "close_stream", "quietly", "result_msg"]
+__all__ = [
+    "MODE_KEY",
+    "HARNESS_RECORDS",
+    "Interrupted",
+    "LoopHost",
+    "close_stream",
+    "quietly",
+    "result_msg",
+]
+
+MODE_KEY = "harnessed.confirmations"
+"""The key of the call's confirmation mode (``wait`` or ``park``) in ``CallContext.values``."""
 
 # Custom events the harness itself emits, and the session log record type of each.
 HARNESS_RECORDS = {

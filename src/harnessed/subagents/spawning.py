@@ -14,9 +14,9 @@ from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import new_id
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
-from harnessed.permissions.flow import MODE_KEY
 from harnessed.permissions.forwarded import ForwardedRequest, ForwardedRequests, Relay
 from harnessed.questions import ASK_USER, AskUser
+from harnessed.run.deps import MODE_KEY
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
 from harnessed.state.parked import PENDING_KEY, PendingConfirmation
