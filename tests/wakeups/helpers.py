@@ -57,4 +57,6 @@ def make_agent(
 
 
 def woken_notes(agent: HarnessAgent, messages: list[Any]) -> list[str]:
-    return [m.text.split("\n", 1)[1] for m in messages if m.role == "user" and "wakeup" in m.metadata]
+    return [
+        m.text.split("\n", 1)[1] for m in messages if m.role == "user" and "wakeup" in m.metadata
+    ]

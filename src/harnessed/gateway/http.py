@@ -42,7 +42,7 @@ from harnessed.gateway.schemas import (
     SteerIn,
     SteerOut,
 )
-from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
+from harnessed.gateway.sse import KEEPALIVE_SECONDS, feed_stream, turn_stream
 from harnessed.permissions import ConfirmationError
 from harnessed.session.record import RecordType
 from harnessed.sessions import (
@@ -53,6 +53,7 @@ from harnessed.sessions import (
     SessionIdleError,
     Turn,
 )
+from harnessed.sessions.feed import feed_of, remote_turn, running_turn_id
 
 __all__ = ["create_app"]
 
@@ -80,6 +81,7 @@ def create_app(
     chat_page: bool = True,
     title: str = "harnessed",
     freeze_startup_objects: bool = True,
+    wakeups: bool = True,
 ) -> FastAPI:
     """The ASGI app of the HTTP channel (serve it with uvicorn, or ``harnessed serve``).
 
@@ -94,6 +96,10 @@ def create_app(
             sight (:func:`gc.freeze`): a full collection then scans only what requests made
             since, a few milliseconds instead of the ~50 ms it took to scan everything, time in
             which the server answers no one.
+        wakeups: While the server runs, fire the due wake-ups of the agents that have the
+            :class:`~harnessed.wakeups.Wakeups` capability (a
+            :class:`~harnessed.wakeups.WakeupDispatcher`; any number of servers may share a
+            store, each wake-up fires once).
     """
     if not isinstance(gateway, Gateway):
         raise TypeError("create_app needs a Gateway (Gateway(agent) serves one agent)")
@@ -102,11 +108,20 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        from harnessed.wakeups import WakeupDispatcher
+
+        dispatcher = WakeupDispatcher(gateway.agents.values()) if wakeups else None
         if freeze_startup_objects:
             gc.collect()
             gc.freeze()
-        yield
-        await gateway.close()
+        if dispatcher is not None and dispatcher.active:
+            dispatcher.start()
+        try:
+            yield
+        finally:
+            if dispatcher is not None:
+                await dispatcher.stop()
+            await gateway.close()
 
     app = FastAPI(
         title=title,
@@ -149,14 +164,20 @@ def create_app(
 
     Owned = Annotated[AgentSession, Depends(owned)]
 
-    def out(session: AgentSession, updated_at: float | None = None) -> SessionOut:
-        running = session.running
+    def out(
+        session: AgentSession, updated_at: float | None = None, running: str | None = None
+    ) -> SessionOut:
+        turn = session.running
         return SessionOut(
             session_id=session.session_id,
             agent=session.agent.name,
             updated_at=updated_at,
-            running_turn=running.id if running is not None else None,
+            running_turn=turn.id if turn is not None else running,
         )
+
+    async def out_anywhere(session: AgentSession) -> SessionOut:
+        """``out`` with the turn running on any server of a shared store."""
+        return out(session, running=await running_turn_id(session))
 
     def stream(turn: Turn) -> StreamingResponse:
         return EventStreamResponse(
@@ -195,7 +216,7 @@ def create_app(
         created = await gateway.open(session, channel="http")
         if not created:
             response.status_code = 200
-        return Created(**out(session).model_dump(), created=created)
+        return Created(**(await out_anywhere(session)).model_dump(), created=created)
 
     @app.get("/v1/sessions", response_model=SessionList, responses=_NOT_FOUND, tags=["sessions"])
     async def list_sessions(user: User, agent: AgentName = None) -> SessionList:
@@ -204,9 +225,17 @@ def create_app(
             infos = await gateway.sessions(user, agent)
         except UnknownAgentError as exc:
             raise HTTPException(404, str(exc)) from None
+        served = gateway.agent(agent)
+        feed = feed_of(served)
+        elsewhere: dict[str, str] = {}
+        if feed is not None and infos:
+            with contextlib.suppress(Exception):  # a store that is down: local turns only
+                elsewhere = await feed.running_in(served.name, user)
         return SessionList(
             sessions=[
-                out(session_of(user, i.session_id, agent), i.updated_at)
+                out(
+                    session_of(user, i.session_id, agent), i.updated_at, elsewhere.get(i.session_id)
+                )
                 for i in infos
                 if _valid_id(i.session_id)
             ]
@@ -219,8 +248,9 @@ def create_app(
         tags=["sessions"],
     )
     async def get_session(session: Owned) -> SessionOut:
-        """One session of the caller."""
-        return out(session)
+        """One session of the caller; ``running_turn`` is the turn running in it on any
+        server sharing the store."""
+        return await out_anywhere(session)
 
     @app.get(
         "/v1/sessions/{session_id}/messages",
@@ -271,10 +301,17 @@ def create_app(
         session: Owned, turn_id: Annotated[str, Path(max_length=100)]
     ) -> StreamingResponse:
         """A turn's events again, from its start and then live (a page that reconnects).
-        Turns are kept in the server's memory for a while; an unknown one is 404."""
+        Turns are kept in the server's memory for a while; with a shared store a turn of
+        another server streams from the store's feed; an unknown one is 404."""
         for turn in session.tasks:
             if turn.id == turn_id:
                 return stream(turn)
+        remote = await remote_turn(session, turn_id)
+        if remote is not None:
+            return EventStreamResponse(
+                feed_stream(remote, keepalive),
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
         raise HTTPException(404, f"no turn {turn_id!r} in this session on this server")
 
     @app.post(

@@ -114,8 +114,7 @@ class WakeupsConfig:
             raise ValueError(f"WakeupsConfig.min_delay must be a number, got {self.min_delay!r}")
         if not 0 <= self.min_delay <= self.max_delay:
             raise ValueError(
-                "WakeupsConfig.min_delay must be between 0 and max_delay, "
-                f"got {self.min_delay!r}"
+                f"WakeupsConfig.min_delay must be between 0 and max_delay, got {self.min_delay!r}"
             )
         object.__setattr__(self, "tz", _zone(self.timezone))
 
@@ -170,9 +169,7 @@ def next_cron(spec: str, after: float, tz: tzinfo = UTC) -> float:
     try:
         from cronsim import CronSim, CronSimError
     except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "cron wake-ups need cronsim: pip install 'harnessed[wakeups]'"
-        ) from exc
+        raise ImportError("cron wake-ups need cronsim: pip install 'harnessed[wakeups]'") from exc
     start = datetime.fromtimestamp(after, tz)
     try:
         return next(CronSim(spec, start)).timestamp()
@@ -188,8 +185,7 @@ def check_cron(spec: str, now: float, config: WakeupsConfig) -> float:
     second = next_cron(spec, first, config.tz)
     if second - first < config.min_cron_interval:
         raise WakeupError(
-            f"cron spec {spec!r} fires more often than every "
-            f"{config.min_cron_interval:g} seconds"
+            f"cron spec {spec!r} fires more often than every {config.min_cron_interval:g} seconds"
         )
     if first - now > config.max_delay:
         raise WakeupError(f"cron spec {spec!r} first fires too far ahead ({iso(first)})")
