@@ -8,6 +8,7 @@ free place cannot both win.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from typing import Any
 
@@ -55,7 +56,7 @@ class PostgresWakeupStore:
         async with self.store.connection() as conn, conn.transaction():
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))",
-                (f"wakeups\x00{wakeup.agent}\x00{wakeup.user_id}",),
+                (json.dumps(["wakeups", wakeup.agent, wakeup.user_id]),),
             )
             cursor = await conn.execute(
                 "SELECT count(*) FROM harnessed_wakeups WHERE agent_id = %s AND user_id = %s",
