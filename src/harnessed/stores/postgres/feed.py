@@ -142,9 +142,9 @@ class PostgresTurnFeed:
                     (turn_id,),
                 )
                 await conn.execute(
-                    f"DELETE FROM harnessed_turn_runs WHERE ended_at < {_NOW} - %s"
-                    f" OR (ended_at IS NULL AND started_at < {_NOW} - %s)",
-                    (self.keep_seconds, max(self.keep_seconds, 7 * 86_400.0)),
+                    "DELETE FROM harnessed_turn_runs WHERE turn_id <> %s AND"
+                    f" (ended_at < {_NOW} - %s OR (ended_at IS NULL AND started_at < {_NOW} - %s))",
+                    (turn_id, self.keep_seconds, max(self.keep_seconds, 7 * 86_400.0)),
                 )
             await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, turn_id))
 
