@@ -13,8 +13,11 @@ import httpx
 import pytest
 
 from harnessed.stores.postgres import PostgresStore
+from tests.gateway import test_browser
 from tests.support.postgres import postgres_store
 from tests.support.serve_process import AUTH, Frame, frames, serve_process
+
+chromium = test_browser.chromium  # the fixture: Debian's Chromium for Playwright
 
 
 @pytest.fixture
@@ -101,3 +104,48 @@ async def test_a_turn_on_one_server_is_listed_and_streamed_by_another(
         assert (await a.post("/v1/sessions", json={"session_id": "other"})).status_code == 201
         assert (await b.get(f"/v1/sessions/other/turns/{turn}/events")).status_code == 404
         assert (await b.get("/v1/sessions/shared/turns/run_nonexistent/events")).status_code == 404
+
+
+async def test_the_chat_page_of_one_server_follows_a_turn_of_another(
+    pg: PostgresStore, tmp_path: Path, chromium: str
+) -> None:
+    """A reload that the load balancer sends elsewhere: the page, served by B, finds the
+    turn running on A and shows it to its end."""
+    from playwright.async_api import async_playwright, expect
+
+    env = {"SERVE_APP_SCHEMA": pg.schema, "SERVE_APP_SIGNALS": str(tmp_path)}
+    async with (
+        serve_process(env) as url_a,
+        serve_process(env) as url_b,
+        httpx.AsyncClient(base_url=url_a, headers=AUTH, timeout=60) as a,
+    ):
+        assert (await a.post("/v1/sessions", json={"session_id": "paged"})).status_code == 201
+
+        async def talk_to_a() -> None:
+            r = await a.post("/v1/sessions/paged/messages", json={"text": "wait two"})
+            assert [f async for f in frames(r)][-1][1] == "agent_end"
+
+        talking = asyncio.create_task(talk_to_a())
+        await asyncio.wait_for(until(tmp_path / "started-two"), 60)
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(
+                executable_path=chromium,
+                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
+            )
+            try:
+                page = await browser.new_page()
+                await page.goto(url_b + "/")
+                await page.fill("#token", AUTH["Authorization"].removeprefix("Bearer "))
+                await page.dispatch_event("#token", "change")
+                await page.locator("#sessions li").first.click()
+                await expect(page.locator(".user").last).to_have_text("wait two")
+                await expect(page.locator("details.tool").last).to_contain_text("wait_for_signal")
+                await expect(page.locator("#send")).to_have_text("Steer")  # running, here too
+                (tmp_path / "release-two").touch()
+                await expect(page.locator(".assistant").last).to_contain_text(
+                    "All done after the tool said: released two"
+                )
+                await expect(page.locator("#send")).to_have_text("Send")
+            finally:
+                await browser.close()
+        await asyncio.wait_for(talking, 60)

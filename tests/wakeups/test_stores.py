@@ -171,5 +171,7 @@ async def test_an_agent_on_postgres_keeps_its_wakeups_there(pg: PostgresStore) -
     assert len(turns) == 1
     await turns[0].result()
     assert woken_notes(one, await two.session_messages(ctx)) == ["from server one"]
+    for agent in (one, two):  # the turn's last feed write is done before it lets go
+        await agent.session(ctx).wait_idle()
     await one.close()
     await two.close()

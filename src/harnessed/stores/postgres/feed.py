@@ -36,6 +36,16 @@ _LIVE = (
     f" AND t.expires_at > {_NOW}"
 )
 _PAGE = 500
+_INSERT = (
+    "ins AS (INSERT INTO harnessed_turn_events (turn_id, seq, kind, data)"
+    " SELECT %(turn)s, u.seq, u.kind, u.data FROM unnest(%(seqs)s::integer[],"
+    " %(kinds)s::text[], %(datas)s::text[]) AS u(seq, kind, data) ON CONFLICT DO NOTHING)"
+)
+_WRITE = f"WITH {_INSERT} SELECT pg_notify(%(channel)s, %(turn)s)"
+_WRITE_ENDED = (
+    f"WITH {_INSERT}, ended AS (UPDATE harnessed_turn_runs SET ended_at = {_NOW}"
+    " WHERE turn_id = %(turn)s) SELECT pg_notify(%(channel)s, %(turn)s)"
+)
 
 
 class _Listener:
@@ -124,29 +134,29 @@ class PostgresTurnFeed:
     async def write(self, turn_id: str, entries: Sequence[FeedEntry]) -> None:
         if not entries:
             return
-        rows = [
-            (turn_id, e.seq, e.kind, json.dumps(e.data, ensure_ascii=False, separators=(",", ":")))
-            for e in entries
-        ]
-        ended = any(e.kind == "end" for e in entries)
-        async with self.store.connection() as conn, conn.transaction():
-            async with conn.cursor() as cursor:
-                await cursor.executemany(
-                    "INSERT INTO harnessed_turn_events (turn_id, seq, kind, data)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    rows,
-                )
+        seqs = [e.seq for e in entries]
+        kinds = [e.kind for e in entries]
+        datas = [json.dumps(e.data, ensure_ascii=False, separators=(",", ":")) for e in entries]
+        ended = "end" in kinds
+        # one statement (atomic without a transaction that a cancelled task could leave open):
+        # the rows, the end mark, and the notification, delivered when it commits
+        async with self.store.connection() as conn:
+            await conn.execute(
+                _WRITE_ENDED if ended else _WRITE,
+                {
+                    "turn": turn_id,
+                    "seqs": seqs,
+                    "kinds": kinds,
+                    "datas": datas,
+                    "channel": self.channel,
+                },
+            )
             if ended:
-                await conn.execute(
-                    f"UPDATE harnessed_turn_runs SET ended_at = {_NOW} WHERE turn_id = %s",
-                    (turn_id,),
-                )
                 await conn.execute(
                     "DELETE FROM harnessed_turn_runs WHERE turn_id <> %s AND"
                     f" (ended_at < {_NOW} - %s OR (ended_at IS NULL AND started_at < {_NOW} - %s))",
                     (turn_id, self.keep_seconds, max(self.keep_seconds, 7 * 86_400.0)),
                 )
-            await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, turn_id))
 
     # ----------------------------------------------------------------- reading
     async def running(self, key: SessionKey) -> str | None:
