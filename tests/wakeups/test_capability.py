@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from harnessed import RuntimeContext
+from harnessed.sessions import Turn
 from harnessed.wakeups import (
     MemoryWakeupStore,
     SqliteWakeupStore,
+    Wakeup,
     WakeupDispatcher,
     WakeupError,
     WakeupLimitError,
@@ -155,3 +157,35 @@ def test_the_config_names_the_wrong_field() -> None:
         WakeupsConfig(timezone="Mars/Olympus")
     with pytest.raises(ValueError, match="min_delay"):
         WakeupsConfig(min_delay=-1)
+
+
+async def test_the_outbound_hooks_get_the_woken_turn_and_a_failing_one_harms_nothing(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    sent: list[tuple[str, str]] = []
+
+    async def push(wakeup: Wakeup, turn: Turn) -> None:
+        end = await turn.result()
+        sent.append((wakeup.note, end.reply.text))
+
+    async def broken(wakeup: Wakeup, turn: Turn) -> None:
+        raise ConnectionError("the chat app is down")
+
+    agent = make_agent(tmp_path, clock)
+    wakeups = agent.capability(Wakeups)
+    assert wakeups is not None
+    wakeups.on_woken = push
+    await wakeups.schedule(CTX, "tell alice", after=5)
+    await wakeups.schedule(CTX, "tell alice again", after=6)
+    clock.now += 10
+    dispatcher = WakeupDispatcher([agent], on_woken=broken, clock=clock)
+    turns = await dispatcher.run_due()
+    assert len(turns) == 2
+    await dispatcher.stop()  # waits for the hooks
+    assert sent == [
+        ("tell alice", "woken: tell alice"),
+        ("tell alice again", "woken: tell alice again"),
+    ]
+    assert await wakeups.pending(CTX) == []
+    await agent.close()

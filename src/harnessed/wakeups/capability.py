@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessed.capabilities.base import Capability, CapabilityHost
 from harnessed.messages import new_id
@@ -19,6 +19,9 @@ from harnessed.runtime import RuntimeContext
 from harnessed.tools.base import Tool
 from harnessed.wakeups.spec import Wakeup, WakeupsConfig, check_note, first_due
 from harnessed.wakeups.store import MemoryWakeupStore, WakeupScheduler
+
+if TYPE_CHECKING:
+    from harnessed.wakeups.dispatcher import OnWoken
 
 __all__ = ["Wakeups", "default_wakeup_store"]
 
@@ -51,6 +54,9 @@ class Wakeups(Capability):
             :class:`~harnessed.wakeups.WakeupScheduler` (a runtime with schedules of its own)
             fires them itself.
         tools: Give the model ``schedule_wakeup``, ``list_wakeups`` and ``cancel_wakeup``.
+        on_woken: The outbound hook, called by whichever dispatcher fires a wake-up of this
+            agent (``harnessed serve``'s too) with the wake-up and its queued turn: a channel
+            awaits ``turn.result()`` and sends the reply to the session's outbound address.
         clock: Epoch seconds now.
     """
 
@@ -62,6 +68,7 @@ class Wakeups(Capability):
         *,
         store: WakeupScheduler | None = None,
         tools: bool = True,
+        on_woken: OnWoken | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if config is not None and not isinstance(config, WakeupsConfig):
@@ -71,6 +78,7 @@ class Wakeups(Capability):
         self.config = config or WakeupsConfig()
         self._store = store
         self._tools = tools
+        self.on_woken = on_woken
         self.clock = clock
         self.agent_name = ""
 

@@ -74,7 +74,8 @@ class WakeupDispatcher:
 
     Args:
         agents: The agents this process serves.
-        on_woken: The outbound hook (see :data:`OnWoken`).
+        on_woken: An outbound hook for every agent's wake-ups (see :data:`OnWoken`), besides
+            the one of each agent's :class:`Wakeups` capability.
         batch: The most wake-ups one pass claims per agent.
         clock: Epoch seconds now (tests pass a clock of their own).
     """
@@ -150,16 +151,17 @@ class WakeupDispatcher:
                 logger.exception("wake-up %s: cron spec %r failed", wakeup.id, wakeup.cron)
         if not await store.settle(wakeup, self.holder, next_due):
             logger.warning("wake-up %s: its claim ran out before it was settled", wakeup.id)
-        if self.on_woken is not None:
-            hook = asyncio.create_task(self._woken(wakeup, turn))
-            self._hooks.add(hook)
-            hook.add_done_callback(self._hooks.discard)
+        for on_woken in (capability.on_woken, self.on_woken):
+            if on_woken is not None:
+                hook = asyncio.create_task(self._woken(on_woken, wakeup, turn))
+                self._hooks.add(hook)
+                hook.add_done_callback(self._hooks.discard)
         return turn
 
-    async def _woken(self, wakeup: Wakeup, turn: Turn) -> None:
-        assert self.on_woken is not None
+    @staticmethod
+    async def _woken(on_woken: OnWoken, wakeup: Wakeup, turn: Turn) -> None:
         try:
-            await self.on_woken(wakeup, turn)
+            await on_woken(wakeup, turn)
         except Exception:
             logger.exception("the on_woken hook failed for wake-up %s", wakeup.id)
 
