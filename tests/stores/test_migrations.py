@@ -52,7 +52,7 @@ async def test_a_lease_held_before_the_upgrade_still_holds_and_waiters_queue(
         )
     store = PostgresStore(URL, schema=schema)
     try:
-        assert await store.upgrade() == [4]
+        assert (await store.upgrade())[0] == 4  # and the later ones
         gate = PostgresTurnGate(store, lease_seconds=600, poll_interval=0.02)
         with pytest.raises(SessionBusyError):
             await gate.acquire("s", wait=False)

@@ -44,7 +44,7 @@ from harnessed.gateway.schemas import (
     SteerOut,
     UsageOut,
 )
-from harnessed.gateway.sse import KEEPALIVE_SECONDS, turn_stream
+from harnessed.gateway.sse import KEEPALIVE_SECONDS, feed_stream, turn_stream
 from harnessed.log.record import RecordType
 from harnessed.output.spec import OutputSpec
 from harnessed.permissions import ConfirmationError
@@ -57,6 +57,7 @@ from harnessed.sessions import (
     SessionIdleError,
     Turn,
 )
+from harnessed.sessions.feed import feed_of, remote_turn, running_turn_id
 
 __all__ = ["create_app"]
 
@@ -85,6 +86,7 @@ def create_app(
     title: str = "harnessed",
     freeze_startup_objects: bool = True,
     ag_ui: bool = False,
+    wakeups: bool = True,
 ) -> FastAPI:
     """The ASGI app of the HTTP channel (serve it with uvicorn, or ``harnessed serve``).
 
@@ -104,6 +106,10 @@ def create_app(
 
     The gateway's channels (Slack, Feishu, webhook ...) are served by the same app: their
     routes are mounted here and they start and stop with the server.
+        wakeups: While the server runs, fire the due wake-ups of the agents that have the
+            :class:`~harnessed.wakeups.Wakeups` capability (a
+            :class:`~harnessed.wakeups.WakeupDispatcher`; any number of servers may share a
+            store, each wake-up fires once).
     """
     if not isinstance(gateway, Gateway):
         raise TypeError("create_app needs a Gateway (Gateway(agent) serves one agent)")
@@ -112,12 +118,21 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        from harnessed.wakeups import WakeupDispatcher
+
+        dispatcher = WakeupDispatcher(gateway.agents.values()) if wakeups else None
         if freeze_startup_objects:
             gc.collect()
             gc.freeze()
         await gateway.start()
-        yield
-        await gateway.close()
+        if dispatcher is not None and dispatcher.active:
+            dispatcher.start()
+        try:
+            yield
+        finally:
+            if dispatcher is not None:
+                await dispatcher.stop()
+            await gateway.close()
 
     app = FastAPI(
         title=title,
@@ -161,14 +176,20 @@ def create_app(
 
     Owned = Annotated[AgentSession, Depends(owned)]
 
-    def out(session: AgentSession, updated_at: float | None = None) -> SessionOut:
-        running = session.running
+    def out(
+        session: AgentSession, updated_at: float | None = None, running: str | None = None
+    ) -> SessionOut:
+        turn = session.running
         return SessionOut(
             session_id=session.session_id,
             agent=session.agent.name,
             updated_at=updated_at,
-            running_turn=running.id if running is not None else None,
+            running_turn=turn.id if turn is not None else running,
         )
+
+    async def out_anywhere(session: AgentSession) -> SessionOut:
+        """``out`` with the turn running on any server of a shared store."""
+        return out(session, running=await running_turn_id(session))
 
     def stream(turn: Turn) -> StreamingResponse:
         return EventStreamResponse(
@@ -207,7 +228,7 @@ def create_app(
         created = await gateway.open(session, channel="http")
         if not created:
             response.status_code = 200
-        return Created(**out(session).model_dump(), created=created)
+        return Created(**(await out_anywhere(session)).model_dump(), created=created)
 
     @app.get("/v1/sessions", response_model=SessionList, responses=_NOT_FOUND, tags=["sessions"])
     async def list_sessions(user: User, agent: AgentName = None) -> SessionList:
@@ -216,9 +237,17 @@ def create_app(
             infos = await gateway.sessions(user, agent)
         except UnknownAgentError as exc:
             raise HTTPException(404, str(exc)) from None
+        served = gateway.agent(agent)
+        feed = feed_of(served)
+        elsewhere: dict[str, str] = {}
+        if feed is not None and infos:
+            with contextlib.suppress(Exception):  # a store that is down: local turns only
+                elsewhere = await feed.running_in(served.name, user)
         return SessionList(
             sessions=[
-                out(session_of(user, i.session_id, agent), i.updated_at)
+                out(
+                    session_of(user, i.session_id, agent), i.updated_at, elsewhere.get(i.session_id)
+                )
                 for i in infos
                 if _valid_id(i.session_id)
             ]
@@ -231,9 +260,11 @@ def create_app(
         tags=["sessions"],
     )
     async def get_session(session: Owned) -> SessionOut:
-        """One session of the caller, with what it has spent so far."""
+        """One session of the caller, with what it has spent so far; ``running_turn`` is the
+        turn running in it on any server sharing the store."""
         usage = await session.agent.session_usage(session.ctx)
-        return out(session).model_copy(update={"usage": UsageOut(**usage.to_dict())})
+        view = await out_anywhere(session)
+        return view.model_copy(update={"usage": UsageOut(**usage.to_dict())})
 
     @app.get(
         "/v1/sessions/{session_id}/messages",
@@ -284,10 +315,17 @@ def create_app(
         session: Owned, turn_id: Annotated[str, Path(max_length=100)]
     ) -> StreamingResponse:
         """A turn's events again, from its start and then live (a page that reconnects).
-        Turns are kept in the server's memory for a while; an unknown one is 404."""
+        Turns are kept in the server's memory for a while; with a shared store a turn of
+        another server streams from the store's feed; an unknown one is 404."""
         for turn in session.tasks:
             if turn.id == turn_id:
                 return stream(turn)
+        remote = await remote_turn(session, turn_id)
+        if remote is not None:
+            return EventStreamResponse(
+                feed_stream(remote, keepalive),
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
         raise HTTPException(404, f"no turn {turn_id!r} in this session on this server")
 
     @app.post(

@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from harnessed.sessions import Turn
+from harnessed.sessions.feed import RemoteTurn
 
-__all__ = ["KEEPALIVE_SECONDS", "frame", "turn_stream"]
+__all__ = ["KEEPALIVE_SECONDS", "feed_stream", "frame", "turn_stream"]
 
 KEEPALIVE_SECONDS = 15.0
 
@@ -49,3 +50,28 @@ async def turn_stream(turn: Turn, keepalive: float = KEEPALIVE_SECONDS) -> Async
             },
             count + 1,
         )
+
+
+async def feed_stream(
+    turn: RemoteTurn, keepalive: float = KEEPALIVE_SECONDS
+) -> AsyncIterator[bytes]:
+    """The frames of a turn that runs on another server, from the store's feed: the same
+    frames, with the same ids, as :func:`turn_stream` gives on the server running it (the
+    first, ``turn``, says ``running``)."""
+    yield frame("turn", {"turn_id": turn.id, "status": "running"})
+    last = ""
+    async for batch in turn.batches(keepalive):
+        if not batch:
+            yield b": keep-alive\n\n"
+            continue
+        frames = []
+        for entry in batch:
+            data = entry.data
+            if entry.kind == "event":
+                last = str(data.get("type", "event"))
+                frames.append(frame(last, data, entry.seq))
+            elif "error_type" in data and last != "error":
+                error = {"error_type": data["error_type"], "message": data.get("message", "")}
+                frames.append(frame("error", error, entry.seq))
+        if frames:
+            yield b"".join(frames)

@@ -28,6 +28,7 @@ from harnessed.turns.control import steering_text
 from harnessed.turns.gate import SessionBusyError, TurnGate, TurnLease
 from harnessed.turns.lease import keep_renewed
 from harnessed.turns.notes import (
+from harnessed.sessions.feed import writer_for
     Delivery,
     Note,
     late_steering,
@@ -379,6 +380,7 @@ class AgentSession:
             else asyncio.create_task(listen_for_notes(notes, lease, turn.control, stop))
         )
         ctx = RuntimeContext(self.user_id, self.session_id, run_id=turn.id, extras=self.extras)
+        feed = writer_for(self, turn.id, lease)  # other servers follow the turn (shared store)
         error: BaseException | None = None
         slots = self.slots.get() if self.slots is not None else None
         try:
@@ -392,6 +394,8 @@ class AgentSession:
                 control=turn.control,
             ):
                 turn.publish(event)
+                if feed is not None:
+                    feed.add(event)
                 for queue in self._listeners:
                     queue.put_nowait(event)
         except BaseException as exc:
@@ -409,6 +413,8 @@ class AgentSession:
                     await asyncio.shield(listener)
             finally:
                 turn.finish(error)
+                if feed is not None:  # written before the lease is given back
+                    await feed.close(turn)
 
     async def _late_notes(self, lease: TurnLease) -> list[Msg]:
         """Steering notes that came for the turn as it ended (collected after the lease was

@@ -22,10 +22,12 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
+    from harnessed.stores.postgres.feed import PostgresTurnFeed
     from harnessed.stores.postgres.gate import PostgresTurnGate
     from harnessed.stores.postgres.log import PostgresSessionLogStore
     from harnessed.stores.postgres.search import PostgresSearchIndex
     from harnessed.stores.postgres.state import PostgresStateStore
+    from harnessed.stores.postgres.wakeups import PostgresWakeupStore
 
 __all__ = ["PostgresStore", "Purpose", "is_postgres_url"]
 
@@ -72,6 +74,7 @@ class PostgresStore:
         default_factory=weakref.WeakKeyDictionary, init=False, repr=False
     )
     _checked: bool = field(default=False, init=False, repr=False)
+    _feed: PostgresTurnFeed | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.strip():
@@ -122,6 +125,22 @@ class PostgresStore:
             return PostgresTurnGate(self)
         return PostgresTurnGate(self, lease_seconds=lease_seconds)
 
+    def turn_feed(self) -> PostgresTurnFeed:
+        """The running turns and their events, readable by every server (a
+        :class:`~harnessed.sessions.feed.TurnFeed`; one per store)."""
+        if self._feed is None:
+            from harnessed.stores.postgres.feed import PostgresTurnFeed
+
+            self._feed = PostgresTurnFeed(self)
+        return self._feed
+
+    def wakeup_store(self) -> PostgresWakeupStore:
+        """The wake-ups of the agents using this database (a
+        :class:`~harnessed.wakeups.WakeupStore`)."""
+        from harnessed.stores.postgres.wakeups import PostgresWakeupStore
+
+        return PostgresWakeupStore(self)
+
     # ------------------------------------------------------------ connections
     @asynccontextmanager
     async def connection(self, purpose: Purpose = "data") -> AsyncIterator[AsyncConnection[Any]]:
@@ -156,6 +175,8 @@ class PostgresStore:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # pragma: no cover - close() is a coroutine
             return
+        if self._feed is not None:
+            await self._feed.close()
         for purpose in get_args(Purpose):
             pool = self._pools.pop((loop, purpose), None)
             if pool is not None:

@@ -130,6 +130,53 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX harnessed_turn_queue_line ON harnessed_turn_queue (session, id);
         """,
     ),
+    # 5 and 6 are left to changes made at the same time (numbers are only ever added, and a
+    # database at a later number skips earlier ones)
+    Migration(
+        7,
+        "wake-ups; running turns and their events for every server",
+        """
+        CREATE TABLE harnessed_wakeups (
+            id          text PRIMARY KEY,
+            agent_id    text NOT NULL,
+            user_id     text NOT NULL,
+            session_id  text NOT NULL,
+            note        text NOT NULL,
+            due_at      double precision NOT NULL,
+            cron        text,
+            created_at  double precision NOT NULL,
+            fired       integer NOT NULL DEFAULT 0,
+            holder      text NOT NULL DEFAULT '',
+            claim_until double precision NOT NULL DEFAULT 0
+        );
+        CREATE INDEX harnessed_wakeups_due ON harnessed_wakeups (agent_id, due_at);
+        CREATE INDEX harnessed_wakeups_user
+            ON harnessed_wakeups (agent_id, user_id, session_id);
+
+        -- a turn running (or run lately) on some server: its lease (the turn gate's session
+        -- key and holder) says whether it still runs; its events follow in order
+        CREATE TABLE harnessed_turn_runs (
+            turn_id    text PRIMARY KEY,
+            lease      text NOT NULL,
+            holder     text NOT NULL,
+            agent_id   text NOT NULL,
+            user_id    text NOT NULL,
+            session_id text NOT NULL,
+            started_at double precision NOT NULL,
+            ended_at   double precision
+        );
+        CREATE INDEX harnessed_turn_runs_open
+            ON harnessed_turn_runs (agent_id, user_id, session_id) WHERE ended_at IS NULL;
+        CREATE INDEX harnessed_turn_runs_ended ON harnessed_turn_runs (ended_at);
+        CREATE TABLE harnessed_turn_events (
+            turn_id text NOT NULL REFERENCES harnessed_turn_runs ON DELETE CASCADE,
+            seq     integer NOT NULL,
+            kind    text NOT NULL,
+            data    text NOT NULL,
+            PRIMARY KEY (turn_id, seq)
+        );
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
