@@ -18,9 +18,8 @@ import uuid
 
 import psycopg
 
-from harnessed.session.record import SessionKey
+from harnessed.runtime import SessionRef
 from harnessed.sessions.feed import FeedEntry
-from harnessed.sessions.lease import gate_key
 from harnessed.stores.postgres import PostgresStore
 
 N = 300
@@ -31,8 +30,8 @@ async def main(url: str) -> None:
     writer, reader = PostgresStore(url, schema=schema), PostgresStore(url, schema=schema)
     try:
         await writer.upgrade()
-        key = SessionKey("bench", "u", "s")
-        lease = await writer.turn_gate().acquire(gate_key("bench", "u", "s"))
+        key = SessionRef("bench", "u", "s")
+        lease = await writer.turn_gate().acquire(SessionRef.token_of("bench", "u", "s"))
         await writer.turn_feed().begin(key, "run_bench", lease)
         seen: asyncio.Queue[float] = asyncio.Queue()
 

@@ -44,6 +44,11 @@ class SessionRef:
         return json.dumps([self.agent_id, self.user_id, self.session_id])
 
     @classmethod
+    def token_of(cls, agent_id: str, user_id: str, session_id: str) -> str:
+        """:attr:`token` of the ref of these three ids."""
+        return cls(agent_id, user_id, session_id).token
+
+    @classmethod
     def of(cls, agent_id: str, ctx: RuntimeContext) -> SessionRef:
         """The session a resolved context names for ``agent_id``."""
         return cls(agent_id, ctx.user_id, ctx.session)

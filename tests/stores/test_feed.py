@@ -10,14 +10,13 @@ from collections.abc import AsyncIterator
 import psycopg
 import pytest
 
-from harnessed.session.record import SessionKey
+from harnessed.runtime import SessionRef
 from harnessed.sessions import TurnLease
 from harnessed.sessions.feed import FeedEntry
-from harnessed.sessions.lease import gate_key
 from harnessed.stores.postgres import PostgresStore
 from tests.support.postgres import URL, postgres_store
 
-KEY = SessionKey("bot", "alice", "s1")
+KEY = SessionRef("bot", "alice", "s1")
 
 
 @pytest.fixture
@@ -32,7 +31,7 @@ def entry(seq: int, text: str) -> FeedEntry:
 
 async def test_a_turn_whose_server_died_ends_for_its_readers(pg: PostgresStore) -> None:
     feed = pg.turn_feed()
-    lease = TurnLease(gate_key("bot", "alice", "s1"), "dead-host", 0)
+    lease = TurnLease(SessionRef.token_of("bot", "alice", "s1"), "dead-host", 0)
     await feed.begin(KEY, "run_dead", lease)  # no live lease row: its holder is gone
     await feed.write("run_dead", [entry(1, "half a "), entry(2, "reply")])
     assert await feed.running(KEY) is None
@@ -46,12 +45,12 @@ async def test_a_turn_whose_server_died_ends_for_its_readers(pg: PostgresStore) 
 async def test_live_batches_reach_a_reader_once_in_order(pg: PostgresStore) -> None:
     feed = pg.turn_feed()
     gate = pg.turn_gate()
-    lease = await gate.acquire(gate_key("bot", "alice", "s1"))
+    lease = await gate.acquire(SessionRef.token_of("bot", "alice", "s1"))
     await feed.begin(KEY, "run_live", lease)
     assert await feed.running(KEY) == "run_live"
     assert await feed.running_in("bot", "alice") == {"s1": "run_live"}
-    assert not await feed.known(SessionKey("bot", "alice", "s2"), "run_live")
-    assert not await feed.known(SessionKey("bot", "mallory", "s1"), "run_live")
+    assert not await feed.known(SessionRef("bot", "alice", "s2"), "run_live")
+    assert not await feed.known(SessionRef("bot", "mallory", "s1"), "run_live")
     got: list[FeedEntry] = []
     first = asyncio.Event()
 

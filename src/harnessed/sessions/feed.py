@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from harnessed.events import Event
-from harnessed.session.record import SessionKey
-from harnessed.sessions.gate import TurnLease
+from harnessed.runtime import SessionRef
+from harnessed.turns.gate import TurnLease
 
 if TYPE_CHECKING:
     from harnessed.sessions.session import AgentSession
@@ -57,7 +57,7 @@ class FeedEntry:
 class TurnFeed(Protocol):
     """A store's record of running turns and their events, readable by every server."""
 
-    async def begin(self, key: SessionKey, turn_id: str, lease: TurnLease) -> None:
+    async def begin(self, key: SessionRef, turn_id: str, lease: TurnLease) -> None:
         """A turn holding ``lease`` started in the session ``key``."""
         ...
 
@@ -65,7 +65,7 @@ class TurnFeed(Protocol):
         """Entries of a begun turn, in order (an ``end`` entry is its last)."""
         ...
 
-    async def running(self, key: SessionKey) -> str | None:
+    async def running(self, key: SessionRef) -> str | None:
         """The turn running in the session now on any server (its lease is live)."""
         ...
 
@@ -73,12 +73,12 @@ class TurnFeed(Protocol):
         """Session id -> the turn running in it now, for every session of a user."""
         ...
 
-    async def known(self, key: SessionKey, turn_id: str) -> bool:
+    async def known(self, key: SessionRef, turn_id: str) -> bool:
         """Whether the session has (or lately had) that turn on some server."""
         ...
 
     def follow(
-        self, key: SessionKey, turn_id: str, idle: float | None = None
+        self, key: SessionRef, turn_id: str, idle: float | None = None
     ) -> AsyncIterator[list[FeedEntry]]:
         """The turn's entries from its first, then live, until its ``end`` (one is made up
         when the turn's server died without writing it). After ``idle`` seconds without an
@@ -98,7 +98,7 @@ def feed_of(agent: object) -> TurnFeed | None:
 class FeedWriter:
     """Writes one turn's events to a feed in the background, in batches."""
 
-    def __init__(self, feed: TurnFeed, key: SessionKey, turn_id: str, lease: TurnLease) -> None:
+    def __init__(self, feed: TurnFeed, key: SessionRef, turn_id: str, lease: TurnLease) -> None:
         self.feed = feed
         self.turn_id = turn_id
         self._pending: list[FeedEntry] = []
@@ -135,7 +135,7 @@ class FeedWriter:
         except Exception:
             return  # logged by the writer
 
-    async def _write(self, key: SessionKey, lease: TurnLease) -> None:
+    async def _write(self, key: SessionRef, lease: TurnLease) -> None:
         try:
             await self.feed.begin(key, self.turn_id, lease)
             while True:
@@ -155,8 +155,8 @@ class FeedWriter:
             raise
 
 
-def _key(session: AgentSession) -> SessionKey:
-    return SessionKey(session.agent.name, session.user_id, session.session_id)
+def _key(session: AgentSession) -> SessionRef:
+    return SessionRef(session.agent.name, session.user_id, session.session_id)
 
 
 def writer_for(session: AgentSession, turn_id: str, lease: TurnLease) -> FeedWriter | None:
@@ -184,7 +184,7 @@ class RemoteTurn:
 
     id: str
     feed: TurnFeed
-    key: SessionKey
+    key: SessionRef
 
     def batches(self, idle: float | None = None) -> AsyncIterator[list[FeedEntry]]:
         return self.feed.follow(self.key, self.id, idle)

@@ -13,7 +13,7 @@ tomorrow") and a turn starts in the same session then, with its note.
 
 from typing import TYPE_CHECKING
 
-from harnessed.lazy import lazy_exports
+from harnessed._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessed.wakeups.capability import Wakeups, default_wakeup_store

@@ -27,7 +27,7 @@ from harnessed.wakeups.spec import Wakeup, iso, next_cron
 from harnessed.wakeups.store import WakeupStore
 
 if TYPE_CHECKING:
-    from harnessed.sessions.host import SessionHost
+    from harnessed.sessions.deps import SessionHost
     from harnessed.sessions.turn import Turn
     from harnessed.wakeups.capability import Wakeups
 

@@ -19,9 +19,9 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnessed.session.record import SessionKey
+from harnessed.runtime import SessionRef
 from harnessed.sessions.feed import FeedEntry
-from harnessed.sessions.gate import TurnLease
+from harnessed.turns.gate import TurnLease
 
 if TYPE_CHECKING:
     from harnessed.stores.postgres.connection import PostgresStore
@@ -121,7 +121,7 @@ class PostgresTurnFeed:
         return f"PostgresTurnFeed(schema={self.store.schema!r})"
 
     # ----------------------------------------------------------------- writing
-    async def begin(self, key: SessionKey, turn_id: str, lease: TurnLease) -> None:
+    async def begin(self, key: SessionRef, turn_id: str, lease: TurnLease) -> None:
         async with self.store.connection() as conn:
             await conn.execute(
                 "INSERT INTO harnessed_turn_runs (turn_id, lease, holder, agent_id, user_id,"
@@ -159,7 +159,7 @@ class PostgresTurnFeed:
                 )
 
     # ----------------------------------------------------------------- reading
-    async def running(self, key: SessionKey) -> str | None:
+    async def running(self, key: SessionRef) -> str | None:
         async with self.store.connection() as conn:
             cursor = await conn.execute(
                 f"SELECT r.turn_id FROM harnessed_turn_runs r {_LIVE}"
@@ -180,7 +180,7 @@ class PostgresTurnFeed:
             )
             return {str(s): str(t) for s, t in await cursor.fetchall()}
 
-    async def known(self, key: SessionKey, turn_id: str) -> bool:
+    async def known(self, key: SessionRef, turn_id: str) -> bool:
         async with self.store.connection() as conn:
             cursor = await conn.execute(
                 "SELECT 1 FROM harnessed_turn_runs WHERE turn_id = %s AND agent_id = %s"
@@ -190,7 +190,7 @@ class PostgresTurnFeed:
             return await cursor.fetchone() is not None
 
     async def follow(
-        self, key: SessionKey, turn_id: str, idle: float | None = None
+        self, key: SessionRef, turn_id: str, idle: float | None = None
     ) -> AsyncIterator[list[FeedEntry]]:
         listener = self._listener()
         woken = listener.watch(turn_id)  # before the first read: no write is missed
@@ -243,7 +243,7 @@ class PostgresTurnFeed:
             )
         return entries
 
-    async def _alive(self, key: SessionKey, turn_id: str) -> bool:
+    async def _alive(self, key: SessionRef, turn_id: str) -> bool:
         """Whether the turn may still write: it has not ended and its lease is live."""
         async with self.store.connection() as conn:
             cursor = await conn.execute(
