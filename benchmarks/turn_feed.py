@@ -19,8 +19,8 @@ import uuid
 import psycopg
 
 from harnessed.runtime import SessionRef
-from harnessed.sessions.feed import FeedEntry
 from harnessed.stores.postgres import PostgresStore
+from harnessed.turns.feed import FeedEntry
 
 N = 300
 

@@ -12,8 +12,8 @@ import pytest
 
 from harnessed.runtime import SessionRef
 from harnessed.sessions import TurnLease
-from harnessed.sessions.feed import FeedEntry
 from harnessed.stores.postgres import PostgresStore
+from harnessed.turns.feed import FeedEntry
 from tests.support.postgres import URL, postgres_store
 
 KEY = SessionRef("bot", "alice", "s1")

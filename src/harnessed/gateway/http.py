@@ -57,7 +57,7 @@ from harnessed.sessions import (
     SessionIdleError,
     Turn,
 )
-from harnessed.sessions.feed import feed_of, remote_turn, running_turn_id
+from harnessed.turns.feed import feed_of, remote_turn, running_turn_id
 
 __all__ = ["create_app"]
 

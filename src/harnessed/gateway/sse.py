@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from harnessed.sessions import Turn
-from harnessed.sessions.feed import RemoteTurn
+from harnessed.turns.feed import RemoteTurn
 
 __all__ = ["KEEPALIVE_SECONDS", "feed_stream", "frame", "turn_stream"]
 

@@ -23,9 +23,9 @@ from harnessed.log.record import RecordType
 from harnessed.messages import Msg, new_id
 from harnessed.run.fair import checkpoint
 from harnessed.runtime import RuntimeContext, SessionRef
-from harnessed.sessions.feed import writer_for
 from harnessed.sessions.turn import Turn
 from harnessed.turns.control import steering_text
+from harnessed.turns.feed import writer_for
 from harnessed.turns.gate import SessionBusyError, TurnGate, TurnLease
 from harnessed.turns.lease import keep_renewed
 from harnessed.turns.notes import (

@@ -127,7 +127,7 @@ class PostgresStore:
 
     def turn_feed(self) -> PostgresTurnFeed:
         """The running turns and their events, readable by every server (a
-        :class:`~harnessed.sessions.feed.TurnFeed`; one per store)."""
+        :class:`~harnessed.turns.feed.TurnFeed`; one per store)."""
         if self._feed is None:
             from harnessed.stores.postgres.feed import PostgresTurnFeed
 

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessed.runtime import SessionRef
-from harnessed.sessions.feed import FeedEntry
+from harnessed.turns.feed import FeedEntry
 from harnessed.turns.gate import TurnLease
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class _Listener:
 
 
 class PostgresTurnFeed:
-    """A :class:`~harnessed.sessions.feed.TurnFeed` on PostgreSQL
+    """A :class:`~harnessed.turns.feed.TurnFeed` on PostgreSQL
     (``PostgresStore.turn_feed()``).
 
     Args:
