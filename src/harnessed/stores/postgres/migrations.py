@@ -130,6 +130,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX harnessed_turn_queue_line ON harnessed_turn_queue (session, id);
         """,
     ),
+    # 5 is left to another change made at the same time (numbers are only ever added)
+    Migration(
+        6,
+        "CJK search terms: search rows rebuilt per user",
+        """
+        -- the terms of the search rows changed (CJK runs as character pairs, NFKC folding);
+        -- SQL cannot make them, so every user with rows is listed here and the search index
+        -- rebuilds that user's rows before its first search (then removes the entry)
+        CREATE TABLE harnessed_search_stale (
+            agent_id text NOT NULL,
+            user_id  text NOT NULL,
+            PRIMARY KEY (agent_id, user_id)
+        );
+        INSERT INTO harnessed_search_stale (agent_id, user_id)
+            SELECT DISTINCT agent_id, user_id FROM harnessed_search;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
