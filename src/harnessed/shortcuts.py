@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from harnessed.capabilities.registry import CapabilitySet
     from harnessed.mcp import MCPResource, MCPServer
     from harnessed.skills import Skills
+    from harnessed.subagents import Subagents
 
 __all__ = [  # keyword types, too
     "MCPResources",
@@ -42,14 +43,20 @@ __all__ = [  # keyword types, too
     "Sandbox",
     "Shortcuts",
     "SkillsArg",
+    "SubagentsArg",
 ]
 
 MCPServers: TypeAlias = "Sequence[MCPServer | str]"
 """``mcp_servers=``: server configurations, URLs or command lines (the ``mcp`` extra)."""
 MCPResources: TypeAlias = "Sequence[MCPResource | str]"
 """``mcp_resources=``: resources of those servers shown to the model as references."""
-SkillsArg: TypeAlias = "Skills | None"
-"""``skills=``: Agent Skills (:class:`~harnessed.skills.Skills`), or none."""
+SkillsArg: TypeAlias = "Skills | bool | None"
+"""``skills=``: Agent Skills (:class:`~harnessed.skills.Skills`); ``None`` (the default) = the
+workspace's skills when there is a workspace, ``True`` = ``Skills()``, ``False`` = none."""
+SubagentsArg: TypeAlias = "Subagents | bool | None"
+"""``subagents=``: sub-agents (:class:`~harnessed.subagents.Subagents`); ``None`` (the default)
+= the general-purpose one and the workspace's ``subagents/*.md`` when there is a workspace,
+``True`` = ``Subagents()``, ``False`` = none."""
 
 
 C = TypeVar("C", bound=Capability)
@@ -80,9 +87,15 @@ class Shortcuts:
     mcp_resources: MCPResources = ()
 
     @staticmethod
-    def given_capabilities(capabilities: object, skills: object) -> list[Capability]:
-        """``HarnessAgent``'s ``capabilities=`` and ``skills=`` checked and joined; a wrong value
-        is a ``TypeError`` naming the argument."""
+    def given_capabilities(
+        capabilities: object,
+        skills: object,
+        subagents: object = None,
+        workspace: Workspace | None = None,
+    ) -> list[Capability]:
+        """``HarnessAgent``'s ``capabilities=``, ``skills=`` and ``subagents=`` checked and
+        joined; a wrong value is a ``TypeError`` naming the argument. With a workspace, skills
+        and sub-agents are on unless turned off (or given as capabilities already)."""
         if isinstance(capabilities, Capability):
             name = type(capabilities).__name__
             raise TypeError(
@@ -103,12 +116,24 @@ class Shortcuts:
                     "HarnessAgent capabilities must be Capability objects: "
                     f"capabilities[{i}] is a {type(item).__name__}"
                 )
-        if skills is not None and not isinstance(skills, _skills_class()):
-            raise TypeError(
-                f"HarnessAgent skills must be a Skills object, got {type(skills).__name__} "
-                f"{skills!r}: write skills=Skills([...folders...])"
-            )
-        return [*found, skills] if skills is not None else found
+        wanted = (
+            ("skills", skills, _skills_class, "Skills([...folders...])"),
+            ("subagents", subagents, _subagents_class, "Subagents()"),
+        )
+        for arg, value, load, example in wanted:
+            if value is False or (value is None and workspace is None):
+                continue  # off, or nothing to find (and nothing imported)
+            kind: type[Capability] = load()
+            if isinstance(value, kind):
+                found.append(value)
+            elif value is not None and value is not True:
+                raise TypeError(
+                    f"HarnessAgent {arg} must be True, False or a {kind.__name__} object, got "
+                    f"{type(value).__name__} {value!r}: write {arg}={example}"
+                )
+            elif not any(isinstance(c, kind) for c in found):
+                found.append(kind())  # the reference's default: on with a workspace
+        return found
 
     @staticmethod
     def skills_of(capabilities: CapabilitySet) -> Skills | None:
@@ -213,6 +238,13 @@ def _skills_class() -> type[Skills]:
     from harnessed.skills import Skills
 
     return Skills
+
+
+def _subagents_class() -> type[Subagents]:
+    """``Subagents`` (imported at the first agent that has them)."""
+    from harnessed.subagents import Subagents
+
+    return Subagents
 
 
 def _take(given: list[Capability], kind: type[C]) -> C | None:

@@ -57,6 +57,7 @@ def make_agent(
         skills=skills or Skills(),
         memory=False,
         shell=PYTHON_SANDBOX,  # skill scripts run with this interpreter
+        subagents=kw.pop("subagents", False),  # these budgets are measured without them
         **kw,  # type: ignore[arg-type]
     )
 

@@ -58,6 +58,8 @@ from harnessed.workspace import (
 
 __all__ = ["Skills"]
 
+LOAD_SKILL = "load_skill"
+
 logger = logging.getLogger(__name__)
 
 _KEPT_LISTINGS = 64
@@ -136,6 +138,11 @@ class Skills(Capability):
         return found
 
     async def before_model_request(self, call: CallContext) -> None:
+        # load_skill is offered only when the caller has a skill to load
+        if await self.available(call.runtime):
+            call.hidden_tools.discard(LOAD_SKILL)
+        else:
+            call.hidden_tools.add(LOAD_SKILL)
         revoked = await self.revoke_stale_grants(call.state, call.runtime)
         if revoked:
             call.emit("skill_grants_revoked", {"skills": revoked})

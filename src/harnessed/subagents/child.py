@@ -212,6 +212,7 @@ def build_child(
         tool_guard=parent.tool_guard,
         memory=False,
         memory_tools=False,
+        skills=False,  # the parent's load_skill comes with its tools when allowed
     )
 
 
