@@ -45,7 +45,14 @@ from harnessed.session import SessionLogStore
 from harnessed.session.search import SearchIndex
 from harnessed.sessions.access import SessionAccess
 from harnessed.sessions.control import TurnControl
-from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
+from harnessed.shortcuts import (
+    MCPResources,
+    MCPServers,
+    Sandbox,
+    Shortcuts,
+    SkillsArg,
+    SubagentsArg,
+)
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
@@ -57,6 +64,7 @@ from harnessed.tasks.controls import TaskControls
 from harnessed.tools.base import Tool
 from harnessed.tools.shell import ShellConfig
 from harnessed.tools.toolkit import ToolGuard, Toolkit
+from harnessed.tools_json import ToolsJson, read_tools_json
 from harnessed.workspace import Filesystem, IsolationScope, Workspace
 
 __all__ = ["AgentInput", "HarnessAgent"]
@@ -93,6 +101,11 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.shortcuts`).
         skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
+            With a workspace they are on by default (its ``skills/`` folder); ``False`` turns
+            them off.
+        subagents: Sub-agents (:class:`~harnessed.subagents.Subagents`). With a workspace they
+            are on by default (``general-purpose`` and the workspace's ``subagents/*.md``);
+            ``False`` turns them off.
     """
 
     def __init__(
@@ -132,6 +145,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         memory_tools: bool = True,
         readable_session_agents: Sequence[str] = (),
         skills: SkillsArg = None,
+        subagents: SubagentsArg = None,
         mcp_servers: MCPServers = (),
         mcp_resources: MCPResources = (),
         store: str | SharedStore | None = None,
@@ -192,6 +206,12 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         self._locks = SessionLocks()
         self._editor = StateEditor(name, self.state_store, self.session_store, self._locks)
         self.verification = VerificationService(self._editor)
+        # the workspace's tools.json: read once; its MCP servers join mcp_servers=
+        self.tools_config = read_tools_json(
+            self.workspace.local_root if self.workspace is not None else None
+        )
+        if self.tools_config is not None and self.tools_config.mcp_servers:
+            mcp_servers = (*mcp_servers, *self.tools_config.servers())
         shortcuts = Shortcuts(
             file_tools=file_tools,
             shell=shell,
@@ -208,8 +228,11 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             mcp_servers=mcp_servers,
             mcp_resources=mcp_resources,
         )
-        given = Shortcuts.given_capabilities(capabilities, skills)
-        self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
+        given = Shortcuts.given_capabilities(capabilities, skills, subagents, self.workspace)
+        built = shortcuts.capabilities(self.workspace, given)
+        if self.tools_config is not None:  # last: it filters every other capability's tools
+            built.append(ToolsJson(self.tools_config))
+        self.capabilities = CapabilitySet(built)
         self.skills = Shortcuts.skills_of(self.capabilities)
         """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""
         self.toolkit = Toolkit(tools)
