@@ -102,3 +102,34 @@ async def test_a_users_own_agents_md_overrides_the_shared_one(tmp_path: Path) ->
     alice, bob = (r.messages[0].text for r in model.requests)
     assert "answer in French" in alice and "be brief" not in alice
     assert "be brief" in bob and "French" not in bob
+
+
+async def test_a_users_own_subagents_override_the_shared_ones(tmp_path: Path) -> None:
+    (tmp_path / "subagents").mkdir()
+    (tmp_path / "subagents" / "reviewer.md").write_text(
+        "---\ndescription: Reviews changes.\n---\nYou review. Sign as SHARED.\n"
+    )
+    own = tmp_path / "agents" / "dev" / "users" / "alice" / "subagents"
+    own.mkdir(parents=True)
+    (own / "reviewer.md").write_text(
+        "---\ndescription: Reviews changes the way Alice likes.\n---\nYou review. Sign as ALICE.\n"
+    )
+
+    async def respond(request: ModelRequest) -> ScriptedResponse | str:
+        system = request.messages[0].text
+        for who in ("ALICE", "SHARED"):
+            if f"Sign as {who}" in system:
+                return f"signed {who}"
+        if any(m.tool_results for m in request.messages):
+            return "done"
+        return call("agent_spawn", agent_id="reviewer", task="review it")
+
+    model = ScriptedModel(responder=respond)
+    agent = HarnessAgent("dev", model, workspace=tmp_path, memory=False, shell=False)
+    answers = {}
+    for ctx in (ALICE, BOB):
+        events = [e async for e in agent.stream_events("review", ctx)]
+        answers[ctx.user_id] = [e.result.content for e in events if isinstance(e, ToolResultEvent)]
+    await agent.close()
+    assert "signed ALICE" in answers["alice"][0]
+    assert "signed SHARED" in answers["bob"][0]

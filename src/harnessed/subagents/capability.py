@@ -20,7 +20,7 @@ from harnessed.context.state_blocks import StateBlock
 from harnessed.state.agent_state import AgentState
 from harnessed.subagents.board import Owner
 from harnessed.subagents.core import MAX_DEPTH, Shared, is_ended, owner_of, raw_tasks
-from harnessed.subagents.declarations import Declarations
+from harnessed.subagents.declarations import Declarations, caller_ids
 from harnessed.subagents.delegate import is_agent
 from harnessed.subagents.records import TaskRecord
 from harnessed.subagents.recovery import Recovery
@@ -104,7 +104,7 @@ class Subagents(Recovery):
     # ------------------------------------------------------------- per call
     async def before_call(self, call: CallContext) -> None:
         self._live[owner_of(call)] = call
-        await self.declarations.all()
+        await self.declarations.all(*caller_ids(call))
         await self._recover(call)
 
     async def after_call(self, call: CallContext, end: CallEnd) -> None:
@@ -142,7 +142,7 @@ class Subagents(Recovery):
             self.set_section(call.state, book.data())
 
     def state_blocks(self, state: AgentState) -> Sequence[StateBlock]:
-        specs = self.declarations.loaded()
+        specs = self.declarations.loaded(state.agent_id, state.user_id, state.session_id)
         if specs is None:
             return ()
         running = [
