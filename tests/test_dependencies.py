@@ -24,6 +24,7 @@ OPTIONAL = {
     "harnessed.gateway.guard_httptools": "serve",
     "harnessed.gateway.server": "serve",
     "harnessed.sandbox.server": "serve",
+    "harnessed.web": "web",
 }
 """Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""
 
