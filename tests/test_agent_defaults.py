@@ -61,7 +61,7 @@ async def test_a_workspace_alone_offers_its_subagents_and_skills(tmp_path: Path)
     assert reply.text == "released"
     parent = [r for r in model.requests if "You review changes" not in r.messages[0].text]
     first = parent[0]
-    assert {"load_skill", "agent_spawn", "agent_list"} <= names(first)
+    assert {"load_skill", "agent_spawn", "agent_list", "web_fetch"} <= names(first)
     assert not names(first) & TASK_TOOLS  # no task yet: nothing for them to act on
     assert "release: How to cut a release." in first.messages[0].text
     assert any("reviewer: Reviews a change for bugs." in m.text for m in first.messages)
@@ -75,12 +75,19 @@ async def test_subagents_false_and_skills_false_offer_neither(tmp_path: Path) ->
     ws = workspace(tmp_path)
     model = ScriptedModel(["ok"])
     agent = HarnessAgent(
-        "dev", model, workspace=ws, memory=False, shell=False, subagents=False, skills=False
+        "dev",
+        model,
+        workspace=ws,
+        memory=False,
+        shell=False,
+        subagents=False,
+        skills=False,
+        web=False,
     )
     await agent.call("hi", CTX)
     await agent.close()
     offered = names(model.requests[0])
-    assert not offered & {"load_skill", "agent_spawn", "agent_list", *TASK_TOOLS}
+    assert not offered & {"load_skill", "agent_spawn", "agent_list", "web_fetch", *TASK_TOOLS}
     text = " ".join(m.text for m in model.requests[0].messages)
     assert "release" not in text and "reviewer" not in text
     assert agent.skills is None
@@ -105,4 +112,4 @@ async def test_without_a_workspace_nothing_is_added() -> None:
     agent = HarnessAgent("bare", model)
     await agent.call("hi")
     await agent.close()
-    assert not names(model.requests[0]) & {"load_skill", "agent_spawn"}
+    assert not names(model.requests[0]) & {"load_skill", "agent_spawn", "web_fetch"}

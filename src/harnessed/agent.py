@@ -52,6 +52,7 @@ from harnessed.shortcuts import (
     Shortcuts,
     SkillsArg,
     SubagentsArg,
+    WebArg,
 )
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
@@ -106,6 +107,9 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         subagents: Sub-agents (:class:`~harnessed.subagents.Subagents`). With a workspace they
             are on by default (``general-purpose`` and the workspace's ``subagents/*.md``);
             ``False`` turns them off.
+        web: The web tools (:class:`~harnessed.web.Web`): with a workspace ``web_fetch`` is on
+            by default where the ``web`` extra is installed (public addresses only); ``False``
+            turns it off.
     """
 
     def __init__(
@@ -146,6 +150,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         readable_session_agents: Sequence[str] = (),
         skills: SkillsArg = None,
         subagents: SubagentsArg = None,
+        web: WebArg = None,
         mcp_servers: MCPServers = (),
         mcp_resources: MCPResources = (),
         store: str | SharedStore | None = None,
@@ -228,7 +233,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             mcp_servers=mcp_servers,
             mcp_resources=mcp_resources,
         )
-        given = Shortcuts.given_capabilities(capabilities, skills, subagents, self.workspace)
+        given = Shortcuts.given_capabilities(capabilities, skills, subagents, self.workspace, web)
         built = shortcuts.capabilities(self.workspace, given)
         if self.tools_config is not None:  # last: it filters every other capability's tools
             built.append(ToolsJson(self.tools_config))

@@ -10,6 +10,8 @@ application's ``capabilities``.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from harnessed.mcp import MCPResource, MCPServer
     from harnessed.skills import Skills
     from harnessed.subagents import Subagents
+    from harnessed.web import Web
 
 __all__ = [  # keyword types, too
     "MCPResources",
@@ -44,6 +47,7 @@ __all__ = [  # keyword types, too
     "Shortcuts",
     "SkillsArg",
     "SubagentsArg",
+    "WebArg",
 ]
 
 MCPServers: TypeAlias = "Sequence[MCPServer | str]"
@@ -53,6 +57,10 @@ MCPResources: TypeAlias = "Sequence[MCPResource | str]"
 SkillsArg: TypeAlias = "Skills | bool | None"
 """``skills=``: Agent Skills (:class:`~harnessed.skills.Skills`); ``None`` (the default) = the
 workspace's skills when there is a workspace, ``True`` = ``Skills()``, ``False`` = none."""
+WebArg: TypeAlias = "Web | bool | None"
+"""``web=``: the web tools (:class:`~harnessed.web.Web`); ``None`` (the default) = ``web_fetch``
+when there is a workspace and the ``web`` extra is installed, ``True`` = ``Web()``, ``False`` =
+none."""
 SubagentsArg: TypeAlias = "Subagents | bool | None"
 """``subagents=``: sub-agents (:class:`~harnessed.subagents.Subagents`); ``None`` (the default)
 = the general-purpose one and the workspace's ``subagents/*.md`` when there is a workspace,
@@ -92,6 +100,7 @@ class Shortcuts:
         skills: object,
         subagents: object = None,
         workspace: Workspace | None = None,
+        web: object = None,
     ) -> list[Capability]:
         """``HarnessAgent``'s ``capabilities=``, ``skills=`` and ``subagents=`` checked and
         joined; a wrong value is a ``TypeError`` naming the argument. With a workspace, skills
@@ -119,10 +128,13 @@ class Shortcuts:
         wanted = (
             ("skills", skills, _skills_class, "Skills([...folders...])"),
             ("subagents", subagents, _subagents_class, "Subagents()"),
+            ("web", web, _web_class, "Web(WebFetchConfig(...))"),
         )
         for arg, value, load, example in wanted:
             if value is False or (value is None and workspace is None):
                 continue  # off, or nothing to find (and nothing imported)
+            if value is None and arg == "web" and not _web_extra():
+                continue  # web_fetch by default only where the `web` extra is installed
             kind: type[Capability] = load()
             if isinstance(value, kind):
                 found.append(value)
@@ -238,6 +250,18 @@ def _skills_class() -> type[Skills]:
     from harnessed.skills import Skills
 
     return Skills
+
+
+def _web_class() -> type[Capability]:
+    """``Web`` (imported at the first agent that has it)."""
+    from harnessed.web import Web
+
+    return Web
+
+
+@functools.cache
+def _web_extra() -> bool:
+    return importlib.util.find_spec("trafilatura") is not None
 
 
 def _subagents_class() -> type[Subagents]:

@@ -22,6 +22,8 @@ async def run_session(workspace: Path) -> None:
         workspace=workspace,
         context_policy=ContextPolicy(max_input_tokens=1_500),
         memory_tools=False,  # the budget leaves room for the file tools only
+        subagents=False,
+        web=False,
     )
     ctx = RuntimeContext("u1", "s1")
     await agent.call("hello", ctx)

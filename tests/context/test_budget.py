@@ -157,6 +157,7 @@ async def test_memory_is_dropped_before_the_users_request_is_touched(tmp_path: P
         shell=False,
         memory_tools=False,
         subagents=False,
+        web=False,
         context_files=["docs/spec.md"],
         max_context_tokens=50_000,
         context_policy=ContextPolicy(max_input_tokens=1_000),
@@ -191,6 +192,7 @@ async def test_memory_goes_before_knowledge(tmp_path: Path) -> None:
         shell=False,
         memory_tools=False,
         subagents=False,
+        web=False,
         context_policy=ContextPolicy(max_input_tokens=400),
     )
     await agent.call("hi", CTX)
@@ -229,6 +231,7 @@ async def test_a_selection_policy_can_change_the_drop_order(
         shell=False,
         memory_tools=False,
         subagents=False,
+        web=False,
     )
     await probe.call("hi", CTX)
     full = probe.last_manifest(CTX)
@@ -243,6 +246,7 @@ async def test_a_selection_policy_can_change_the_drop_order(
         shell=False,
         memory_tools=False,
         subagents=False,
+        web=False,
         context_policy=ContextPolicy(max_input_tokens=limit, selection_policy=recording),
     )
     await agent.call("hi", CTX)
@@ -270,6 +274,7 @@ async def test_a_selection_policy_naming_a_required_or_system_item_raises(
         shell=False,
         memory_tools=False,
         subagents=False,
+        web=False,
         context_files=["docs/spec.md"],
         context_policy=ContextPolicy(selection_policy=lambda items: [named]),
     )
@@ -303,6 +308,7 @@ async def test_drop_order_is_memory_then_knowledge_then_lowest_priority_then_id(
         shell=False,
         memory_tools=False,
         subagents=False,
+        web=False,
         context_policy=ContextPolicy(max_input_tokens=400),
     )
     agent.add_context_source("docs", docs)
@@ -369,6 +375,7 @@ async def test_required_material_that_cannot_fit_raises_after_optional_is_droppe
         shell=False,
         memory_tools=False,
         subagents=False,
+        web=False,
         context_files=["docs/huge.md"],
         context_policy=ContextPolicy(max_input_tokens=800),
     )
@@ -414,6 +421,7 @@ async def test_compaction_gets_the_budget_left_after_system_state_references_and
         shell=False,
         memory_tools=False,
         subagents=False,
+        web=False,
         tools=[lookup],
         sys_prompt="You help.",
     )

@@ -58,6 +58,7 @@ def make_agent(
         memory=False,
         shell=PYTHON_SANDBOX,  # skill scripts run with this interpreter
         subagents=kw.pop("subagents", False),  # these budgets are measured without them
+        web=kw.pop("web", False),
         **kw,  # type: ignore[arg-type]
     )
 

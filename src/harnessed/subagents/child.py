@@ -212,7 +212,8 @@ def build_child(
         tool_guard=parent.tool_guard,
         memory=False,
         memory_tools=False,
-        skills=False,  # the parent's load_skill comes with its tools when allowed
+        skills=False,  # the parent's load_skill and web_fetch come with its tools when allowed
+        web=False,
     )
 
 
