@@ -296,7 +296,10 @@ class WorkspaceRefsLoader:
             agent_id=self.agent_name, user_id=info.runtime.user_id, session_id=info.runtime.session
         )
         home = posixpath.dirname(scoped)  # the caller's own folder ("" in the global scope)
-        own_agents = (posixpath.join(home, ws.AGENTS_MD),) if home else ()
+        own_agents: tuple[str, ...] = (posixpath.join(home, ws.AGENTS_MD),) if home else ()
+        root = ws.local_root
+        if own_agents and root is not None and not (root / own_agents[0]).is_file():
+            own_agents = ()  # one stat instead of a guarded walk for the usual case: none
         return await load_workspace_refs(
             ws.fs,
             self.estimator,
