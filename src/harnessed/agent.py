@@ -1,10 +1,9 @@
 """HarnessAgent: the loop and the context compiler, with capabilities plugged in.
 
 One agent object is configured once and shared by every session. Everything beyond the loop and
-the compiler — tools of the workspace, the task list, plan mode, permissions, memory, the
-application's own extensions — is a :class:`~harnessed.capabilities.Capability`; the keyword
-shortcuts only build capabilities (see :mod:`harnessed.shortcuts`). A call runs as an
-:class:`~harnessed.loop.AgentRun` under the session's lock.
+the compiler — workspace tools, task list, plan mode, permissions, memory, skills, sub-agents,
+the application's own — is a :class:`~harnessed.capabilities.Capability`; the keywords only
+build capabilities (:mod:`harnessed.shortcuts`). A call is an :class:`~harnessed.loop.AgentRun`.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
+from harnessed import shortcuts as kw
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.registry import CapabilitySet
 from harnessed.compaction import (
@@ -45,15 +45,7 @@ from harnessed.session import SessionLogStore
 from harnessed.session.search import SearchIndex
 from harnessed.sessions.access import SessionAccess
 from harnessed.sessions.control import TurnControl
-from harnessed.shortcuts import (
-    MCPResources,
-    MCPServers,
-    Sandbox,
-    Shortcuts,
-    SkillsArg,
-    SubagentsArg,
-    WebArg,
-)
+from harnessed.shortcuts import MCPResources, MCPServers, Sandbox, Shortcuts, SkillsArg
 from harnessed.state.agent_state import AgentState, StateKey
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
@@ -65,7 +57,6 @@ from harnessed.tasks.controls import TaskControls
 from harnessed.tools.base import Tool
 from harnessed.tools.shell import ShellConfig
 from harnessed.tools.toolkit import ToolGuard, Toolkit
-from harnessed.tools_json import ToolsJson, read_tools_json
 from harnessed.workspace import Filesystem, IsolationScope, Workspace
 
 __all__ = ["AgentInput", "HarnessAgent"]
@@ -95,21 +86,12 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         max_iters / max_output_tokens: The most model requests per call; tokens per request.
         instructions / context_policy / max_context_tokens / context_files / prepare: The
             context compiler's configuration (``prepare`` replaces the compiler).
-        tool_guard: The application's check before each tool call (after capabilities and
-            permissions); returns ``None`` or the text of an error result.
+        tool_guard: Checks each tool call last; returns ``None`` or an error result's text.
         compaction / tool_result_eviction / prune: History transforms (``None`` = off).
         file_tools, shell, memory, memory_tools, readable_session_agents, enable_task_list,
         enable_plan_mode, task_contract, permission_mode, permission_rules, permission_checks,
         confirmation_timeout, mcp_servers, mcp_resources: Shortcuts (:mod:`harnessed.shortcuts`).
-        skills: Agent Skills (:class:`~harnessed.skills.Skills`), added to the capabilities.
-            With a workspace they are on by default (its ``skills/`` folder); ``False`` turns
-            them off.
-        subagents: Sub-agents (:class:`~harnessed.subagents.Subagents`). With a workspace they
-            are on by default (``general-purpose`` and the workspace's ``subagents/*.md``);
-            ``False`` turns them off.
-        web: The web tools (:class:`~harnessed.web.Web`): with a workspace ``web_fetch`` is on
-            by default where the ``web`` extra is installed (public addresses only); ``False``
-            turns it off.
+        skills / subagents / web: on by default with a workspace; ``False`` turns one off.
     """
 
     def __init__(
@@ -149,8 +131,8 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         memory_tools: bool = True,
         readable_session_agents: Sequence[str] = (),
         skills: SkillsArg = None,
-        subagents: SubagentsArg = None,
-        web: WebArg = None,
+        subagents: kw.SubagentsArg = None,
+        web: kw.WebArg = None,
         mcp_servers: MCPServers = (),
         mcp_resources: MCPResources = (),
         store: str | SharedStore | None = None,
@@ -211,12 +193,6 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
         self._locks = SessionLocks()
         self._editor = StateEditor(name, self.state_store, self.session_store, self._locks)
         self.verification = VerificationService(self._editor)
-        # the workspace's tools.json: read once; its MCP servers join mcp_servers=
-        self.tools_config = read_tools_json(
-            self.workspace.local_root if self.workspace is not None else None
-        )
-        if self.tools_config is not None and self.tools_config.mcp_servers:
-            mcp_servers = (*mcp_servers, *self.tools_config.servers())
         shortcuts = Shortcuts(
             file_tools=file_tools,
             shell=shell,
@@ -234,10 +210,7 @@ class HarnessAgent(AgentHost, TaskControls, PlanControls, PermissionControls, Se
             mcp_resources=mcp_resources,
         )
         given = Shortcuts.given_capabilities(capabilities, skills, subagents, self.workspace, web)
-        built = shortcuts.capabilities(self.workspace, given)
-        if self.tools_config is not None:  # last: it filters every other capability's tools
-            built.append(ToolsJson(self.tools_config))
-        self.capabilities = CapabilitySet(built)
+        self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
         self.skills = Shortcuts.skills_of(self.capabilities)
         """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""
         self.toolkit = Toolkit(tools)

@@ -31,6 +31,7 @@ from harnessed.session.capability import SessionTools
 from harnessed.shell import Shell, ShellConfig
 from harnessed.state.task import TaskContractConfig
 from harnessed.tasks import TaskContract, TaskList
+from harnessed.tools_json import ToolsJson, read_tools_json
 from harnessed.workspace.layout import Workspace
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class Shortcuts:
                     "HarnessAgent capabilities must be Capability objects: "
                     f"capabilities[{i}] is a {type(item).__name__}"
                 )
+        defaults: list[Capability] = []
         wanted = (
             ("skills", skills, _skills_class, "Skills([...folders...])"),
             ("subagents", subagents, _subagents_class, "Subagents()"),
@@ -144,8 +146,8 @@ class Shortcuts:
                     f"{type(value).__name__} {value!r}: write {arg}={example}"
                 )
             elif not any(isinstance(c, kind) for c in found):
-                found.append(kind())  # the reference's default: on with a workspace
-        return found
+                defaults.append(kind())  # the reference's default: on with a workspace
+        return [*found, *defaults]
 
     @staticmethod
     def skills_of(capabilities: CapabilitySet) -> Skills | None:
@@ -159,8 +161,12 @@ class Shortcuts:
     def capabilities(
         self, workspace: Workspace | None, given: Sequence[Capability]
     ) -> list[Capability]:
-        """The agent's capabilities: those the keywords build, around those ``given``."""
+        """The agent's capabilities: those the keywords build, around those ``given``, and
+        last the workspace's ``tools.json`` (read once; its MCP servers join ``mcp_servers``),
+        which filters every other capability's tools."""
         given = list(given)
+        tools_json = read_tools_json(workspace.local_root if workspace is not None else None)
+        servers = [*self.mcp_servers, *(tools_json.servers() if tools_json else ())]
         permissions = _take(given, Permissions)
         if permissions is None:
             permissions = Permissions(
@@ -196,11 +202,14 @@ class Shortcuts:
             built.append(TaskList())
         if self.enable_plan_mode:
             built.append(PlanMode())
-        built.extend(self._mcp(given))
-        return [*built, PlanStatus(), *contracts, *given]
+        built.extend(self._mcp(given, servers))
+        last = [ToolsJson(tools_json)] if tools_json is not None else []
+        return [*built, PlanStatus(), *contracts, *given, *last]
 
-    def _mcp(self, given: Sequence[Capability]) -> list[Capability]:
-        if not self.mcp_servers:
+    def _mcp(
+        self, given: Sequence[Capability], servers: Sequence[MCPServer | str]
+    ) -> list[Capability]:
+        if not servers:
             if self.mcp_resources:
                 raise ValueError("mcp_resources needs mcp_servers that serve them")
             return []
@@ -208,7 +217,7 @@ class Shortcuts:
 
         if any(isinstance(c, MCP) for c in given):
             raise ValueError("pass MCP in capabilities or mcp_servers=, not both")
-        return [MCP(self.mcp_servers, self.mcp_resources)]
+        return [MCP(servers, self.mcp_resources)]
 
     def _shell_on(self, workspace: Workspace | None) -> bool:
         shell = self.shell
