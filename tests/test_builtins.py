@@ -30,8 +30,9 @@ def build(tmp_path: Path, **kw: Any) -> HarnessAgent:
             {"capabilities": [Cap(), "x"]},
             "capabilities must be Capability objects: capabilities[1] is a str",
         ),
-        ({"skills": "skills/"}, "skills must be a Skills object, got str 'skills/'"),
-        ({"skills": [Skills()]}, "skills must be a Skills object, got list"),
+        ({"skills": "skills/"}, "skills must be True, False or a Skills object, got str 'skills/'"),
+        ({"skills": [Skills()]}, "skills must be True, False or a Skills object, got list"),
+        ({"subagents": "yes"}, "subagents must be True, False or a Subagents object, got str"),
     ],
 )
 def test_wrong_values_name_the_argument(tmp_path: Path, kw: dict[str, Any], words: str) -> None:

@@ -29,6 +29,7 @@ OPTIONAL = {
     "harnessed.gateway.channels.feishu": "feishu",
     "harnessed.gateway.channels.agui": "ag-ui",
     "harnessed.temporal": "temporal",
+    "harnessed.web": "web",
 }
 """Subpackage → the extra it needs (``pip install 'harnessed[mcp]'``)."""
 

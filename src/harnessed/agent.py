@@ -86,7 +86,8 @@ class HarnessAgent(AgentHost):
         store: ``"postgresql://..."``: sessions shared by app servers (:mod:`harnessed.stores`).
         max_iters: The most model requests per call.
         compaction / tool_result_eviction: History transforms (``None`` = off).
-        enable_task_list / memory / skills: Built-in features (:mod:`harnessed.builtins`).
+        enable_task_list / memory / skills: Built-in features (:mod:`harnessed.builtins`);
+            skills (like sub-agents and ``web_fetch``) are on by default with a workspace.
         **options: Everything else, typed and documented in
             :class:`~harnessed.agent_options.AgentOptions`.
     """
@@ -190,7 +191,9 @@ class HarnessAgent(AgentHost):
             enable_task_list=enable_task_list,
             **{k: v for k, v in options.items() if k in SHORTCUT_OPTIONS},  # type: ignore[arg-type]
         )
-        given = Shortcuts.given_capabilities(capabilities, skills)
+        given = Shortcuts.given_capabilities(
+            capabilities, skills, options.get("subagents"), self.workspace, options.get("web")
+        )
         self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
         self.skills = Shortcuts.skills_of(self.capabilities)
         """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from harnessed.builtins import MCPResources, MCPServers, Sandbox
+from harnessed.builtins import MCPResources, MCPServers, Sandbox, SubagentsArg, WebArg
 from harnessed.capabilities.seam import RequestPreparer
 from harnessed.compaction import PruneConfig
 from harnessed.contract.state import TaskContractConfig
@@ -76,6 +76,13 @@ class AgentOptions(TypedDict, total=False):
     """Per-tool permission checks."""
     confirmation_timeout: float | None
     """Seconds an approval may wait before it counts as declined [no limit]."""
+    subagents: SubagentsArg
+    """Sub-agents: the general-purpose one and the workspace's ``subagents/*.md`` [on with a
+    workspace]; ``False`` turns them off, a :class:`~harnessed.subagents.Subagents` configures
+    them."""
+    web: WebArg
+    """``web_fetch`` (and ``web_search`` with a provider) [on with a workspace and the ``web``
+    extra]; ``False`` turns it off."""
     mcp_servers: MCPServers
     """MCP servers whose tools the agent offers []."""
     mcp_resources: MCPResources

@@ -10,6 +10,8 @@ application's ``capabilities``.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,12 +31,17 @@ from harnessed.sandbox import Sandbox
 from harnessed.session_tools.capability import SessionTools
 from harnessed.shell import Shell, ShellConfig
 from harnessed.todos import TaskContract, TaskList
+from harnessed.state.task import TaskContractConfig
+from harnessed.tasks import TaskContract, TaskList
+from harnessed.tools_json import ToolsJson, read_tools_json
 from harnessed.workspace.layout import Workspace
 
 if TYPE_CHECKING:
     from harnessed.capabilities.registry import CapabilitySet
     from harnessed.mcp import MCPResource, MCPServer
     from harnessed.skills import Skills
+    from harnessed.subagents import Subagents
+    from harnessed.web import Web
 
 __all__ = [  # keyword types, too
     "MCPResources",
@@ -42,14 +49,25 @@ __all__ = [  # keyword types, too
     "Sandbox",
     "Shortcuts",
     "SkillsArg",
+    "SubagentsArg",
+    "WebArg",
 ]
 
 MCPServers: TypeAlias = "Sequence[MCPServer | str]"
 """``mcp_servers=``: server configurations, URLs or command lines (the ``mcp`` extra)."""
 MCPResources: TypeAlias = "Sequence[MCPResource | str]"
 """``mcp_resources=``: resources of those servers shown to the model as references."""
-SkillsArg: TypeAlias = "Skills | None"
-"""``skills=``: Agent Skills (:class:`~harnessed.skills.Skills`), or none."""
+SkillsArg: TypeAlias = "Skills | bool | None"
+"""``skills=``: Agent Skills (:class:`~harnessed.skills.Skills`); ``None`` (the default) = the
+workspace's skills when there is a workspace, ``True`` = ``Skills()``, ``False`` = none."""
+WebArg: TypeAlias = "Web | bool | None"
+"""``web=``: the web tools (:class:`~harnessed.web.Web`); ``None`` (the default) = ``web_fetch``
+when there is a workspace and the ``web`` extra is installed, ``True`` = ``Web()``, ``False`` =
+none."""
+SubagentsArg: TypeAlias = "Subagents | bool | None"
+"""``subagents=``: sub-agents (:class:`~harnessed.subagents.Subagents`); ``None`` (the default)
+= the general-purpose one and the workspace's ``subagents/*.md`` when there is a workspace,
+``True`` = ``Subagents()``, ``False`` = none."""
 
 
 C = TypeVar("C", bound=Capability)
@@ -80,9 +98,16 @@ class Shortcuts:
     mcp_resources: MCPResources = ()
 
     @staticmethod
-    def given_capabilities(capabilities: object, skills: object) -> list[Capability]:
-        """``HarnessAgent``'s ``capabilities=`` and ``skills=`` checked and joined; a wrong value
-        is a ``TypeError`` naming the argument."""
+    def given_capabilities(
+        capabilities: object,
+        skills: object,
+        subagents: object = None,
+        workspace: Workspace | None = None,
+        web: object = None,
+    ) -> list[Capability]:
+        """``HarnessAgent``'s ``capabilities=``, ``skills=`` and ``subagents=`` checked and
+        joined; a wrong value is a ``TypeError`` naming the argument. With a workspace, skills
+        and sub-agents are on unless turned off (or given as capabilities already)."""
         if isinstance(capabilities, Capability):
             name = type(capabilities).__name__
             raise TypeError(
@@ -103,12 +128,28 @@ class Shortcuts:
                     "HarnessAgent capabilities must be Capability objects: "
                     f"capabilities[{i}] is a {type(item).__name__}"
                 )
-        if skills is not None and not isinstance(skills, _skills_class()):
-            raise TypeError(
-                f"HarnessAgent skills must be a Skills object, got {type(skills).__name__} "
-                f"{skills!r}: write skills=Skills([...folders...])"
-            )
-        return [*found, skills] if skills is not None else found
+        defaults: list[Capability] = []
+        wanted = (
+            ("skills", skills, _skills_class, "Skills([...folders...])"),
+            ("subagents", subagents, _subagents_class, "Subagents()"),
+            ("web", web, _web_class, "Web(WebFetchConfig(...))"),
+        )
+        for arg, value, load, example in wanted:
+            if value is False or (value is None and workspace is None):
+                continue  # off, or nothing to find (and nothing imported)
+            if value is None and arg == "web" and not _web_extra():
+                continue  # web_fetch by default only where the `web` extra is installed
+            kind: type[Capability] = load()
+            if isinstance(value, kind):
+                found.append(value)
+            elif value is not None and value is not True:
+                raise TypeError(
+                    f"HarnessAgent {arg} must be True, False or a {kind.__name__} object, got "
+                    f"{type(value).__name__} {value!r}: write {arg}={example}"
+                )
+            elif not any(isinstance(c, kind) for c in found):
+                defaults.append(kind())  # the reference's default: on with a workspace
+        return [*found, *defaults]
 
     @staticmethod
     def skills_of(capabilities: CapabilitySet) -> Skills | None:
@@ -122,8 +163,12 @@ class Shortcuts:
     def capabilities(
         self, workspace: Workspace | None, given: Sequence[Capability]
     ) -> list[Capability]:
-        """The agent's capabilities: those the keywords build, around those ``given``."""
+        """The agent's capabilities: those the keywords build, around those ``given``, and
+        last the workspace's ``tools.json`` (read once; its MCP servers join ``mcp_servers``),
+        which filters every other capability's tools."""
         given = list(given)
+        tools_json = read_tools_json(workspace.local_root if workspace is not None else None)
+        servers = [*self.mcp_servers, *(tools_json.servers() if tools_json else ())]
         permissions = _take(given, Permissions)
         if permissions is None:
             permissions = Permissions(
@@ -159,11 +204,14 @@ class Shortcuts:
             built.append(TaskList())
         if self.enable_plan_mode:
             built.append(PlanMode())
-        built.extend(self._mcp(given))
-        return [*built, PlanStatus(), *contracts, *given]
+        built.extend(self._mcp(given, servers))
+        last = [ToolsJson(tools_json)] if tools_json is not None else []
+        return [*built, PlanStatus(), *contracts, *given, *last]
 
-    def _mcp(self, given: Sequence[Capability]) -> list[Capability]:
-        if not self.mcp_servers:
+    def _mcp(
+        self, given: Sequence[Capability], servers: Sequence[MCPServer | str]
+    ) -> list[Capability]:
+        if not servers:
             if self.mcp_resources:
                 raise ValueError("mcp_resources needs mcp_servers that serve them")
             return []
@@ -171,7 +219,7 @@ class Shortcuts:
 
         if any(isinstance(c, MCP) for c in given):
             raise ValueError("pass MCP in capabilities or mcp_servers=, not both")
-        return [MCP(self.mcp_servers, self.mcp_resources)]
+        return [MCP(servers, self.mcp_resources)]
 
     def _shell_on(self, workspace: Workspace | None) -> bool:
         shell = self.shell
@@ -213,6 +261,25 @@ def _skills_class() -> type[Skills]:
     from harnessed.skills import Skills
 
     return Skills
+
+
+def _web_class() -> type[Capability]:
+    """``Web`` (imported at the first agent that has it)."""
+    from harnessed.web import Web
+
+    return Web
+
+
+@functools.cache
+def _web_extra() -> bool:
+    return importlib.util.find_spec("trafilatura") is not None
+
+
+def _subagents_class() -> type[Subagents]:
+    """``Subagents`` (imported at the first agent that has them)."""
+    from harnessed.subagents import Subagents
+
+    return Subagents
 
 
 def _take(given: list[Capability], kind: type[C]) -> C | None:

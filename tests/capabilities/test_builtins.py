@@ -64,6 +64,9 @@ def test_keywords_and_capabilities_build_the_same_agent(tmp_path: Path) -> None:
         "plan_mode",
         "plan_status",
         "task_contract",
+        "skills",  # on by default with a workspace, like the reference's
+        "subagents",
+        "web",
     ]
     assert by_capabilities.approval_gate.mode is not None
     assert by_capabilities.approval_gate.mode.value == "accept_edits"

@@ -102,8 +102,10 @@ async def test_a_capability_not_passed_adds_no_tool_no_instruction_and_no_hook(
     def script() -> ScriptedModel:
         return ScriptedModel([uses(ScriptedToolCall("lookup", {"key": "k"}, id="c1")), "done"])
 
+    # the defaults a workspace turns on are capabilities too: off here, to see the bare seam
+    off: dict[str, Any] = {"subagents": False, "skills": False, "web": False}
     plain_model = script()
-    plain = HarnessAgent("a", plain_model, tools=[lookup], workspace=tmp_path / "plain")
+    plain = HarnessAgent("a", plain_model, tools=[lookup], workspace=tmp_path / "plain", **off)
     await plain.call("go", CTX)
     audited_model = script()
     audited = HarnessAgent(
@@ -112,6 +114,7 @@ async def test_a_capability_not_passed_adds_no_tool_no_instruction_and_no_hook(
         tools=[lookup],
         workspace=tmp_path / "audited",
         capabilities=[AuditTrail()],
+        **off,
     )
     await audited.call("go", CTX)
 

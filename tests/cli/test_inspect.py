@@ -22,6 +22,8 @@ async def run_session(workspace: Path) -> None:
         workspace=workspace,
         context_policy=ContextPolicy(max_input_tokens=1_500),
         memory_tools=False,  # the budget leaves room for the file tools only
+        subagents=False,
+        web=False,
     )
     ctx = RuntimeContext("u1", "s1")
     await agent.call("hello", ctx)
@@ -64,3 +66,26 @@ def test_inspect_an_unknown_session(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["inspect", "--workspace", str(tmp_path), "--session", "nope"]) == 1
     assert "no requests recorded" in capsys.readouterr().out
     assert main(["inspect", "--workspace", str(tmp_path / "missing")]) == 2
+
+
+def test_inspect_show_gives_each_tools_schema_cost_and_the_total(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harnessed.cli.recording import last_request_path, request_to_dict
+    from harnessed.workspace import Workspace
+
+    model = ScriptedModel(["ok"])
+
+    async def one_call() -> None:
+        agent = HarnessAgent("shown", model, workspace=tmp_path, memory=False, shell=False)
+        await agent.call("hello", RuntimeContext("u1", "s1"))
+        await agent.close()
+
+    asyncio.run(one_call())
+    kept = tmp_path / last_request_path(Workspace(tmp_path), "shown", "u1", "s1")
+    kept.write_text(json.dumps(request_to_dict("scripted", model.requests[0])))
+    args = ["inspect", "--workspace", str(tmp_path), "--agent", "shown", "--user", "u1"]
+    assert main([*args, "--session", "s1", "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "tokens of schemas" in out
+    assert "read_file (~" in out and "agent_spawn (~" in out

@@ -156,6 +156,8 @@ async def test_memory_is_dropped_before_the_users_request_is_touched(tmp_path: P
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
         memory_tools=False,
+        subagents=False,
+        web=False,
         context_files=["docs/spec.md"],
         max_context_tokens=50_000,
         context_policy=ContextPolicy(max_input_tokens=1_000),
@@ -189,6 +191,8 @@ async def test_memory_goes_before_knowledge(tmp_path: Path) -> None:
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
         memory_tools=False,
+        subagents=False,
+        web=False,
         context_policy=ContextPolicy(max_input_tokens=400),
     )
     await agent.call("hi", CTX)
@@ -226,6 +230,8 @@ async def test_a_selection_policy_can_change_the_drop_order(
         file_tools=False,
         shell=False,
         memory_tools=False,
+        subagents=False,
+        web=False,
     )
     await probe.call("hi", CTX)
     full = probe.last_manifest(CTX)
@@ -239,6 +245,8 @@ async def test_a_selection_policy_can_change_the_drop_order(
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
         memory_tools=False,
+        subagents=False,
+        web=False,
         context_policy=ContextPolicy(max_input_tokens=limit, selection_policy=recording),
     )
     await agent.call("hi", CTX)
@@ -265,6 +273,8 @@ async def test_a_selection_policy_naming_a_required_or_system_item_raises(
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
         memory_tools=False,
+        subagents=False,
+        web=False,
         context_files=["docs/spec.md"],
         context_policy=ContextPolicy(selection_policy=lambda items: [named]),
     )
@@ -297,6 +307,8 @@ async def test_drop_order_is_memory_then_knowledge_then_lowest_priority_then_id(
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
         memory_tools=False,
+        subagents=False,
+        web=False,
         context_policy=ContextPolicy(max_input_tokens=400),
     )
     agent.add_context_source("docs", docs)
@@ -362,6 +374,8 @@ async def test_required_material_that_cannot_fit_raises_after_optional_is_droppe
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
         memory_tools=False,
+        subagents=False,
+        web=False,
         context_files=["docs/huge.md"],
         context_policy=ContextPolicy(max_input_tokens=800),
     )
@@ -406,6 +420,8 @@ async def test_compaction_gets_the_budget_left_after_system_state_references_and
         file_tools=False,  # budgets here leave no room for tool schemas
         shell=False,
         memory_tools=False,
+        subagents=False,
+        web=False,
         tools=[lookup],
         sys_prompt="You help.",
     )

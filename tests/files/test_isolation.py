@@ -176,7 +176,7 @@ async def test_model_written_instructions_are_refused_and_never_become_instructi
             "second call",
         ]
     )
-    agent = HarnessAgent("bot", model, workspace=tmp_path)
+    agent = HarnessAgent("bot", model, workspace=tmp_path, skills=False)  # the plain refusal
     results = [
         e.result.content
         async for e in agent.stream_events("go", BOB)

@@ -134,7 +134,9 @@ async def test_no_session_is_left_failing_every_call(tmp_path, states_window):
     come back empty; the agent must find out why, recover, and keep working call after call."""
     behaviour = SmallWindow(states_window=states_window)
     server = serve(behaviour)
-    agent = HarnessAgent("a", model_for(server), workspace=tmp_path)
+    # a 4,096-token window: the tool schemas of every default would leave too little room
+    # for the history this test grows, so the defaults beyond the file tools are off
+    agent = HarnessAgent("a", model_for(server), workspace=tmp_path, subagents=False, web=False)
     ctx = RuntimeContext(user_id="u", session_id="s")
     replies = []
     try:

@@ -57,6 +57,8 @@ def make_agent(
         skills=skills or Skills(),
         memory=False,
         shell=PYTHON_SANDBOX,  # skill scripts run with this interpreter
+        subagents=kw.pop("subagents", False),  # these budgets are measured without them
+        web=kw.pop("web", False),
         **kw,  # type: ignore[arg-type]
     )
 
@@ -386,3 +388,23 @@ async def test_the_listing_goes_whole_when_even_names_do_not_fit(tmp_path: Path)
     assert manifest is not None
     assert "omitted_for_budget:instruction/skills" in manifest.transforms
     assert "s-000" not in system_text(model.requests[0])
+
+
+async def test_a_skill_over_a_soft_limit_loads_with_a_warning_naming_the_rule(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As Anthropic's published ``claude-api`` skill (a 1,068-character description)."""
+    ws = tmp_path / "ws"
+    long_description = "Build apps with the API. " + "d" * 1_043
+    write_skill(ws / "skills", "claude-api", skill_md("claude-api", long_description))
+    write_skill(ws / "skills", "Broken", skill_md("Broken", "x"))  # structural: skipped
+    model = ScriptedModel([call("load_skill", name="claude-api"), "done"])
+    agent = make_agent(ws, model)
+    with caplog.at_level("WARNING", logger="harnessed.skills"):
+        await agent.call("use the api", CTX)
+    assert "claude-api: Build apps with the API." in system_text(model.requests[0])
+    assert "Do the thing." in results(model)[0]
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "claude-api" in warned and "soft limit" in warned and "at most 1024" in warned
+    assert "skipped skill" in warned and "Broken" in warned
+    assert "Broken" not in system_text(model.requests[0])

@@ -154,7 +154,7 @@ async def test_skills_plug_in_as_a_capability_too(tmp_path: Path) -> None:
     assert "load_skill" in agent.toolkit and "propose_skill" not in agent.toolkit
     await agent.call("hi", CTX)
     assert "- cap-skill: Through capabilities." in model.requests[0].messages[0].text
-    plain = HarnessAgent("plain", ScriptedModel(["ok"]), workspace=ws, memory=False)
+    plain = HarnessAgent("plain", ScriptedModel(["ok"]), workspace=ws, memory=False, skills=False)
     assert plain.skills is None and "load_skill" not in plain.toolkit
 
 

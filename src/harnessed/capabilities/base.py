@@ -211,6 +211,7 @@ class CallContext:
         "_publish",
         "_record",
         "agent_name",
+        "hidden_tools",
         "run_id",
         "runtime",
         "state",
@@ -239,6 +240,10 @@ class CallContext:
         self.values: MutableMapping[str, Any] = {}
         """Scratch space for this call only; key it with your capability's name."""
         self.stop_reason: str | None = None
+        self.hidden_tools: set[str] = set()
+        """Tools left out of the next model requests: a capability whose tool has nothing to
+        act on for this caller (``load_skill`` with no skills) adds its name in
+        :meth:`Capability.before_model_request` and removes it when there is something again."""
         self._emit = emit
         self._record = record
         self._publish = publish

@@ -26,6 +26,13 @@ from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from harnessed.runtime import SessionRef
 from harnessed.stores.local.jsonl import JsonlSessionLogStore
+from harnessed.context.meter import Meter
+from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from harnessed.models.base import ToolSchema
+from harnessed.session.jsonl import JsonlSessionLogStore
+from harnessed.session.record import RecordType, SessionKey, SessionRecord
+from harnessed.session.store import SessionLogStore
+from harnessed.tokens import default_estimator
 from harnessed.workspace.layout import Workspace
 
 __all__ = [
@@ -149,15 +156,28 @@ async def show_last_request(workspace: Workspace, key: SessionRef, console: Cons
         console.print(f"[bold cyan]── {number} {escape(who)}[/]", highlight=False)
         console.print(_message_text(message), markup=False, highlight=False, soft_wrap=True)
     if data.get("tools"):
-        console.print("[bold cyan]── tools[/]", highlight=False)
-        for schema in data["tools"]:
+        costs = [_schema_tokens(schema) for schema in data["tools"]]
+        console.print(
+            f"[bold cyan]── tools[/] ({len(costs)}, about {sum(costs):,} tokens of schemas)",
+            highlight=False,
+        )
+        for schema, cost in zip(data["tools"], costs, strict=True):
             console.print(
-                f"{schema['name']}: {json.dumps(schema['parameters'], ensure_ascii=False)}",
+                f"{schema['name']} (~{cost} tokens): "
+                f"{json.dumps(schema['parameters'], ensure_ascii=False)}",
                 markup=False,
                 highlight=False,
                 soft_wrap=True,
             )
     return 0
+
+
+def _schema_tokens(schema: dict[str, Any]) -> int:
+    """What one tool's schema costs in a request, counted as the context compiler counts."""
+    found = ToolSchema(
+        str(schema.get("name")), str(schema.get("description") or ""), schema["parameters"]
+    )
+    return Meter(default_estimator()).tools([found])
 
 
 def _message_text(message: Msg) -> str:
@@ -252,7 +272,8 @@ async def inspect_session(
         else f"window unknown ({latest.window_source})"
     )
     console.print(
-        f"[dim]latest: {len(latest.items)} material(s), {latest.history_messages} history "
+        f"[dim]latest: tool schemas {latest.breakdown.get('tools', 0):,} tokens, "
+        f"{len(latest.items)} material(s), {latest.history_messages} history "
         f"message(s), counted with {escape(latest.counting_method)}"
         f"{' (exact)' if latest.exact else ' (estimate)'}; {escape(window)}[/]"
     )

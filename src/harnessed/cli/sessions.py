@@ -48,7 +48,9 @@ def register(sub: Any) -> None:
     rebuild.add_argument("--user", default=None, help="only this user (default: every user)")
     rebuild.add_argument("--backend", choices=("sqlite", "tantivy"), default="sqlite")
     rebuild.add_argument(
-        "--tokenizer", default=None, help="SQLite FTS5 tokenizer, e.g. trigram (default: words)"
+        "--tokenizer",
+        default=None,
+        help="SQLite FTS5 tokenizer of the stored terms (default: ascii; keep it)",
     )
     rebuild.set_defaults(handler=sessions_command)
 

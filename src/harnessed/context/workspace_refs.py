@@ -19,6 +19,7 @@ omission is reported (``workspace_budget_cut:<material-id>``,
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -168,16 +169,22 @@ async def load_workspace_refs(
     max_context_tokens: int = 8_000,
     memory_files: Sequence[str] = (Workspace.MEMORY_MD,),
     context_files: Sequence[str] = (),
+    agents_files: Sequence[str] = (Workspace.AGENTS_MD,),
 ) -> WorkspaceRefs:
     """Read AGENTS.md, the extra context files, the MEMORY.md files and knowledge, within
     ``max_context_tokens`` together (see the module docstring for the order and split).
 
     ``memory_files`` are the shared ``MEMORY.md`` and the one of the isolation scope (a user's
-    own memory).
+    own memory). ``agents_files`` are where ``AGENTS.md`` may be, the first that exists wins
+    (the caller's own ``<user>/AGENTS.md`` overrides the shared one).
     """
     budget = _Budget(max_context_tokens, estimator)
     files = _Refusing(files, budget.transforms)
     agents_path = Workspace.AGENTS_MD
+    for candidate in agents_files:
+        if await files.exists(candidate):
+            agents_path = candidate
+            break
     agents_md: str | None = None
     if await files.exists(agents_path):
         agents_md = await budget.read(
@@ -288,9 +295,15 @@ class WorkspaceRefsLoader:
         scoped = ws.memory_file(
             agent_id=self.agent_name, user_id=info.runtime.user_id, session_id=info.runtime.session
         )
+        home = posixpath.dirname(scoped)  # the caller's own folder ("" in the global scope)
+        own_agents: tuple[str, ...] = (posixpath.join(home, ws.AGENTS_MD),) if home else ()
+        root = ws.local_root
+        if own_agents and root is not None and not (root / own_agents[0]).is_file():
+            own_agents = ()  # one stat instead of a guarded walk for the usual case: none
         return await load_workspace_refs(
             ws.fs,
             self.estimator,
+            agents_files=(*own_agents, ws.AGENTS_MD),
             memory_files=tuple(dict.fromkeys((ws.MEMORY_MD, scoped))),
             max_context_tokens=self.max_context_tokens,
             context_files=self.context_files,

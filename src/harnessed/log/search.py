@@ -1,8 +1,13 @@
 """Searching session logs: the ``SearchIndex`` protocol, its hits, and the matching rules.
 
-Every backend follows the same rules so they are interchangeable. Text is split into words
-(runs of letters and digits; case and accents are ignored) and a query matches a message as
-a ``phrase`` (the words in this order, next to each other — the default), when it has ``all``
+Every backend follows the same rules so they are interchangeable, and indexes the terms these
+rules make (never its own tokenizer's), for the text and the query alike. Text is folded (NFKC,
+case and accents ignored: ``x²y`` reads as ``x2y``, ``É`` as ``e``) and split into words (runs
+of letters and digits). Chinese, Japanese and Korean have no spaces between words, so a run of
+their characters becomes its overlapping pairs of characters plus its last character alone
+(``数据库`` → ``数据 据库 库``): a word of two or more characters is the phrase of its pairs, a
+single character matches the terms that start with it. A query matches a message as a
+``phrase`` (the words in this order, next to each other — the default), when it has ``all``
 of the words, or ``any`` of them. Results come newest first (``order="recent"``, what an agent
 usually wants and cheap to answer) or best first (``order="relevance"``). Only ``message``
 records are searched; a message's text is its text blocks, its tool results and its tool calls
@@ -28,6 +33,7 @@ __all__ = [
     "BlockingSearchIndex",
     "GroupedSearchIndex",
     "MatchMode",
+    "Phrase",
     "SearchHit",
     "SearchIndex",
     "SearchOrder",
@@ -35,6 +41,8 @@ __all__ = [
     "fold",
     "indexable",
     "message_text",
+    "matches",
+    "query_phrases",
     "query_words",
     "snippet",
     "timestamp_micros",
@@ -142,29 +150,113 @@ class SearchIndex(Protocol):
 
 
 # ------------------------------------------------------------------ shared rules
+_CJK_CLASS = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3031-\u3035\u3040-\u30ff"
+    "\u3100-\u312f\u3130-\u318f\u31a0-\u31bf\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\U00020000-\U0003134f"
+)
+_CJK = re.compile(f"[{_CJK_CLASS}]+")
+_KANA_MARKS = frozenset("\u3099\u309a")
+"""The voicing marks of kana are part of the letter (``ガ`` is not ``カ``), not accents."""
+
+
 def fold(text: str) -> str:
-    """Lower-case ``text`` and strip accents (``É`` → ``e``), as the indexes do."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    """``text`` as every index compares it: NFKC-normalized (``²`` → ``2``, full-width →
+    ASCII), case-folded and without accents (``É`` → ``e``)."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
+    kept = "".join(c for c in decomposed if not unicodedata.combining(c) or c in _KANA_MARKS)
+    return unicodedata.normalize("NFC", kept)
+
+
+_WORD_TERM, _PAIR_TERM, _LAST_TERM = 0, 1, 2
+
+
+def _terms(folded: str) -> list[tuple[str, int]]:
+    """The terms of folded text with their kinds (a word, a CJK pair, a CJK run's last
+    character)."""
+    out: list[tuple[str, int]] = []
+    for run in _WORD.findall(folded):
+        if run.isascii() or _CJK.search(run) is None:
+            out.append((run, _WORD_TERM))
+            continue
+        pos = 0
+        for found in _CJK.finditer(run):
+            if found.start() > pos:
+                out.append((run[pos : found.start()], _WORD_TERM))
+            piece = found.group()
+            out.extend((piece[i : i + 2], _PAIR_TERM) for i in range(len(piece) - 1))
+            out.append((piece[-1], _LAST_TERM))
+            pos = found.end()
+        if pos < len(run):
+            out.append((run[pos:], _WORD_TERM))
+    return out
 
 
 def words(text: str) -> list[str]:
-    """The folded words of ``text``: runs of letters and digits."""
-    return _WORD.findall(fold(text))
+    """The terms every index holds for ``text``, in order: its folded words, a CJK run as its
+    character pairs and its last character (see the module notes)."""
+    folded = fold(text)
+    if folded.isascii():
+        return _WORD.findall(folded)
+    return [term for term, _ in _terms(folded)]
 
 
-def query_words(query: str, *, folded: bool = True) -> list[str]:
-    """The words of a query; raises ``ValueError`` when it has none.
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    """Terms a message must hold next to each other, in this order."""
 
-    ``folded=False`` keeps each word as typed, for an index whose own tokenizer folds the
-    query exactly as it folded the text (SQLite FTS5).
-    """
+    terms: tuple[str, ...]
+    prefix: bool = False
+    """The last term is a single CJK character: it matches any term that starts with it."""
+
+    def found_in(self, text_terms: Sequence[str]) -> bool:
+        """Whether ``text_terms`` (from :func:`words`) hold this phrase."""
+        terms, n = self.terms, len(self.terms)
+        head, last = terms[:-1], terms[-1]
+        for i in range(len(text_terms) - n + 1):
+            end = text_terms[i + n - 1]
+            if (end == last or (self.prefix and end.startswith(last))) and (
+                not head or list(text_terms[i : i + n - 1]) == list(head)
+            ):
+                return True
+        return False
+
+
+def _phrase(folded: str) -> Phrase | None:
+    """The phrase a query (or one query word) looks for. The query's end is open: a last
+    CJK run of two or more characters needs only its pairs, a last single character is a
+    prefix."""
+    terms = _terms(folded)
+    if not terms:
+        return None
+    prefix = False
+    if terms[-1][1] == _LAST_TERM:
+        if len(terms) > 1 and terms[-2][1] == _PAIR_TERM:
+            terms.pop()
+        else:
+            prefix = True
+    return Phrase(tuple(term for term, _ in terms), prefix)
+
+
+def query_phrases(query: str, match: MatchMode) -> list[Phrase]:
+    """What a query looks for: one phrase of all its words (``match="phrase"``) or one per
+    word (``all`` / ``any``); raises ``ValueError`` when it has no words."""
     if not isinstance(query, str):
         raise TypeError(f"a search query must be a string, got {type(query).__name__}")
-    found = words(query) if folded else _WORD.findall(query)
+    folded = fold(query)
+    parts = [folded] if match == "phrase" else _WORD.findall(folded)
+    found = [p for p in (_phrase(part) for part in parts) if p is not None]
     if not found:
         raise ValueError(f"the search query {query!r} has no words to look for (letters or digits)")
     return found
+
+
+def query_words(query: str) -> list[str]:
+    """Every term of a query's phrases (see :func:`query_phrases`); raises ``ValueError`` when
+    it has none."""
+    return [term for phrase in query_phrases(query, "all") for term in phrase.terms]
 
 
 def check_search_args(max_results: int, match: str, order: str) -> None:
@@ -179,20 +271,12 @@ def check_search_args(max_results: int, match: str, order: str) -> None:
         raise ValueError(f"order must be one of {', '.join(_ORDERS)}; got {order!r}")
 
 
-def matches(text_words: Sequence[str], wanted: Sequence[str], match: MatchMode) -> bool:
-    """Whether a message with ``text_words`` matches the query words ``wanted``."""
+def matches(text_terms: Sequence[str], phrases: Sequence[Phrase], match: MatchMode) -> bool:
+    """Whether a message with ``text_terms`` (from :func:`words`) matches the query's
+    ``phrases`` (from :func:`query_phrases`)."""
     if match == "any":
-        present = set(text_words)
-        return any(w in present for w in wanted)
-    if match == "all":
-        present = set(text_words)
-        return all(w in present for w in wanted)
-    n = len(wanted)
-    first = wanted[0]
-    return any(
-        text_words[i] == first and list(text_words[i : i + n]) == list(wanted)
-        for i in range(len(text_words) - n + 1)
-    )
+        return any(p.found_in(text_terms) for p in phrases)
+    return all(p.found_in(text_terms) for p in phrases)
 
 
 def message_text(message: Msg) -> str:
@@ -266,12 +350,28 @@ def snippet(text: str, query: str, width: int = 300) -> str:
     flat = " ".join(text.split())
     if len(flat) <= width:
         return flat
-    wanted = set(words(query))
+    try:
+        wanted = {t for p in query_phrases(query, "any") for t in p.terms}
+    except ValueError:
+        wanted = set()
     start = 0
     for found in _WORD.finditer(flat):
-        if fold(found.group()) in wanted:
+        word = found.group()
+        if fold(word) in wanted:
             start = found.start()
             break
+        if not word.isascii() and _CJK.search(word) is not None:
+            at = next(
+                (
+                    i
+                    for i in range(len(word))
+                    if fold(word[i : i + 2]) in wanted or fold(word[i]) in wanted
+                ),
+                -1,
+            )
+            if at >= 0:
+                start = found.start() + at
+                break
     left = max(0, min(start - width // 3, len(flat) - width))
     piece = flat[left : left + width]
     return ("…" if left > 0 else "") + piece + ("…" if left + width < len(flat) else "")

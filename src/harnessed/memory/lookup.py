@@ -12,6 +12,7 @@ import posixpath
 from dataclasses import dataclass
 
 from harnessed.memory.ledger import Ledger, MemoryPlace
+from harnessed.session.search import fold
 from harnessed.workspace.errors import WorkspaceError
 from harnessed.workspace.filesystem import Filesystem
 from harnessed.workspace.paths import join
@@ -47,9 +48,11 @@ async def memory_files(ledger: Ledger) -> list[str]:
 async def search_memory(
     ledger: Ledger, query: str, *, max_results: int = 20
 ) -> tuple[list[MemoryMatch], bool]:
-    """Lines containing every word of ``query`` (ignoring case); when none do, lines with any
-    of them. Returns the matches and whether they are the every-word kind."""
-    terms = [t.casefold() for t in query.split()]
+    """Lines containing every word of ``query``; when none do, lines with any of them. Words
+    are compared as the session search folds them (NFKC, case and accents ignored: ``x2y``
+    finds ``x²y``) and found anywhere in a line, so words of any script, CJK included, match
+    inside longer text. Returns the matches and whether they are the every-word kind."""
+    terms = [t for t in (fold(w) for w in query.split()) if t]
     if not terms:
         raise ValueError("memory_search needs a query with at least one word")
     strict: list[MemoryMatch] = []
@@ -57,7 +60,7 @@ async def search_memory(
     for path in await memory_files(ledger):
         text = await ledger.fs.read_text(path)
         for number, line in enumerate(text.splitlines(), 1):
-            folded = line.casefold()
+            folded = fold(line)
             found = sum(1 for t in terms if t in folded)
             if not found:
                 continue

@@ -161,7 +161,8 @@ def session_tools(
     ) -> str:
         """Search the messages of your sessions (all of them, or one), newest matches first.
 
-        Words are matched whole, ignoring case and accents. Each hit is shown as
+        Words are matched whole, ignoring case and accents (Chinese, Japanese and Korean
+        words also inside longer text). Each hit is shown as
         ``session#seq``; read it in full with session_history(session_id, before_seq=seq+1,
         last_n=1).
 
@@ -205,14 +206,23 @@ def session_tools(
         return "\n".join(lines)
 
     tools = [session_list, session_history, session_search]
-    if not others:
-        return tools
+    if not others:  # agent_id could only name this agent: the model need not see it
+        return [_without(t, "agent_id") for t in tools]
     note = (
         " Besides your own, you may read the sessions of these agents (pass agent_id): "
         + ", ".join(sorted(others))
         + "."
     )
     return [dataclasses.replace(t, description=t.description + note) for t in tools]
+
+
+def _without(tool: Tool, argument: str) -> Tool:
+    """``tool`` with ``argument`` left out of its schema (still accepted when given)."""
+    parameters = dict(tool.parameters)
+    properties = dict(parameters.get("properties", {}))
+    properties.pop(argument, None)
+    parameters["properties"] = properties
+    return dataclasses.replace(tool, parameters=parameters)
 
 
 def _agent_names(names: Sequence[str]) -> frozenset[str]:

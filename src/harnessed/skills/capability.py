@@ -58,6 +58,8 @@ from harnessed.workspace import (
 
 __all__ = ["Skills"]
 
+LOAD_SKILL = "load_skill"
+
 logger = logging.getLogger(__name__)
 
 _KEPT_LISTINGS = 64
@@ -121,6 +123,8 @@ class Skills(Capability):
         self.estimator: TokenEstimator = default_estimator()
         self._memory_usage: dict[str, int] = {}
         self._listings: dict[tuple[tuple[str, str], ...], Material | None] = {}
+        self._scanned: dict[tuple[str, str], list[Skill]] = {}
+        """The scan :meth:`before_model_request` made, for the listing of that request."""
 
     # ------------------------------------------------------------ capability
     def setup(self, host: CapabilityHost) -> None:
@@ -136,6 +140,14 @@ class Skills(Capability):
         return found
 
     async def before_model_request(self, call: CallContext) -> None:
+        # load_skill is offered only when the caller has a skill to load; the listing of the
+        # request prepared next uses the same scan
+        skills = await self.available(call.runtime)
+        self._scanned[(call.runtime.user_id, call.runtime.session)] = skills
+        if skills:
+            call.hidden_tools.discard(LOAD_SKILL)
+        else:
+            call.hidden_tools.add(LOAD_SKILL)
         revoked = await self.revoke_stale_grants(call.state, call.runtime)
         if revoked:
             call.emit("skill_grants_revoked", {"skills": revoked})
@@ -277,7 +289,8 @@ class Skills(Capability):
         return posixpath.join("agents", self.agent_name or "agent", "skills", "usage.jsonl")
 
     async def _instructions(self, info: PrepareInfo) -> list[Material]:
-        skills = await self.available(info.runtime)
+        scanned = self._scanned.pop((info.runtime.user_id, info.runtime.session), None)
+        skills = scanned if scanned is not None else await self.available(info.runtime)
         key = tuple((s.name, s.revision) for s in skills)
         listing = self._listings.get(key)
         if listing is None:  # built again only when a caller's set of skills changed

@@ -142,7 +142,7 @@ async def write_draft(
     ``PermissionError`` a folder another user's draft holds (nothing is written then)."""
     _check_name(name)
     text = render_skill_md(name, description, instructions, allowed_tools)
-    parse_skill_md(text, name, where=f"draft {name!r}")
+    parse_skill_md(text, name, where=f"draft {name!r}", strict=True)
     if not instructions.strip():
         raise SkillFormatError(f"draft {name!r}", ["the instructions (body) are empty"])
     folder = join(user_drafts_dir(agent, user_id), name)
@@ -217,7 +217,7 @@ async def promote_draft(
     (who proposed it). Other users' drafts of the same name stay drafts."""
     draft = await pick_draft(fs, agent, name, user_id)
     skill_md = join(draft.folder, SKILL_FILE)
-    parse_skill_md(await fs.read_text(skill_md), name, where=skill_md)
+    parse_skill_md(await fs.read_text(skill_md), name, where=skill_md, strict=True)
     target = join(_SKILLS_DIR, name)
     if await fs.exists(target):
         if not replace:

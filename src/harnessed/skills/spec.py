@@ -43,6 +43,7 @@ __all__ = [
     "SkillFormatError",
     "SkillMeta",
     "check_front_matter",
+    "front_matter_problems",
     "parse_skill_md",
     "split_front_matter",
 ]
@@ -117,14 +118,30 @@ def _non_empty_text(value: Any) -> bool:
 
 
 def check_front_matter(data: Mapping[str, Any], folder: str | None = None) -> list[str]:
-    """Every rule the front matter ``data`` breaks (empty when valid).
+    """Every rule the front matter ``data`` breaks (empty when valid), structural and soft.
 
     ``folder`` is the name of the skill's folder (``None`` skips the name/folder check).
     """
+    structural, soft = front_matter_problems(data, folder)
+    return [*structural, *soft]
+
+
+def front_matter_problems(
+    data: Mapping[str, Any], folder: str | None = None
+) -> tuple[list[str], list[str]]:
+    """The rules ``data`` breaks, as ``(structural, soft)``.
+
+    Structural problems make a skill unusable (no name or description, a name that is not
+    its folder's or not a plain name): such a skill is skipped. Soft ones are the format's
+    limits a usable skill may still break (a description over 1,024 characters, a long
+    ``compatibility``, unknown fields, a name over 64 characters): published skills do, and
+    they load with a warning naming the rule.
+    """
     problems: list[str] = []
+    soft: list[str] = []
     unknown = sorted(str(k) for k in data if k not in ALLOWED_FIELDS)
     if unknown:
-        problems.append(
+        soft.append(
             f"unknown field(s) {', '.join(unknown)}: only {', '.join(sorted(ALLOWED_FIELDS))} "
             "are allowed"
         )
@@ -134,34 +151,35 @@ def check_front_matter(data: Mapping[str, Any], folder: str | None = None) -> li
         problems.append("'name' must be non-empty text")
     else:
         problems.extend(_name_problems(data["name"], folder))
+        name = unicodedata.normalize("NFKC", data["name"].strip())
+        if len(name) > MAX_NAME_LENGTH:
+            soft.append(
+                f"'name' {name!r} has {len(name)} characters; at most {MAX_NAME_LENGTH} are allowed"
+            )
     if "description" not in data:
         problems.append("the required field 'description' is missing")
     elif not _non_empty_text(data["description"]):
         problems.append("'description' must be non-empty text")
     elif len(data["description"]) > MAX_DESCRIPTION_LENGTH:
-        problems.append(
+        soft.append(
             f"'description' has {len(data['description'])} characters; at most "
             f"{MAX_DESCRIPTION_LENGTH} are allowed"
         )
     if "compatibility" in data:
         value = data["compatibility"]
         if not isinstance(value, str):
-            problems.append("'compatibility' must be text")
+            soft.append("'compatibility' must be text")
         elif len(value) > MAX_COMPATIBILITY_LENGTH:
-            problems.append(
+            soft.append(
                 f"'compatibility' has {len(value)} characters; at most "
                 f"{MAX_COMPATIBILITY_LENGTH} are allowed"
             )
-    return problems
+    return problems, soft
 
 
 def _name_problems(raw: str, folder: str | None) -> list[str]:
     name = unicodedata.normalize("NFKC", raw.strip())
     problems: list[str] = []
-    if len(name) > MAX_NAME_LENGTH:
-        problems.append(
-            f"'name' {name!r} has {len(name)} characters; at most {MAX_NAME_LENGTH} are allowed"
-        )
     if name != name.lower():
         problems.append(f"'name' {name!r} must be lower case")
     if name.startswith("-") or name.endswith("-"):
@@ -176,22 +194,26 @@ def _name_problems(raw: str, folder: str | None) -> list[str]:
 
 
 def parse_skill_md(
-    text: str, folder: str | None = None, *, where: str = SKILL_FILE
+    text: str, folder: str | None = None, *, where: str = SKILL_FILE, strict: bool = False
 ) -> tuple[SkillMeta, str]:
     """Parse and check a ``SKILL.md``: ``(front matter, body)``.
 
-    Raises :class:`SkillFormatError` listing every rule broken (``where`` names the file in
-    the message).
+    Raises :class:`SkillFormatError` listing the structural rules broken (``where`` names the
+    file in the message); a soft limit broken becomes a note naming the rule (see
+    :func:`front_matter_problems`), or an error too with ``strict=True`` (for drafts the
+    model writes).
     """
     try:
         front, body = split_front_matter(text)
         data = _load_yaml(front)
     except ValueError as exc:
         raise SkillFormatError(where, [str(exc)]) from None
-    problems = check_front_matter(data, folder)
+    problems, soft = front_matter_problems(data, folder)
+    if strict:
+        problems += soft
     if problems:
         raise SkillFormatError(where, problems)
-    notes: list[str] = []
+    notes: list[str] = [f"breaks a soft limit of the format: {rule}" for rule in soft]
     metadata = _metadata(data.get("metadata"), notes)
     license_ = data.get("license")
     if license_ is not None and not isinstance(license_, str):
@@ -212,7 +234,7 @@ def parse_skill_md(
             name=unicodedata.normalize("NFKC", data["name"].strip()),
             description=data["description"].strip(),
             license=license_,
-            compatibility=data.get("compatibility"),
+            compatibility=_as_text(data["compatibility"]) if "compatibility" in data else None,
             metadata=metadata,
             allowed_tools=split_tool_list(tools),
             notes=tuple(notes),

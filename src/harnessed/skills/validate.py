@@ -36,7 +36,8 @@ def lower_case_note(meta: SkillMeta, file_name: str) -> SkillMeta:
 
 def validate_skill_dir(path: str | os.PathLike[str]) -> SkillMeta:
     """The front matter of the skill folder ``path``; :class:`SkillFormatError` lists every
-    rule it breaks. Accepted departures from the standard are in ``notes``."""
+    rule it breaks, soft limits included (a skill that breaks only those still loads, with a
+    warning). Accepted departures from the standard are in ``notes``."""
     folder = Path(path)
     where = str(folder)
     if not folder.exists():
@@ -50,5 +51,5 @@ def validate_skill_dir(path: str | os.PathLike[str]) -> SkillMeta:
         text = skill_md.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillFormatError(where, [f"cannot read {skill_md.name}: {exc}"]) from None
-    meta = parse_skill_md(text, folder.resolve().name, where=str(skill_md))[0]
+    meta = parse_skill_md(text, folder.resolve().name, where=str(skill_md), strict=True)[0]
     return lower_case_note(meta, skill_md.name)

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from harnessed.log.record import SessionRecord
 from harnessed.log.search import (
     MatchMode,
+    Phrase,
     SearchHit,
     SearchOrder,
     check_search_args,
     indexable,
     matches,
-    query_words,
+    query_phrases,
     timestamp_micros,
     words,
 )
@@ -71,7 +72,8 @@ class ScanSearchIndex:
         session_id: str | None = None,
     ) -> list[SearchHit]:
         check_search_args(max_results, match, order)
-        wanted = query_words(query)
+        wanted = query_phrases(query, match)
+        terms = {t for p in wanted for t in p.terms}
         if session_id is not None:
             session_ids = [session_id]
         else:
@@ -91,8 +93,7 @@ class ScanSearchIndex:
                 when = timestamp_micros(record.timestamp)
                 score = float(when)
                 if order == "relevance":
-                    present = set(wanted)
-                    score = sum(1 for w in text_words if w in present) / (len(text_words) + 10)
+                    score = sum(1 for w in text_words if w in terms) / (len(text_words) + 10)
                 hit = SearchHit(sid, record.seq, role, text, record.timestamp, name)
                 scored.append((score, when, -position, hit))
         best = heapq.nlargest(max_results, scored, key=lambda s: (s[0], s[1], s[2], s[3].seq))
@@ -102,8 +103,8 @@ class ScanSearchIndex:
         return None
 
 
-def _may_match(lowered: str, wanted: Sequence[str], match: MatchMode) -> bool:
-    """False when the text cannot match (a query word is not even a substring)."""
+def _may_match(lowered: str, wanted: Sequence[Phrase], match: MatchMode) -> bool:
+    """False when the text cannot match (a query term is not even a substring)."""
     if match == "any":
-        return any(w in lowered for w in wanted)
-    return all(w in lowered for w in wanted)
+        return any(all(t in lowered for t in p.terms) for p in wanted)
+    return all(t in lowered for p in wanted for t in p.terms)

@@ -28,10 +28,12 @@ from harnessed.subagents.core import (
     raw_tasks,
 )
 from harnessed.subagents.declarations import Declarations
+from harnessed.subagents.core import MAX_DEPTH, Shared, is_ended, owner_of, raw_tasks
+from harnessed.subagents.declarations import Declarations, caller_ids
 from harnessed.subagents.delegate import is_agent
 from harnessed.subagents.records import TaskRecord
 from harnessed.subagents.recovery import Recovery
-from harnessed.subagents.spec import SubagentSpec
+from harnessed.subagents.spec import GENERAL_PURPOSE, SubagentSpec
 from harnessed.subagents.texts import MAX_LISTED, available_block, reminder
 from harnessed.subagents.tools import subagent_tools
 from harnessed.tools.base import Tool
@@ -40,6 +42,10 @@ if TYPE_CHECKING:
     from harnessed.subagents.delegate import Delegate
 
 __all__ = ["Subagents"]
+
+
+TASK_TOOLS = frozenset({"agent_send", "task_output", "task_cancel", "task_list"})
+"""The tools that act on tasks already started (left out while a session has none)."""
 
 
 class Subagents(Recovery):
@@ -121,7 +127,7 @@ class Subagents(Recovery):
     # ------------------------------------------------------------- per call
     async def before_call(self, call: CallContext) -> None:
         self._live[owner_of(call)] = call
-        await self.declarations.all()
+        await self.declarations.all(*caller_ids(call))
         await self._recover(call)
 
     async def after_call(self, call: CallContext, end: CallEnd) -> None:
@@ -132,6 +138,11 @@ class Subagents(Recovery):
     async def before_model_request(self, call: CallContext) -> None:
         owner = owner_of(call)
         raw = raw_tasks(self.section(call.state))
+        # the task tools act on this session's tasks: offered once there is one
+        if raw or self.shared.board.of(owner):
+            call.hidden_tools.difference_update(TASK_TOOLS)
+        else:
+            call.hidden_tools.update(TASK_TOOLS)
         finished_here = any(r.outcome is not None for r in self.shared.board.of(owner))
         if not finished_here and not any(is_ended(t) and not t.get("delivered") for t in raw):
             return  # the common case: nothing to tell, nothing parsed
@@ -154,12 +165,14 @@ class Subagents(Recovery):
             self.set_section(call.state, book.data())
 
     def state_blocks(self, state: AgentState) -> Sequence[StateBlock]:
-        specs = self.declarations.loaded()
+        specs = self.declarations.loaded(state.agent_id, state.user_id, state.session_id)
         if specs is None:
             return ()
         running = [
             TaskRecord.from_dict(t) for t in raw_tasks(self.section(state)) if not is_ended(t)
         ]
+        if not running and all(s.hidden or s.id == GENERAL_PURPOSE.id for s in specs.values()):
+            return ()  # agent_spawn's own description names general-purpose: nothing to add
         return (StateBlock("RUNTIME_STATE", available_block(specs, running)),)
 
     async def close(self) -> None:

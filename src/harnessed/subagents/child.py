@@ -255,6 +255,8 @@ def build_child(
         memory=False,
         memory_tools=False,
         output_type=spec.output_type,
+        skills=False,  # the parent's load_skill and web_fetch come with its tools when allowed
+        web=False,
     )
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import posixpath
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from harnessed.subagents.delegate import is_agent
@@ -18,6 +19,7 @@ from harnessed.workspace.layout import Workspace
 from harnessed.workspace.paths import join
 
 if TYPE_CHECKING:
+    from harnessed.capabilities.base import CallContext
     from harnessed.subagents.delegate import Delegate
 
 __all__ = ["Declaration", "Declarations"]
@@ -34,6 +36,11 @@ def agent_spec(agent: Delegate) -> SubagentSpec:
     description = first[:300] or f"The agent {agent.name!r}."
     spec_id = agent.name.lower().replace(".", "-")
     return SubagentSpec(spec_id, description, agent=agent, source="agent")
+
+
+def caller_ids(call: CallContext) -> tuple[str, str, str]:
+    """``(agent, user, session)`` of a call: whose own sub-agent files apply."""
+    return (call.agent_name, call.runtime.user_id, call.runtime.session)
 
 
 class Declarations:
@@ -63,35 +70,57 @@ class Declarations:
         self._general = general_purpose
         self._workspace = workspace if load_files else None
         self._files: dict[str, SubagentSpec] | None = None
+        self._user_files: dict[str, dict[str, SubagentSpec]] = {}
+        """A user's own ``<user>/subagents/*.md`` by folder, read on the user's first use."""
         self._loading: asyncio.Lock | None = None
         self.problems: list[str] = []
         """Why workspace files were skipped (one message per file)."""
 
-    async def all(self) -> dict[str, SubagentSpec]:
-        """Every declaration by id (workspace files read on first use)."""
+    def _user_folder(self, ids: Sequence[str]) -> str | None:
+        """``<user>/subagents`` of a caller (agent, user, session), ``None`` without one."""
+        ws = self._workspace
+        if ws is None or len(ids) != 3:
+            return None
+        home = posixpath.dirname(ws.memory_file(agent_id=ids[0], user_id=ids[1], session_id=ids[2]))
+        return posixpath.join(home, Workspace.SUBAGENTS_DIR) if home else None
+
+    async def all(self, *caller: str) -> dict[str, SubagentSpec]:
+        """Every declaration by id (workspace files read on first use). With the caller's
+        ``(agent, user, session)``, the user's own ``<user>/subagents/*.md`` override the
+        shared ones of the same id."""
         files = await self._load()
+        folder = self._user_folder(caller)
+        if folder is not None and folder not in self._user_files and self._workspace:
+            own = await self._read(self._workspace, folder, shared=False)
+            self._user_files[folder] = own
+        return self._merge(files, folder)
+
+    def _merge(
+        self, files: Mapping[str, SubagentSpec], folder: str | None
+    ) -> dict[str, SubagentSpec]:
         found: dict[str, SubagentSpec] = {}
         if self._general:
             found[GENERAL_PURPOSE.id] = GENERAL_PURPOSE
         found.update(files)
+        if folder is not None:
+            found.update(self._user_files.get(folder, {}))
         found.update(self._code)
         return found
 
-    def loaded(self) -> dict[str, SubagentSpec] | None:
+    def loaded(self, *caller: str) -> dict[str, SubagentSpec] | None:
         """The declarations if the files were read already (for synchronous callers)."""
         if self._files is None and self._workspace is not None:
             return None
-        found: dict[str, SubagentSpec] = {}
-        if self._general:
-            found[GENERAL_PURPOSE.id] = GENERAL_PURPOSE
-        found.update(self._files or {})
-        found.update(self._code)
-        return found
+        folder = self._user_folder(caller)
+        if folder is not None and folder not in self._user_files:
+            return None
+        return self._merge(self._files or {}, folder)
 
     async def reload(self) -> None:
         """Read the workspace's ``subagents/*.md`` again (e.g. after the application changed
         them)."""
         self._files = None
+        self._user_files.clear()
         await self._load()
 
     async def _load(self) -> dict[str, SubagentSpec]:
@@ -104,18 +133,21 @@ class Declarations:
                 self._files = await self._read(self._workspace)
         return self._files
 
-    async def _read(self, workspace: Workspace) -> dict[str, SubagentSpec]:
+    async def _read(
+        self, workspace: Workspace, folder: str = Workspace.SUBAGENTS_DIR, *, shared: bool = True
+    ) -> dict[str, SubagentSpec]:
         fs = workspace.fs
         found: dict[str, SubagentSpec] = {}
         problems: list[str] = []
-        if not await fs.exists(Workspace.SUBAGENTS_DIR):
-            self.problems = problems
+        if not await fs.exists(folder):
+            if shared:
+                self.problems = problems
             return found
-        for info in sorted(await fs.ls(Workspace.SUBAGENTS_DIR), key=lambda i: i.path):
+        for info in sorted(await fs.ls(folder), key=lambda i: i.path):
             name = info.path.rsplit("/", 1)[-1]
             if info.is_dir or not name.endswith(".md"):
                 continue
-            path = join(Workspace.SUBAGENTS_DIR, name)
+            path = join(folder, name)
             spec_id = name[: -len(".md")]
             try:
                 text = await fs.read_text(path)
@@ -126,5 +158,6 @@ class Declarations:
                 problems.append(f"{path}: cannot be read ({type(exc).__name__}: {exc})")
         for problem in problems:
             logger.warning("sub-agent declaration skipped: %s", problem)
-        self.problems = problems
+        if shared:
+            self.problems = problems
         return found

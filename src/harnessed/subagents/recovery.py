@@ -18,6 +18,7 @@ from harnessed.subagents.core import (
     owner_of,
     raw_tasks,
 )
+from harnessed.subagents.declarations import caller_ids
 from harnessed.subagents.delegate import Delegate
 from harnessed.subagents.records import TaskRecord, TaskStatus
 from harnessed.subagents.spawning import Spawning
@@ -38,7 +39,7 @@ class Recovery(Spawning):
             return
         book = self.book(call.state)
         stale = [r for r in book.tasks.values() if not r.ended and r.task_id not in board.running]
-        specs = await self.declarations.all()
+        specs = await self.declarations.all(*caller_ids(call))
         for record in stale:
             try:
                 await self._resume(call, book, record, specs.get(record.agent_id))

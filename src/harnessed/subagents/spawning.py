@@ -248,8 +248,10 @@ class Spawning(SubagentsCore):
     def _child(self, spec: SubagentSpec, user_id: str, child_session: str) -> Delegate:
         if spec.agent is not None:
             return spec.agent
-        if spec.workspace == "shared" and spec.id in self._children:
-            return self._children[spec.id]
+        # by id and source: a user's own declaration of an id is another child than the shared one
+        key = f"{spec.id}\x00{spec.source}"
+        if spec.workspace == "shared" and key in self._children:
+            return self._children[key]
         own = frozenset(t.name for t in self._tools)
         extra: list[Capability] = []
         if self.host.capability(AskUser) is not None:  # a question of its own, asked via the
@@ -270,7 +272,7 @@ class Spawning(SubagentsCore):
             isolated_root=root,
         )
         if spec.workspace == "shared":
-            self._children[spec.id] = child
+            self._children[key] = child
         return child
 
 

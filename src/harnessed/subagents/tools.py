@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from harnessed.capabilities.base import CallContext
 from harnessed.subagents.board import Running, wait_done
+from harnessed.subagents.declarations import caller_ids
 from harnessed.subagents.records import TaskRecord, TaskStatus, clean_label
 from harnessed.subagents.texts import finished_text, started_text
 from harnessed.tools.base import Tool, ToolError
@@ -97,7 +98,7 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         wait = _timeout(timeout_seconds)
         if not task.strip():
             raise ToolError("task must not be blank: say what the sub-agent should do")
-        specs = await cap.declarations.all()
+        specs = await cap.declarations.all(*caller_ids(call))
         spec = specs.get(agent_id)
         if spec is None:
             known = ", ".join(sorted(specs)) or "none"
@@ -143,7 +144,7 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             key = matches[0]
         last = book.last_of(key)
         assert last is not None
-        spec = (await cap.declarations.all()).get(last.agent_id)
+        spec = (await cap.declarations.all(*caller_ids(call))).get(last.agent_id)
         if spec is None:
             raise ToolError(f"the sub-agent {last.agent_id!r} is no longer declared")
         running = await cap.start(call, spec, last.label, message, background=wait == 0)
@@ -155,7 +156,7 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
     async def agent_list(context: ToolContext) -> dict[str, Any]:
         """List the sub-agents you can spawn and the sub-agent sessions of this conversation."""
         call = _call(context)
-        specs = await cap.declarations.all()
+        specs = await cap.declarations.all(*caller_ids(call))
         book = cap.book(call.state)
         sessions: dict[str, TaskRecord] = {}
         for record in book.tasks.values():

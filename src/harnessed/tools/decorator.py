@@ -93,7 +93,8 @@ def _build_tool(
     )
     if not text:
         raise ValueError(f"tool {tool_name!r} needs a description: add a docstring")
-    param_docs = {p.arg_name: p.description or "" for p in doc.params}
+    text = lean_text(text)
+    param_docs = {p.arg_name: lean_text(p.description or "") for p in doc.params}
 
     try:
         hints = get_type_hints(func, include_extras=True)
@@ -135,12 +136,34 @@ def _build_tool(
     )
 
 
+_WRAPPED = re.compile(r"(?<!\n)\n(?![ \t]*(?:\n|[-*•] |\d+[.)] ))[ \t]*")
+"""A line break inside a paragraph (not before a blank line or a list item)."""
+
+
+def lean_text(text: str) -> str:
+    """A docstring as the model needs it: hard-wrapped lines joined (paragraphs kept) and
+    reST's double backticks made single — the same words for fewer tokens."""
+    return _WRAPPED.sub(" ", text.strip()).replace("``", "`")
+
+
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's generated titles: they cost tokens and tell the model nothing."""
+    """Drop what costs tokens and tells the model nothing: pydantic's generated titles, and
+    for an optional argument the ``anyOf`` with ``null`` and the ``null`` default (leaving it
+    out says the same; an explicit ``null`` is still accepted)."""
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         if isinstance(prop, dict):
             prop.pop("title", None)
+            options = prop.get("anyOf")
+            if (
+                isinstance(options, list)
+                and len(options) == 2
+                and {"type": "null"} in options
+                and prop.get("default", ...) is None
+            ):
+                (kept,) = [o for o in options if o != {"type": "null"}]
+                del prop["anyOf"], prop["default"]
+                prop.update(kept)
     for definition in schema.get("$defs", {}).values():
         if isinstance(definition, dict):
             _clean_schema(definition)

@@ -1,5 +1,12 @@
 """The default search index: SQLite FTS5 (Python's own ``sqlite3``, no extra dependency).
 
+The index holds the terms of the shared rules (:func:`harnessed.session.search.words`: folded
+words, CJK runs as character pairs), written space-separated into the indexed column and read
+by FTS5's ``ascii`` tokenizer, which splits exactly at those spaces: SQLite never splits or
+folds text its own way, so the query's terms are the text's terms. A database made by an
+earlier release (other terms) is emptied when it is opened and rebuilt from the logs at the
+first search.
+
 One database per (agent, user), next to that user's session logs::
 
     <root>/<agent>/sessions/<user>/index.sqlite3
@@ -30,8 +37,9 @@ from harnessed.log.search import (
     SearchOrder,
     check_search_args,
     indexable,
-    query_words,
+    query_phrases,
     timestamp_micros,
+    words,
 )
 from harnessed.log.store import SessionLogStore
 from harnessed.runtime import SessionRef
@@ -42,8 +50,10 @@ __all__ = ["DEFAULT_TOKENIZER", "INDEX_FILE", "SqliteSearchIndex", "fts_query"]
 logger = logging.getLogger(__name__)
 
 INDEX_FILE = "index.sqlite3"
-DEFAULT_TOKENIZER = "unicode61 remove_diacritics 2"
-_SCHEMA_VERSION = "1"
+DEFAULT_TOKENIZER = "ascii"
+"""Splits the stored terms at their spaces (every other tokenizer would split them again)."""
+_SCHEMA_VERSION = "2"
+"""2: the indexed column holds the shared terms (1: the text, split by ``unicode61``)."""
 _REBUILD_CHUNK = 5_000
 _AUTOMERGE = 16
 _BULK = 1_000
@@ -54,16 +64,13 @@ T = TypeVar("T")
 
 
 def fts_query(query: str, match: MatchMode) -> str:
-    """The FTS5 query for ``query``: its words quoted, joined as a phrase, AND or OR.
-
-    The words are passed as typed (letters and digits only, so nothing to escape): FTS5 runs
-    them through the same tokenizer as the indexed text, so case and accents are folded the
-    same way on both sides (``Hauptstraße`` finds ``Hauptstraße``, ``café`` finds ``Café``).
-    """
-    found = query_words(query, folded=False)
-    if match == "phrase":
-        return '"' + " ".join(found) + '"'
-    return (" AND " if match == "all" else " OR ").join(f'"{w}"' for w in found)
+    """The FTS5 query for ``query``: each of its phrases quoted (terms are letters and digits
+    only, so nothing to escape), a single CJK character as a prefix, joined by AND or OR."""
+    parts = [
+        '"' + " ".join(p.terms) + '"' + (" *" if p.prefix else "")
+        for p in query_phrases(query, match)
+    ]
+    return (" OR " if match == "any" else " AND ").join(parts)
 
 
 class _Db:
@@ -96,13 +103,22 @@ class _Db:
                 "CREATE TABLE IF NOT EXISTS sessions("
                 "session_id TEXT PRIMARY KEY, indexed_seq INTEGER NOT NULL)"
             )
+            stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if stored and stored.get("version") != _SCHEMA_VERSION:
+                # made by an earlier release: its terms are not this release's; start empty
+                # (not built), so the first search rebuilds it from the logs
+                logger.info("search index %s has old terms: it will be rebuilt", self.path)
+                conn.execute("DROP TABLE IF EXISTS messages")
+                conn.execute("DELETE FROM sessions")
+                conn.execute("DELETE FROM meta")
+                stored = {}
             escaped = tokenizer.replace("'", "''")
             conn.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5("
-                "text, session_id UNINDEXED, seq UNINDEXED, role UNINDEXED, name UNINDEXED, "
+                "terms, text UNINDEXED, session_id UNINDEXED, seq UNINDEXED, role UNINDEXED, "
+                "name UNINDEXED, "
                 f"timestamp UNINDEXED, tokenize='{escaped}')"
             )
-            stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             merge = conn.execute("SELECT v FROM messages_config WHERE k = 'automerge'").fetchone()
             if merge is None or merge[0] != _AUTOMERGE:
                 # merge segments only once 16 of a size have piled up (FTS5's default is 4, which
@@ -139,9 +155,9 @@ class SqliteSearchIndex:
 
     Args:
         root: The directory holding the session logs (a workspace's ``agents`` directory).
-        tokenizer: The FTS5 tokenizer. The default splits on anything but letters and digits
-            and ignores case and accents; ``"trigram"`` finds any substring of three or more
-            characters (useful for Chinese or Japanese text, at about three times the size).
+        tokenizer: The FTS5 tokenizer of the stored terms. Keep the default: the terms are
+            already made by the shared rules (CJK included), and another tokenizer could split
+            them differently from the query.
         max_open: Databases kept open at once (least recently used ones are closed).
     """
 
@@ -343,9 +359,9 @@ def _insert(conn: sqlite3.Connection, rows: list[_Row]) -> None:
         while True:  # row ids are unique: messages logged in the same microsecond move up by one
             try:
                 conn.execute(
-                    "INSERT INTO messages(rowid, text, session_id, seq, role, name, timestamp) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (rowid, *row[1:]),
+                    "INSERT INTO messages(rowid, terms, text, session_id, seq, role, name, "
+                    "timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (rowid, " ".join(words(row[1])), *row[1:]),
                 )
                 break
             except sqlite3.IntegrityError:

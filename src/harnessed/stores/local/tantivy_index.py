@@ -1,10 +1,12 @@
 """An optional faster search index on tantivy (``pip install 'harnessed[tantivy]'``).
 
 Same layout and rules as the SQLite index: one index directory per (agent, user) next to that
-user's logs (``<root>/<agent>/sessions/<user>/index.tantivy/``), words are runs of letters and
-digits with case and accents ignored, results newest first or best first. How far each session
-is indexed is kept in the index itself (one marker document per session, committed together
-with the messages), so a crash never leaves the two out of step.
+user's logs (``<root>/<agent>/sessions/<user>/index.tantivy/``), the terms of the shared rules
+(:func:`harnessed.session.search.words`, CJK included) indexed space-separated and split only at
+those spaces, results newest first or best first. An index made by an earlier release (other
+terms, no version file) is emptied when opened and rebuilt from the logs at the first search.
+How far each session is indexed is kept in the index itself (one marker document per session,
+committed together with the messages), so a crash never leaves the two out of step.
 
 tantivy allows one writer per index: keep indexing of a user's sessions on one process (the
 readers may be anywhere). The package is imported only when this class is used.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,12 +25,14 @@ from typing import Any, TypeVar
 from harnessed.log.record import SessionRecord
 from harnessed.log.search import (
     MatchMode,
+    Phrase,
     SearchHit,
     SearchOrder,
     check_search_args,
     indexable,
-    query_words,
+    query_phrases,
     timestamp_micros,
+    words,
 )
 from harnessed.log.store import SessionLogStore
 from harnessed.runtime import SessionRef
@@ -36,7 +41,11 @@ from harnessed.stores.local.index_files import HandlePool, rebuild_from_log, use
 __all__ = ["TANTIVY_DIR", "TantivySearchIndex"]
 
 TANTIVY_DIR = "index.tantivy"
-_ANALYZER = "harnessed_words"
+_ANALYZER = "harnessed_terms"
+_VERSION_FILE = "harnessed-version"
+_VERSION = "2"
+"""2: a ``terms`` field of the shared terms and the text stored as bytes (1: the text itself,
+split by tantivy's own tokenizer)."""
 _REBUILD_CHUNK = 20_000
 T = TypeVar("T")
 
@@ -60,9 +69,10 @@ class _Handle:
         self.lock = threading.Lock()
         self.closed = False
         self.writer_heap = writer_heap
-        path.mkdir(parents=True, exist_ok=True)
+        _check_version(path)
         builder = tv.SchemaBuilder()
-        builder.add_text_field("text", stored=True, tokenizer_name=_ANALYZER)
+        builder.add_text_field("terms", stored=False, tokenizer_name=_ANALYZER)
+        builder.add_bytes_field("text", stored=True)
         builder.add_text_field("session_id", stored=True, tokenizer_name="raw")
         builder.add_text_field("kind", stored=False, tokenizer_name="raw")
         builder.add_integer_field("seq", stored=True, indexed=True, fast=True)
@@ -73,10 +83,8 @@ class _Handle:
         self.schema = builder.build()
         self.index = tv.Index(self.schema, path=str(path), reuse=True)
         analyzer = (
-            tv.TextAnalyzerBuilder(tv.Tokenizer.simple())
+            tv.TextAnalyzerBuilder(tv.Tokenizer.whitespace())
             .filter(tv.Filter.remove_long(255))
-            .filter(tv.Filter.lowercase())
-            .filter(tv.Filter.ascii_fold())
             .build()
         )
         self.index.register_tokenizer(_ANALYZER, analyzer)
@@ -84,6 +92,20 @@ class _Handle:
 
     def term(self, field: str, value: object) -> Any:
         return self.tv.Query.term_query(self.schema, field, value)
+
+    def phrase(self, phrase: Phrase) -> Any:
+        """The query of one phrase; a last single CJK character matches the terms starting
+        with it (CJK characters need no regex escaping)."""
+        query = self.tv.Query
+        terms = list(phrase.terms)
+        if phrase.prefix:
+            terms[-1] += ".*"
+            if len(terms) == 1:
+                return query.regex_query(self.schema, "terms", terms[0])
+            return query.regex_phrase_query(self.schema, "terms", terms)
+        if len(terms) == 1:
+            return self.term("terms", terms[0])
+        return query.phrase_query(self.schema, "terms", terms)
 
     def must(self, *queries: Any) -> Any:
         return self.tv.Query.boolean_query([(self.tv.Occur.Must, q) for q in queries])
@@ -177,17 +199,17 @@ class TantivySearchIndex:
         session_id: str | None = None,
     ) -> list[SearchHit]:
         check_search_args(max_results, match, order)
-        found = query_words(query)
+        phrases = query_phrases(query, match)
         if not self.path_for(agent_id, user_id).exists():
             return []
 
         def work(h: _Handle) -> list[SearchHit]:
             tv = h.tv
-            if match == "phrase" and len(found) > 1:
-                text_query = tv.Query.phrase_query(h.schema, "text", found)
+            if len(phrases) == 1:
+                text_query = h.phrase(phrases[0])
             else:
                 occur = tv.Occur.Should if match == "any" else tv.Occur.Must
-                text_query = tv.Query.boolean_query([(occur, h.term("text", w)) for w in found])
+                text_query = tv.Query.boolean_query([(occur, h.phrase(p)) for p in phrases])
             full = (
                 h.must(text_query, h.term("session_id", session_id)) if session_id else text_query
             )
@@ -205,7 +227,7 @@ class TantivySearchIndex:
                         session_id=doc.get_first("session_id"),
                         seq=int(doc.get_first("seq")),
                         role=doc.get_first("role"),
-                        text=doc.get_first("text"),
+                        text=bytes(doc.get_first("text")).decode(),
                         timestamp=doc.get_first("timestamp"),
                         name=doc.get_first("name") or None,
                     )
@@ -219,6 +241,21 @@ class TantivySearchIndex:
 
 
 # ------------------------------------------------------------------ work
+def _check_version(path: Path) -> None:
+    """Empty an index directory an earlier release made (its terms are not this one's)."""
+    marker = path / _VERSION_FILE
+    if path.is_dir() and any(path.iterdir()):
+        if marker.is_file() and marker.read_text().strip() == _VERSION:
+            return
+        for entry in path.iterdir():
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+    marker.write_text(_VERSION)
+
+
 _MARK_KIND = "mark"
 
 
@@ -260,7 +297,8 @@ def _add(h: _Handle, session_id: str, records: Sequence[SessionRecord]) -> int:
                 writer.add_document(
                     h.tv.Document(
                         kind="msg",
-                        text=text,
+                        terms=" ".join(words(text)),
+                        text=text.encode(),
                         session_id=session_id,
                         seq=record.seq,
                         ts=timestamp_micros(record.timestamp),

@@ -22,6 +22,8 @@ from harnessed.log.record import SessionRecord
 from harnessed.log.search import MatchMode, indexable, timestamp_micros, words
 from harnessed.messages import clean_text
 from harnessed.runtime import SessionRef
+from harnessed.session.record import SessionKey, SessionRecord
+from harnessed.session.search import MatchMode, Phrase, indexable, timestamp_micros, words
 
 __all__ = [
     "INEXACT",
@@ -81,15 +83,20 @@ def tsvector(text_words: Sequence[str]) -> str:
     return " ".join(parts)
 
 
-def tsquery(wanted: Sequence[str], match: MatchMode) -> str:
-    """The ``tsquery`` literal that finds every message matching ``wanted`` (maybe more)."""
-    lexemes = [_lexeme(w) for w in wanted]
-    if match == "any":
-        return " | ".join(lexemes)
-    if match == "all" or len(lexemes) == 1:
-        return " & ".join(lexemes)
-    phrase = " <-> ".join(lexemes)
-    return f"( {phrase} ) | ( {' & '.join(lexemes)} & {_lexeme(INEXACT)} )"
+def _phrase_query(phrase: Phrase) -> str:
+    lexemes = [_lexeme(t) for t in phrase.terms]
+    if phrase.prefix:
+        lexemes[-1] += ":*"
+    if len(lexemes) == 1:
+        return lexemes[0]
+    exact = " <-> ".join(lexemes)
+    return f"( ( {exact} ) | ( {' & '.join(lexemes)} & {_lexeme(INEXACT)} ) )"
+
+
+def tsquery(phrases: Sequence[Phrase], match: MatchMode) -> str:
+    """The ``tsquery`` literal that finds every message matching ``phrases`` (maybe more);
+    a last single CJK character is a prefix (``'迁':*``)."""
+    return (" | " if match == "any" else " & ").join(_phrase_query(p) for p in phrases)
 
 
 def search_fields(record: SessionRecord) -> tuple[Any, ...] | None:

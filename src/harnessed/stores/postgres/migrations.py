@@ -130,8 +130,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX harnessed_turn_queue_line ON harnessed_turn_queue (session, id);
         """,
     ),
-    # 5 and 6 are left to changes made at the same time (numbers are only ever added, and a
-    # database at a later number skips earlier ones)
+    # 5 was never used: two changes made at the same time took 6 and 7 (numbers are only
+    # ever added, and a database at a later number skips earlier ones)
+    Migration(
+        6,
+        "CJK search terms: search rows rebuilt per user",
+        """
+        -- the terms of the search rows changed (CJK runs as character pairs, NFKC folding);
+        -- SQL cannot make them, so every user with rows is listed here and the search index
+        -- rebuilds that user's rows before its first search (then removes the entry)
+        CREATE TABLE harnessed_search_stale (
+            agent_id text NOT NULL,
+            user_id  text NOT NULL,
+            PRIMARY KEY (agent_id, user_id)
+        );
+        INSERT INTO harnessed_search_stale (agent_id, user_id)
+            SELECT DISTINCT agent_id, user_id FROM harnessed_search;
     Migration(
         7,
         "wake-ups; running turns and their events for every server",

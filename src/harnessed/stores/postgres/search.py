@@ -19,7 +19,7 @@ from harnessed.log.search import (
     SearchOrder,
     check_search_args,
     matches,
-    query_words,
+    query_phrases,
     words,
 )
 from harnessed.log.store import SessionLogStore
@@ -36,6 +36,8 @@ class PostgresSearchIndex:
 
     def __init__(self, store: PostgresStore) -> None:
         self.store = store
+        self._built: set[tuple[str, str]] = set()
+        """Users seen with current search rows (rows are never made stale again)."""
 
     def __repr__(self) -> str:
         return f"PostgresSearchIndex(schema={self.store.schema!r})"
@@ -51,7 +53,19 @@ class PostgresSearchIndex:
         return await PostgresSessionLogStore(self.store).last_seq(key)
 
     async def is_built(self, agent_id: str, user_id: str) -> bool:
-        return True
+        """False for a user whose rows were made with the terms of an earlier release
+        (listed by migration 6): :meth:`rebuild` them first."""
+        if (agent_id, user_id) in self._built:
+            return True
+        async with self.store.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT 1 FROM harnessed_search_stale WHERE agent_id = %s AND user_id = %s",
+                (agent_id, user_id),
+            )
+            stale = await cursor.fetchone() is not None
+        if not stale:
+            self._built.add((agent_id, user_id))
+        return not stale
 
     async def search(
         self,
@@ -65,7 +79,7 @@ class PostgresSearchIndex:
         session_id: str | None = None,
     ) -> list[SearchHit]:
         check_search_args(max_results, match, order)
-        wanted = query_words(query)
+        wanted = query_phrases(query, match)
         sql = (
             "SELECT session_id, seq, role, body, ts, name FROM harnessed_search,"
             " CAST(%s AS tsquery) AS q WHERE agent_id = %s AND user_id = %s AND words @@ q"
@@ -118,6 +132,11 @@ class PostgresSearchIndex:
                     async with conn.cursor() as cur:
                         await cur.executemany(INSERT_SEARCH_ROW, rows)
                 count += len(rows)
+            await conn.execute(
+                "DELETE FROM harnessed_search_stale WHERE agent_id = %s AND user_id = %s",
+                (agent_id, user_id),
+            )
+        self._built.add((agent_id, user_id))
         return count
 
     async def close(self) -> None:
