@@ -31,8 +31,6 @@ from harnessed.sandbox import Sandbox
 from harnessed.session_tools.capability import SessionTools
 from harnessed.shell import Shell, ShellConfig
 from harnessed.todos import TaskContract, TaskList
-from harnessed.state.task import TaskContractConfig
-from harnessed.tasks import TaskContract, TaskList
 from harnessed.tools_json import ToolsJson, read_tools_json
 from harnessed.workspace.layout import Workspace
 

@@ -14,23 +14,23 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, Msg, RuntimeContext, ToolResultEvent
+from harnessed.log import NewRecord
+from harnessed.log.search import words
 from harnessed.memory import MemoryConfig
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.session import (
+from harnessed.runtime import SessionRef
+from harnessed.stores import (
     IndexedSessionLogStore,
     JsonlSessionLogStore,
-    NewRecord,
     ScanSearchIndex,
-    SessionKey,
     SqliteSearchIndex,
     TantivySearchIndex,
 )
-from harnessed.session.search import words
 from tests.support.cjk_search_set import CASES, MESSAGES, Case
 from tests.support.postgres import postgres_store
 
 HAS_TANTIVY = importlib.util.find_spec("tantivy") is not None
-KEY = SessionKey("agent", "alice", "s1")
+KEY = SessionRef("agent", "alice", "s1")
 BACKENDS = [
     "sqlite",
     pytest.param(

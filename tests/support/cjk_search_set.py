@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harnessed.session.search import MatchMode
+from harnessed.log.search import MatchMode
 
 MESSAGES: dict[str, str] = {
     "zh1": "昨天的数据库迁移失败了，请检查 PostgreSQL 日志。",

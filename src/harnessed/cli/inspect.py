@@ -20,18 +20,14 @@ from rich.text import Text
 
 from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
+from harnessed.context.meter import Meter
 from harnessed.cost.ledger import session_spending
 from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from harnessed.models.base import ToolSchema
 from harnessed.runtime import SessionRef
 from harnessed.stores.local.jsonl import JsonlSessionLogStore
-from harnessed.context.meter import Meter
-from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from harnessed.models.base import ToolSchema
-from harnessed.session.jsonl import JsonlSessionLogStore
-from harnessed.session.record import RecordType, SessionKey, SessionRecord
-from harnessed.session.store import SessionLogStore
 from harnessed.tokens import default_estimator
 from harnessed.workspace.layout import Workspace
 

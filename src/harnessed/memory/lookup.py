@@ -11,8 +11,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+from harnessed.log.search import fold
 from harnessed.memory.ledger import Ledger, MemoryPlace
-from harnessed.session.search import fold
 from harnessed.workspace.errors import WorkspaceError
 from harnessed.workspace.filesystem import Filesystem
 from harnessed.workspace.paths import join

@@ -27,8 +27,6 @@ from harnessed.subagents.core import (
     owner_of,
     raw_tasks,
 )
-from harnessed.subagents.declarations import Declarations
-from harnessed.subagents.core import MAX_DEPTH, Shared, is_ended, owner_of, raw_tasks
 from harnessed.subagents.declarations import Declarations, caller_ids
 from harnessed.subagents.delegate import is_agent
 from harnessed.subagents.records import TaskRecord

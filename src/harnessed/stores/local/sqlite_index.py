@@ -1,6 +1,6 @@
 """The default search index: SQLite FTS5 (Python's own ``sqlite3``, no extra dependency).
 
-The index holds the terms of the shared rules (:func:`harnessed.session.search.words`: folded
+The index holds the terms of the shared rules (:func:`harnessed.log.search.words`: folded
 words, CJK runs as character pairs), written space-separated into the indexed column and read
 by FTS5's ``ascii`` tokenizer, which splits exactly at those spaces: SQLite never splits or
 folds text its own way, so the query's terms are the text's terms. A database made by an

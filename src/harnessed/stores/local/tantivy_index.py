@@ -2,7 +2,7 @@
 
 Same layout and rules as the SQLite index: one index directory per (agent, user) next to that
 user's logs (``<root>/<agent>/sessions/<user>/index.tantivy/``), the terms of the shared rules
-(:func:`harnessed.session.search.words`, CJK included) indexed space-separated and split only at
+(:func:`harnessed.log.search.words`, CJK included) indexed space-separated and split only at
 those spaces, results newest first or best first. An index made by an earlier release (other
 terms, no version file) is emptied when opened and rebuilt from the logs at the first search.
 How far each session is indexed is kept in the index itself (one marker document per session,

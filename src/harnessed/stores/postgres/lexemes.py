@@ -19,11 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from harnessed.log.record import SessionRecord
-from harnessed.log.search import MatchMode, indexable, timestamp_micros, words
+from harnessed.log.search import MatchMode, Phrase, indexable, timestamp_micros, words
 from harnessed.messages import clean_text
 from harnessed.runtime import SessionRef
-from harnessed.session.record import SessionKey, SessionRecord
-from harnessed.session.search import MatchMode, Phrase, indexable, timestamp_micros, words
 
 __all__ = [
     "INEXACT",

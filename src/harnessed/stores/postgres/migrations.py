@@ -146,6 +146,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         INSERT INTO harnessed_search_stale (agent_id, user_id)
             SELECT DISTINCT agent_id, user_id FROM harnessed_search;
+        """,
+    ),
     Migration(
         7,
         "wake-ups; running turns and their events for every server",
