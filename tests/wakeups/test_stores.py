@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harnessed import RuntimeContext
-from harnessed.stores.postgres import PostgresStore, PostgresWakeupStore
+from harnessed.stores.postgres import PostgresStore
 from harnessed.wakeups import (
     MemoryWakeupStore,
     SqliteWakeupStore,
@@ -21,6 +21,7 @@ from harnessed.wakeups import (
     Wakeups,
     WakeupStore,
 )
+from harnessed.wakeups.postgres import PostgresWakeupStore
 from tests.support.postgres import postgres_store
 from tests.wakeups.helpers import Clock, make_agent, respond, woken_notes
 

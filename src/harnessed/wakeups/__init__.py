@@ -6,7 +6,7 @@ tomorrow") and a turn starts in the same session then, with its note.
   :class:`WakeupsConfig` its limits.
 * :class:`WakeupScheduler`, :class:`WakeupStore` — where wake-ups wait (protocols);
   :class:`MemoryWakeupStore`, :class:`SqliteWakeupStore` and (PostgreSQL)
-  :class:`~harnessed.stores.postgres.PostgresWakeupStore`.
+  :class:`~harnessed.wakeups.postgres.PostgresWakeupStore`.
 * :class:`WakeupDispatcher` — fires the due ones, exactly once across processes
   (``harnessed serve`` runs one); :func:`fire_wakeup` starts one woken turn.
 """

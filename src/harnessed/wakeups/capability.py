@@ -29,11 +29,12 @@ __all__ = ["Wakeups", "default_wakeup_store"]
 def default_wakeup_store(host: CapabilityHost) -> WakeupScheduler:
     """The wake-up store next to the agent's sessions (see the module notes)."""
     shared = getattr(host, "store", None)
-    make = getattr(shared, "wakeup_store", None)
-    if callable(make):
-        store = make()
-        if isinstance(store, WakeupScheduler):
-            return store
+    if shared is not None and type(shared).__name__ == "PostgresStore":
+        from harnessed.stores.postgres import PostgresStore
+        from harnessed.wakeups.postgres import PostgresWakeupStore
+
+        if isinstance(shared, PostgresStore):  # only then is the postgres extra loaded
+            return PostgresWakeupStore(shared)
     workspace = host.workspace
     if workspace is not None and workspace.local_root is not None:
         from harnessed.wakeups.sqlite import SqliteWakeupStore

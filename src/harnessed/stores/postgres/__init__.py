@@ -13,7 +13,6 @@ from harnessed.stores.postgres.log import PostgresSessionLogStore
 from harnessed.stores.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 from harnessed.stores.postgres.search import PostgresSearchIndex
 from harnessed.stores.postgres.state import PostgresStateStore
-from harnessed.stores.postgres.wakeups import PostgresWakeupStore
 
 __all__ = [
     "MIGRATIONS",
@@ -24,6 +23,5 @@ __all__ = [
     "PostgresStore",
     "PostgresTurnFeed",
     "PostgresTurnGate",
-    "PostgresWakeupStore",
     "is_postgres_url",
 ]

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from harnessed.stores.postgres.log import PostgresSessionLogStore
     from harnessed.stores.postgres.search import PostgresSearchIndex
     from harnessed.stores.postgres.state import PostgresStateStore
-    from harnessed.stores.postgres.wakeups import PostgresWakeupStore
 
 __all__ = ["PostgresStore", "Purpose", "is_postgres_url"]
 
@@ -133,13 +132,6 @@ class PostgresStore:
 
             self._feed = PostgresTurnFeed(self)
         return self._feed
-
-    def wakeup_store(self) -> PostgresWakeupStore:
-        """The wake-ups of the agents using this database (a
-        :class:`~harnessed.wakeups.WakeupStore`)."""
-        from harnessed.stores.postgres.wakeups import PostgresWakeupStore
-
-        return PostgresWakeupStore(self)
 
     # ------------------------------------------------------------ connections
     @asynccontextmanager
