@@ -3,7 +3,7 @@
 Alice works first (a real run writes her session log, state and memory ledger; her curated
 ``MEMORY.md``, plan, a sub-agent's log and an evicted tool result are there too). Bob's model
 then runs ``execute`` in the default sandbox (bubblewrap; CI requires it) to make a link of
-every shape in :mod:`tests.security.symlink_shapes`, looks through them from inside the
+every shape in :mod:`tests.support.symlink_shapes`, looks through them from inside the
 sandbox, tries hard links, and then drives the real file tools through each link: read,
 write, edit, list, glob and grep. Nothing of Alice's may reach Bob, nothing of hers may change,
 and Bob's planted text must not appear in Alice's next model request. A positive control per
@@ -21,7 +21,7 @@ from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.sandbox import BubblewrapSandbox
 from tests.sandbox.conftest import require_bwrap
 from tests.sandbox.helpers import call, execute
-from tests.security.symlink_shapes import (
+from tests.support.symlink_shapes import (
     BOB_OWN,
     PLANT,
     ROOT_SHAPES,
