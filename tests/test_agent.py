@@ -24,6 +24,7 @@ from harnessed import (
 from harnessed.context import PrepareInfo
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.state import AgentState, InMemoryStateStore
+from tests.support.fixtures import call, collect
 
 
 @tool(read_only=True)
@@ -50,17 +51,9 @@ def refuse() -> str:
     raise ToolError("the vault is closed")
 
 
-def call(name: str, id: str | None = None, **args: object) -> ScriptedToolCall:
-    return ScriptedToolCall(name, args, id=id)
-
-
 def texts(request: ModelRequest) -> list[str]:
     """The conversation part of a request (without the system message)."""
     return [m.text for m in request.messages if m.role != "system"]
-
-
-async def collect(agent: HarnessAgent, text: str, ctx: RuntimeContext | None = None) -> list:
-    return [e async for e in agent.stream_events(text, ctx)]
 
 
 async def test_multi_step_tool_use_feeds_results_back() -> None:

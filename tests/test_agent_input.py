@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harnessed import HarnessAgent, Msg, RuntimeContext
+from harnessed import HarnessAgent, Msg
 from harnessed.models import ScriptedModel
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 @pytest.mark.parametrize("inp", [None, []])

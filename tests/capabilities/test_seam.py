@@ -34,8 +34,8 @@ from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, Scri
 from harnessed.models.errors import ModelError
 from harnessed.state import AgentState
 from harnessed.tools import Tool
+from tests.support.fixtures import CTX
 
-CTX = RuntimeContext("u", "s")
 SRC = Path(__file__).resolve().parents[2] / "src" / "harnessed"
 
 

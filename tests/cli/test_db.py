@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg
 import pytest
 
 from harnessed.cli import main
 from harnessed.stores.postgres import MIGRATIONS, SCHEMA_VERSION
-from tests.support.postgres import URL, drop_schema, new_schema, require_postgres
+from tests.support.postgres import URL
 
 
 def printed(capsys: pytest.CaptureFixture[str]) -> str:
     return " ".join(capsys.readouterr().out.split())  # the console wraps long lines
-
-
-@pytest.fixture
-def schema() -> Iterator[str]:
-    require_postgres()
-    name = new_schema()
-    yield name
-    drop_schema(name)
 
 
 def test_status_then_upgrade_then_status(schema: str, capsys: pytest.CaptureFixture[str]) -> None:

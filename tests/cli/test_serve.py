@@ -12,15 +12,14 @@ import pytest
 from harnessed.cli import main
 from harnessed.cli.serve import parse_time_slice, parse_tokens
 from tests.cli.chat_app import harnessed_process
-from tests.gateway.helpers import free_socket, sse
+from tests.gateway.helpers import sse
+from tests.support.fixtures import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_serve_runs_the_app_with_uvicorn(tmp_path: Path) -> None:
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()
     proc = harnessed_process(
         tmp_path,
         "serve",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harnessed.cli.main import main
-from tests.temporal.conftest import free_port
+from tests.support.fixtures import free_port
 
 
 def test_an_unreachable_server_stops_the_worker_with_a_reason(

@@ -6,17 +6,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harnessed import CustomEvent, Event, HarnessAgent, Msg, RuntimeContext, ToolUseBlock
+from harnessed import CustomEvent, Event, HarnessAgent, Msg, ToolUseBlock
 from harnessed.context import tool_pair_problems
-from harnessed.models import ModelRequest, ScriptedModel, ScriptedToolCall
+from harnessed.models import ModelRequest, ScriptedModel
 from harnessed.runtime import SessionRef
 from harnessed.state import AgentState, InMemoryStateStore
-
-CTX = RuntimeContext("u", "s")
-
-
-def call(name: str, id: str | None = None, **args: object) -> ScriptedToolCall:
-    return ScriptedToolCall(name, args, id=id)
+from tests.support.fixtures import CTX
 
 
 def text_of(size: int, seed: str = "log") -> str:
@@ -64,10 +59,6 @@ async def seeded(
     await store.save(state)
     agent = HarnessAgent(name, model, state_store=store, **kwargs)
     return agent, store
-
-
-async def collect(agent: HarnessAgent, text: str | None, ctx: RuntimeContext = CTX) -> list[Event]:
-    return [e async for e in agent.stream_events(text, ctx)]
 
 
 def custom(events: Sequence[Event], name: str) -> list[dict[str, Any]]:

@@ -8,8 +8,6 @@ import itertools
 from harnessed import CompactionConfig, PruneConfig
 from harnessed.models import ScriptedModel, ScriptedResponse
 from tests.compaction.helpers import (
-    CTX,
-    call,
     conversation,
     conversation_of,
     reasoning,
@@ -19,6 +17,7 @@ from tests.compaction.helpers import (
 )
 from tests.compaction.test_prune import WIDE, fetch
 from tests.compaction.test_summary import SUMMARY_1
+from tests.support.fixtures import CTX, call
 
 
 def steps(n: int) -> list[ScriptedResponse | str]:

@@ -12,8 +12,9 @@ from harnessed.context import HistoryBudget
 from harnessed.log import SessionRecord
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.workspace import MemoryFilesystem, Workspace
-from tests.compaction.helpers import CTX, call, collect, custom, text_of
+from tests.compaction.helpers import custom, text_of
 from tests.context.helpers import info_for
+from tests.support.fixtures import CTX, call, collect
 
 BIG = 80_001
 
@@ -184,7 +185,7 @@ async def test_a_failed_write_leaves_the_result_untouched() -> None:
     fs = CountingFilesystem(fail=True)
     model = ScriptedModel([ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=BIG)]), "ok"])
     agent = HarnessAgent("ev", model, workspace=Workspace(fs), tools=[dump_logs])
-    events = await collect(agent, "go")
+    events = await collect(agent, "go", CTX)
     [sent] = tool_messages(model.requests[1])
     assert sent.text == text_of(BIG) and OFFLOAD_KEY not in sent.metadata
     [failure] = custom(events, "tool_result_offload_failed")
@@ -250,7 +251,7 @@ async def test_a_failed_write_that_does_not_fit_says_what_the_model_got() -> Non
         context_window=30_000,
     )
     agent = HarnessAgent("ev", model, workspace=Workspace(fs), tools=[dump_logs], compaction=None)
-    events = await collect(agent, "go")
+    events = await collect(agent, "go", CTX)
     [sent] = tool_messages(model.requests[1])
     assert len(sent.text) < 208_000  # it could not stay whole ...
     assert "could not be saved to a workspace file (OSError)" in sent.text  # ... and it says so

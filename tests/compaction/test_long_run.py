@@ -8,7 +8,8 @@ from harnessed import HarnessAgent, tool
 from harnessed.context import ContextPolicy
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.workspace import MemoryFilesystem, Workspace
-from tests.compaction.helpers import CTX, assert_valid_pairs, call, collect, custom, text_of
+from tests.compaction.helpers import assert_valid_pairs, custom, text_of
+from tests.support.fixtures import CTX, call, collect
 
 STEPS = 200
 WINDOW = 32_000
@@ -62,7 +63,7 @@ async def test_a_200_step_run_never_exceeds_the_limit_and_keeps_valid_pairs() ->
         web=False,
     )
     started = time.perf_counter()
-    events = await collect(agent, "Inspect items 1 to 200 and report.")
+    events = await collect(agent, "Inspect items 1 to 200 and report.", CTX)
     elapsed = time.perf_counter() - started
 
     reasoning = [r for r in model.requests if r.purpose == "reasoning"]

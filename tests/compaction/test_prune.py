@@ -8,16 +8,8 @@ from harnessed import Msg, PruneConfig, tool
 from harnessed.compaction import OFFLOAD_KEY, PRUNED_KEY, prune_tool_output
 from harnessed.models import ScriptedModel, ScriptedResponse
 from harnessed.tokens import default_estimator
-from tests.compaction.helpers import (
-    CTX,
-    call,
-    conversation,
-    conversation_of,
-    result,
-    seeded,
-    text_of,
-    use,
-)
+from tests.compaction.helpers import conversation, conversation_of, result, seeded, text_of, use
+from tests.support.fixtures import CTX, call
 
 WIDE = 1_000_000  # a window large enough that only pruning changes anything
 COUNT = default_estimator().count_message

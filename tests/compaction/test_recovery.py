@@ -29,10 +29,7 @@ from harnessed.models import (
     TextDelta,
 )
 from tests.compaction.helpers import (
-    CTX,
     assert_valid_pairs,
-    call,
-    collect,
     conversation,
     conversation_of,
     custom,
@@ -41,6 +38,7 @@ from tests.compaction.helpers import (
     summaries,
     text_of,
 )
+from tests.support.fixtures import CTX, call, collect
 
 NO_TRIGGER = CompactionConfig(trigger_messages=10_000)  # only overflow recovery compacts here
 SUMMARY = "## Session intent\nInvestigate the outage.\n## Next steps\nRead the newest log."
@@ -98,7 +96,7 @@ async def test_an_overflow_is_recovered_once_without_rerunning_tools(
         reply = await agent.call(user_input, CTX)
         events = []
     else:
-        events = await collect(agent, user_input)
+        events = await collect(agent, user_input, CTX)
         assert not any(isinstance(e, ErrorEvent) for e in events)
         [end] = [e for e in events if isinstance(e, AgentEndEvent)]
         reply = end.reply

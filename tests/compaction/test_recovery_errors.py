@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from harnessed import CompactionConfig, ContextOverflowError, HarnessAgent, Msg, RuntimeContext
+from harnessed import CompactionConfig, ContextOverflowError, HarnessAgent, Msg
 from harnessed.messages import ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel
 from harnessed.models.errors import ModelError
 from harnessed.runtime import SessionRef
 from harnessed.state import AgentState, InMemoryStateStore
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def history(steps: int) -> list[Msg]:

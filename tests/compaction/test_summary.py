@@ -26,9 +26,7 @@ from harnessed.context import ContextBudgetExceededError, PrepareInfo
 from harnessed.models import ModelRequest, ScriptedModel
 from harnessed.tokens import default_estimator
 from tests.compaction.helpers import (
-    CTX,
     assert_valid_pairs,
-    collect,
     conversation,
     conversation_of,
     custom,
@@ -40,6 +38,7 @@ from tests.compaction.helpers import (
     use,
     uses,
 )
+from tests.support.fixtures import CTX, collect
 
 BY_MESSAGES = CompactionConfig(trigger_messages=10, keep_messages=4, keep_tokens=0)
 SUMMARY_1 = "## Session intent\nFind errors in the logs.\n## Next steps\nCheck step 4."
@@ -57,7 +56,7 @@ async def test_reaching_trigger_messages_summarizes_the_prefix_and_keeps_the_tai
     history = conversation(5)  # 11 messages; the new input makes 12
     model = ScriptedModel([SUMMARY_1, "all clear"])
     agent, _ = await seeded(history, model, sys_prompt="You read logs.", compaction=BY_MESSAGES)
-    events = await collect(agent, "what now?")
+    events = await collect(agent, "what now?", CTX)
 
     [summary_request] = summaries(model)
     [request] = reasoning(model)
@@ -199,7 +198,7 @@ async def test_a_failed_or_empty_summary_leaves_the_history_unchanged(
     history = conversation(5)
     model = ScriptedModel([failure, "carried on"])
     agent, _ = await seeded(history, model, compaction=BY_MESSAGES)
-    events = await collect(agent, "what now?")
+    events = await collect(agent, "what now?", CTX)
     [request] = reasoning(model)
     sent = conversation_of(request)
     assert ids(sent[:-1]) == ids(history) and [m.text for m in sent[:-1]] == [
@@ -340,7 +339,7 @@ async def test_the_memory_flusher_sees_the_prefix_first_without_summaries() -> N
         model = ScriptedModel(responder=respond)
         agent, _ = await seeded(conversation(5), model, compaction=config)
         agent.memory_flusher = flusher
-        events = await collect(agent, "go")
+        events = await collect(agent, "go", CTX)
         assert order == ["summary", "reasoning"]
         [end] = custom(events, "compaction_end")
         assert end["status"] == "completed"
@@ -397,7 +396,7 @@ async def test_a_long_prefix_is_summarized_in_chunks_that_fit_the_summary_model(
             trigger_messages=50, keep_messages=2, keep_tokens=0, model=summarizer
         ),
     )
-    events = await collect(agent, "go")
+    events = await collect(agent, "go", CTX)
     assert len(summarizer.requests) > 1
     for request in summarizer.requests:
         assert summarizer.estimate(request) <= 8_000

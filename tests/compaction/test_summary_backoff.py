@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from harnessed import CompactionConfig, ModelError
 from harnessed.models import ModelRequest, ScriptedModel
-from tests.compaction.helpers import CTX, collect, conversation, custom, seeded
+from tests.compaction.helpers import conversation, custom, seeded
+from tests.support.fixtures import CTX, collect
 
 
 class SummaryOutage:
@@ -30,7 +31,7 @@ async def test_failed_summaries_back_off_and_a_success_resets() -> None:
     agent, _ = await seeded(conversation(5), model, compaction=config)
     deferred = []
     for turn in range(7):
-        events = await collect(agent, f"step {turn}")
+        events = await collect(agent, f"step {turn}", CTX)
         manifest = agent.last_manifest(CTX)
         assert manifest is not None
         deferred.append([t for t in manifest.transforms if t.startswith("summary_deferred")])
@@ -40,7 +41,7 @@ async def test_failed_summaries_back_off_and_a_success_resets() -> None:
     assert deferred[1] == ["summary_deferred:1"] and deferred[3] == ["summary_deferred:2"]
     outage.healthy = True
     for turn in range(4):  # the next attempt succeeds, and the session compacts normally again
-        await collect(agent, f"later {turn}")
+        await collect(agent, f"later {turn}", CTX)
     assert outage.summary_requests >= 4
     manifest = agent.last_manifest(CTX)
     assert manifest is not None

@@ -16,17 +16,13 @@ from harnessed import (
     tool,
 )
 from harnessed.context import PrepareInfo
-from harnessed.models import Model, ModelRequest, ScriptedToolCall
+from harnessed.models import Model, ModelRequest
 
 
 @tool(read_only=True)
 def noop() -> str:
     """Does nothing (lets a scripted model take one more step)."""
     return "noop done"
-
-
-def call(name: str, id: str | None = None, **args: object) -> ScriptedToolCall:
-    return ScriptedToolCall(name, args, id=id)
 
 
 def system_text(request: ModelRequest) -> str:
@@ -55,10 +51,6 @@ def non_context_text(request: ModelRequest) -> str:
     """Everything except the ``HARNESS_CONTEXT`` message."""
     ref = context_message(request)
     return "\n".join(m.text for m in request.messages if m is not ref)
-
-
-async def collect(agent: HarnessAgent, text: str, ctx: RuntimeContext | None = None) -> list[Event]:
-    return [e async for e in agent.stream_events(text, ctx)]
 
 
 async def collect_failing(

@@ -14,7 +14,6 @@ from harnessed import (
     ContextRequest,
     HarnessAgent,
     Msg,
-    RuntimeContext,
     tool,
 )
 from harnessed.context import HistoryBudget, HistoryOutcome, Material
@@ -24,8 +23,7 @@ from tests.context.helpers import (
     collect_failing,
     context_text,
 )
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def write(root: Path, path: str, text: str) -> None:

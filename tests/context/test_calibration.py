@@ -14,8 +14,7 @@ from harnessed import (
     RuntimeContext,
 )
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, Usage
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def reporting(agent_ref: list[HarnessAgent], factor: float):  # type: ignore[no-untyped-def]

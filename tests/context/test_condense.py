@@ -6,11 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from harnessed import ContextBudgetExceededError, ContextPolicy, HarnessAgent, RuntimeContext
+from harnessed import ContextBudgetExceededError, ContextPolicy, HarnessAgent
 from harnessed.context import Material, PrepareInfo
 from harnessed.models import ScriptedModel
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 class Glossary:

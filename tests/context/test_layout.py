@@ -10,7 +10,6 @@ from harnessed import (
     ContextRequest,
     HarnessAgent,
     Msg,
-    RuntimeContext,
     TodoItem,
     ToolContext,
     ToolUseBlock,
@@ -19,14 +18,9 @@ from harnessed import (
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.runtime import SessionRef
 from harnessed.state import AgentState, PlanState
-from tests.context.helpers import (
-    call,
-    context_text,
-    info_for,
-    system_text,
-)
+from tests.context.helpers import context_text, info_for, system_text
+from tests.support.fixtures import CTX, call
 
-CTX = RuntimeContext("u", "s")
 MARKERS = ("<TASK_STATE", "<RUNTIME_STATE", "<HARNESS_CONTEXT", "<instruction")
 
 

@@ -18,16 +18,9 @@ from harnessed import (
     RuntimeContext,
 )
 from harnessed.models import ScriptedModel, ScriptedResponse
-from tests.context.helpers import (
-    builds,
-    call,
-    collect,
-    collect_failing,
-    manifest_json,
-    noop,
-)
+from tests.context.helpers import builds, collect_failing, manifest_json, noop
+from tests.support.fixtures import CTX, call, collect
 
-CTX = RuntimeContext("u", "s")
 SPEC_FIELDS = {
     "call_id",
     "purpose",

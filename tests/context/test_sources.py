@@ -22,16 +22,8 @@ from harnessed.context import ContextCompiler, SourceResultError
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.runtime import SessionRef
 from harnessed.state import AgentState
-from tests.context.helpers import (
-    builds,
-    call,
-    collect,
-    collect_failing,
-    context_text,
-    info_for,
-    noop,
-    system_text,
-)
+from tests.context.helpers import builds, collect_failing, context_text, info_for, noop, system_text
+from tests.support.fixtures import call, collect
 
 CTX = RuntimeContext("user-1", "session-1")
 

@@ -27,8 +27,8 @@ from harnessed.models import ScriptedModel
 from harnessed.runtime import SessionRef
 from harnessed.state import AgentState, InMemoryStateStore
 from tests.context.helpers import builds, collect_failing, info_for, manifest_json
+from tests.support.fixtures import CTX
 
-CTX = RuntimeContext("u", "s")
 SECRET = "SECRET-CUSTOMER-DATA 4111-1111"
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessed import ContextManifest, HarnessAgent, RuntimeContext
+from harnessed import ContextManifest, HarnessAgent
 from harnessed.models import ScriptedModel
 from harnessed.tokens import default_estimator
 from tests.context.helpers import context_text, system_text
+from tests.support.fixtures import CTX
 
-CTX = RuntimeContext("u", "s")
 WIDE = 1_000_000
 COUNT = default_estimator().count_text
 WORKSPACE_IDS = ("workspace/AGENTS.md", "workspace/docs/spec.md", "workspace/MEMORY.md")

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext, ToolContext, tool
+from harnessed import HarnessAgent, ToolContext, tool
 from harnessed.models import ScriptedModel, ScriptedResponse
-from tests.context.helpers import call, context_text, non_context_text, system_text
-
-CTX = RuntimeContext("u", "s")
+from tests.context.helpers import context_text, non_context_text, system_text
+from tests.support.fixtures import CTX, call
 
 
 def write(root: Path, path: str, text: str) -> None:

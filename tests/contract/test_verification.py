@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext
+from harnessed import HarnessAgent
 from harnessed.contract import TaskContractConfig, TaskRevisionConflictError
 from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from tests.context.helpers import noop
+from tests.support.fixtures import CTX
 
-CTX = RuntimeContext("u", "s")
 SHOW_ALL = TaskContractConfig(show_requirements=True, show_verification=True)
 
 

@@ -18,8 +18,7 @@ from harnessed.subagents import SubagentSpec
 from tests.compaction.helpers import conversation, seeded, summaries
 from tests.compaction.test_summary import SUMMARY_1
 from tests.subagents.helpers import parent, spawn
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 class Flat:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harnessed import CompactionConfig, HarnessAgent, RuntimeContext, tool
+from harnessed import CompactionConfig, HarnessAgent, tool
 from harnessed.context import tool_pair_problems
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
+from tests.support.fixtures import CTX
 
-CTX = RuntimeContext("u", "s")
 TODOS = [
     {"content": "reproduce the login bug", "status": "completed"},
     {"content": "write a failing test", "status": "in_progress"},

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from harnessed import HarnessAgent, tool
 from harnessed.gateway import BearerAuth, Gateway, create_app
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
 from harnessed.models.scripted import ScriptedModel
+from tests.support.fixtures import free_socket
 
 TOKENS = {"alice-token-123": "alice", "bob-token-4567": "bob"}
 ALICE = {"Authorization": "Bearer alice-token-123"}
@@ -94,13 +94,6 @@ def sse(body: str) -> list[tuple[str, dict[str, Any]]]:
         if data:
             frames.append((event, json.loads("\n".join(data))))
     return frames
-
-
-def free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
 
 
 @contextmanager

@@ -22,7 +22,8 @@ import pytest
 from harnessed.gateway.guard import GuardedH11Protocol
 from harnessed.gateway.limits_server import ServerLimits
 from harnessed.gateway.server import server_config
-from tests.gateway.helpers import ALICE, Tools, free_socket, make_agent, make_app, sse
+from tests.gateway.helpers import ALICE, Tools, make_agent, make_app, sse
+from tests.support.fixtures import free_port, free_socket
 
 BOUND = 120.0  # no scenario here may hang longer than this (a loaded machine is far quicker)
 AUTH = b"Authorization: Bearer alice-token-123\r\n"
@@ -331,9 +332,7 @@ async def test_harnessed_serve_outlasts_more_slow_clients_than_it_has_descriptor
     """The real command in a process of its own, its open-file limit far below the number of
     slow clients (the head timeout long, so only the cap acts): it keeps serving."""
     root = Path(__file__).resolve().parents[2]
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()
     open_files = 384  # 256 stay reserved: at most 128 connections
 
     def low_file_limit() -> None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-from harnessed import HarnessAgent, RuntimeContext, tool
+from harnessed import HarnessAgent, tool
 from harnessed.events import ToolCallEvent, ToolResultEvent
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 async def test_closing_the_stream_mid_step_keeps_the_log_complete() -> None:

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext, tool
+from harnessed import HarnessAgent, tool
 from harnessed.mcp import MCP, MCPServer, MCPServerError
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from tests.mcp.conftest import start_notes_server, time_server
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def results(request: ModelRequest) -> list[ToolResultBlock]:

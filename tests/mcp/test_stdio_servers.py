@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harnessed import HarnessAgent, RuntimeContext
+from harnessed import HarnessAgent
 from harnessed.events import AgentEndEvent
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
@@ -22,8 +22,7 @@ from tests.mcp.conftest import (
     notes_stdio_server,
     time_server,
 )
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def ask(name: str, **args: Any) -> ScriptedResponse:

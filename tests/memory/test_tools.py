@@ -9,15 +9,12 @@ import pytest
 from harnessed import HarnessAgent, RuntimeContext, ToolResultEvent
 from harnessed.memory import MemoryConfig
 from harnessed.messages import ToolResultBlock
-from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.models import ScriptedModel, ScriptedResponse
 from tests.memory.helpers import Clock, ledger_path, memory_md
+from tests.support.fixtures import tool_step
 
 ALICE = RuntimeContext("alice", "s1")
 BOB = RuntimeContext("bob", "s1")
-
-
-def call(name: str, **args: object) -> ScriptedResponse:
-    return ScriptedResponse(tool_calls=[ScriptedToolCall(name, args)])
 
 
 async def run_tools(
@@ -54,9 +51,9 @@ async def test_search_is_case_insensitive_and_shows_path_and_line(workspace: Pat
     (every, some, none) = await run_tools(
         workspace,
         ALICE,
-        call("memory_search", query="green TEA"),
-        call("memory_search", query="tea tuesday"),
-        call("memory_search", query="espresso"),
+        tool_step("memory_search", query="green TEA"),
+        tool_step("memory_search", query="tea tuesday"),
+        tool_step("memory_search", query="espresso"),
     )
     assert every.content.splitlines() == [
         "1 line(s) matching 'green TEA':",
@@ -74,9 +71,9 @@ async def test_get_reads_memory_files_by_the_paths_search_shows(workspace: Path)
     (by_search_path, by_short_path, window) = await run_tools(
         workspace,
         ALICE,
-        call("memory_get", path="agents/mem/users/alice/memory/2025-03-13.md"),
-        call("memory_get", path="memory/2025-03-13.md", start_line=4, end_line=4),
-        call("memory_get", path="MEMORY.md", start_line=2),
+        tool_step("memory_get", path="agents/mem/users/alice/memory/2025-03-13.md"),
+        tool_step("memory_get", path="memory/2025-03-13.md", start_line=4, end_line=4),
+        tool_step("memory_get", path="MEMORY.md", start_line=2),
     )
     assert "    4\t- The tea budget is 20 EUR." in by_search_path.content
     assert by_short_path.content.endswith("    4\t- The tea budget is 20 EUR.")
@@ -96,13 +93,13 @@ async def test_get_reads_memory_files_by_the_paths_search_shows(workspace: Path)
     ],
 )
 async def test_get_refuses_anything_but_memory_files(workspace: Path, path: str) -> None:
-    (result,) = await run_tools(workspace, ALICE, call("memory_get", path=path))
+    (result,) = await run_tools(workspace, ALICE, tool_step("memory_get", path=path))
     assert result.is_error
     assert "Be kind." not in result.content
 
 
 async def test_get_rejects_dot_dot_by_name(workspace: Path) -> None:
-    (result,) = await run_tools(workspace, ALICE, call("memory_get", path="../MEMORY.md"))
+    (result,) = await run_tools(workspace, ALICE, tool_step("memory_get", path="../MEMORY.md"))
     assert result.is_error and "'..'" in result.content
 
 
@@ -110,8 +107,8 @@ async def test_a_user_cannot_read_or_search_another_users_memory(workspace: Path
     (direct, search) = await run_tools(
         workspace,
         BOB,
-        call("memory_get", path="agents/mem/users/alice/memory/2025-03-13.md"),
-        call("memory_search", query="tea"),
+        tool_step("memory_get", path="agents/mem/users/alice/memory/2025-03-13.md"),
+        tool_step("memory_search", query="tea"),
     )
     assert direct.is_error and "not a memory file" in direct.content
     assert "budget" not in search.content and "Alice" not in search.content
@@ -121,8 +118,8 @@ async def test_save_appends_to_todays_ledger_and_is_searchable(workspace: Path) 
     (saved, found) = await run_tools(
         workspace,
         ALICE,
-        call("memory_save", content="The demo moved to Friday.\n- Carol owns the demo."),
-        call("memory_search", query="demo"),
+        tool_step("memory_save", content="The demo moved to Friday.\n- Carol owns the demo."),
+        tool_step("memory_search", query="demo"),
     )
     today = ledger_path(workspace, "alice", "2025-03-14")
     assert saved.content == "Saved to agents/mem/users/alice/memory/2025-03-14.md."
@@ -154,7 +151,7 @@ async def test_save_tells_the_model_it_writes_only_the_ledger(
 
 
 async def test_save_refuses_blank_content(workspace: Path) -> None:
-    (result,) = await run_tools(workspace, ALICE, call("memory_save", content=" - \n "))
+    (result,) = await run_tools(workspace, ALICE, tool_step("memory_save", content=" - \n "))
     assert result.is_error and "needs some text" in result.content
 
 
@@ -164,8 +161,8 @@ async def test_a_global_scope_uses_the_classic_layout(tmp_path: Path) -> None:
         "mem",
         ScriptedModel(
             [
-                call("memory_save", content="A global note."),
-                call("memory_search", query="note"),
+                tool_step("memory_save", content="A global note."),
+                tool_step("memory_search", query="note"),
                 "ok",
             ]
         ),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -32,6 +31,7 @@ from harnessed.models.base import (
 )
 from harnessed.models.errors import ContextOverflowError, ModelError, RateLimitError
 from harnessed.models.retry import RetryPolicy
+from tests.support.fixtures import free_port
 from tests.support.http_server import LocalServer, Reply
 
 MODEL = "claude-sonnet-4-6"
@@ -478,9 +478,7 @@ async def test_stream_cut_before_message_stop_is_an_error(
 
 
 async def test_connection_refused_is_a_retryable_model_error() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     model = AnthropicModel(
         MODEL, api_key="k", base_url=f"http://127.0.0.1:{port}", retry=RetryPolicy(max_attempts=1)
     )

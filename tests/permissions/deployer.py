@@ -1,14 +1,15 @@
+"""The deployment tools the permissions tests ask about: ``deploy`` (it changes something, so
+it asks) and the read-only ``status``."""
+
 from __future__ import annotations
 
-from typing import Any
-
 from harnessed import tool
-from harnessed.models import ScriptedToolCall
 
 
 class Deployer:
     def __init__(self) -> None:
         self.deployed: list[str] = []
+        self.reads = 0
 
         @tool
         async def deploy(target: str) -> str:
@@ -18,11 +19,8 @@ class Deployer:
 
         @tool(read_only=True)
         async def status() -> str:
-            """Read the status."""
+            """Read the deployment status."""
+            self.reads += 1
             return "green"
 
         self.tools = [deploy, status]
-
-
-def call(name: str, id: str | None = None, **args: Any) -> ScriptedToolCall:
-    return ScriptedToolCall(name, args, id=id)

@@ -13,7 +13,6 @@ from harnessed import (
     HarnessAgent,
     PermissionDecision,
     PermissionRule,
-    RuntimeContext,
     ToolContext,
     tool,
 )
@@ -22,8 +21,8 @@ from harnessed.messages import ToolUseBlock
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.state import AgentState
 from harnessed.tools import Tool
+from tests.support.fixtures import CTX
 
-CTX = RuntimeContext("u", "s")
 ran: list[str] = []
 
 

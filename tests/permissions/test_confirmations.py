@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext, tool
+from harnessed import HarnessAgent, RuntimeContext
 from harnessed.context import tool_pair_problems
 from harnessed.events import (
     AgentEndEvent,
@@ -16,34 +16,10 @@ from harnessed.events import (
     ToolResultEvent,
 )
 from harnessed.log import RecordType
-from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.permissions import ConfirmationError, PermissionRule
-
-CTX = RuntimeContext("u", "s")
-
-
-class Deployer:
-    def __init__(self) -> None:
-        self.deployed: list[str] = []
-        self.reads = 0
-
-        @tool
-        async def deploy(target: str) -> str:
-            """Deploy to a target."""
-            self.deployed.append(target)
-            return f"deployed to {target}"
-
-        @tool(read_only=True)
-        async def status() -> str:
-            """Read the deployment status."""
-            self.reads += 1
-            return "green"
-
-        self.tools = [deploy, status]
-
-
-def call(name: str, id: str | None = None, **args: Any) -> ScriptedToolCall:
-    return ScriptedToolCall(name, args, id=id)
+from tests.permissions.deployer import Deployer
+from tests.support.fixtures import CTX, call
 
 
 def result(request: ModelRequest, call_id: str) -> Any:

@@ -10,7 +10,8 @@ from harnessed.models import ScriptedModel, ScriptedResponse
 from harnessed.sandbox import BubblewrapSandbox
 from harnessed.workspace import Workspace
 from tests.sandbox.conftest import bwrap
-from tests.sandbox.helpers import call, execute
+from tests.sandbox.helpers import execute
+from tests.support.fixtures import tool_step
 
 __all__ = ["bwrap"]  # the fixture
 
@@ -52,20 +53,24 @@ async def test_two_users_in_plan_mode_never_see_each_others_plans(
     bwrap: BubblewrapSandbox, tmp_path: Path
 ) -> None:
     alice, _ = await steps(
-        tmp_path, bwrap, ALICE, call("plan_enter"), call("plan_write", content="alice secret")
+        tmp_path,
+        bwrap,
+        ALICE,
+        tool_step("plan_enter"),
+        tool_step("plan_write", content="alice secret"),
     )
     assert ALICE_PLAN in alice[0] and ALICE_PLAN in alice[1]
     bob, asks = await steps(
         tmp_path,
         bwrap,
         BOB,
-        call("plan_enter"),
-        call("plan_write", content="bob's plan"),
-        call("read_file", path=ALICE_PLAN),
-        call("glob_files", pattern="**/PLAN.md"),
-        call("grep_files", pattern="alice secret"),
-        call("read_file", path=BOB_PLAN),
-        call("plan_exit"),
+        tool_step("plan_enter"),
+        tool_step("plan_write", content="bob's plan"),
+        tool_step("read_file", path=ALICE_PLAN),
+        tool_step("glob_files", pattern="**/PLAN.md"),
+        tool_step("grep_files", pattern="alice secret"),
+        tool_step("read_file", path=BOB_PLAN),
+        tool_step("plan_exit"),
     )
     assert BOB_PLAN in bob[1]
     assert "alice secret" not in "".join(bob[:4] + bob[5:])

@@ -8,19 +8,15 @@ from typing import Any
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext
+from harnessed import HarnessAgent
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, Event
 from harnessed.log import RecordType
-from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.state import PlanState
 from harnessed.workspace import MemoryFilesystem, Workspace
+from tests.support.fixtures import CTX, call
 
-CTX = RuntimeContext("u", "s")
 PLAN = "agents/planner/users/u/plans/PLAN.md"  # the plan is in the caller's own scope
-
-
-def call(name: str, id: str | None = None, **args: Any) -> ScriptedToolCall:
-    return ScriptedToolCall(name, args, id=id)
 
 
 def result(request: ModelRequest, call_id: str) -> Any:

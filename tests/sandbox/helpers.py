@@ -18,10 +18,6 @@ def execute(command: str, timeout: float = 30) -> ScriptedResponse:
     )
 
 
-def call(name: str, **args: object) -> ScriptedResponse:
-    return ScriptedResponse(tool_calls=[ScriptedToolCall(name, args)])
-
-
 async def run(
     workspace: str | Path | Workspace,
     sandbox: Sandbox,

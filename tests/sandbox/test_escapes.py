@@ -21,7 +21,8 @@ import pytest
 from harnessed import RuntimeContext
 from harnessed.sandbox import BubblewrapSandbox, SandboxLimits
 from tests.sandbox.conftest import require_bwrap
-from tests.sandbox.helpers import call, execute, run
+from tests.sandbox.helpers import execute, run
+from tests.support.fixtures import tool_step
 
 BOB = RuntimeContext("bob", "s1")
 ALICE = RuntimeContext("alice", "s1")
@@ -106,7 +107,7 @@ async def test_nothing_outside_the_workspace_can_be_written(
         tmp_path / "ws",
         bwrap,
         BOB,
-        [execute(c) for c in attempts] + [call("read_file", path="passwd-link")],
+        [execute(c) for c in attempts] + [tool_step("read_file", path="passwd-link")],
     )
     for target in targets:
         assert not target.exists(), target

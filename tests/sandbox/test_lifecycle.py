@@ -11,8 +11,9 @@ from harnessed import RuntimeContext
 from harnessed.sandbox import BubblewrapSandbox, HostSandbox
 from harnessed.workspace import FsspecFilesystem, PathNotInViewError, Workspace
 from tests.sandbox.conftest import require_bwrap
-from tests.sandbox.helpers import call, execute, run
+from tests.sandbox.helpers import execute, run
 from tests.support import s3_server as s3_support
+from tests.support.fixtures import tool_step
 from tests.support.s3_server import S3Server
 
 s3_server = s3_support.s3_server  # the session-wide SeaweedFS fixture
@@ -32,10 +33,10 @@ async def test_file_tools_and_execute_see_the_same_local_files(
         bwrap,
         BOB,
         [
-            call("write_file", path="src/a.txt", content="from write_file\n"),
+            tool_step("write_file", path="src/a.txt", content="from write_file\n"),
             execute("cat src/a.txt && echo from execute > src/b.txt && rm src/a.txt"),
-            call("read_file", path="src/b.txt"),
-            call("list_files", path="src"),
+            tool_step("read_file", path="src/b.txt"),
+            tool_step("list_files", path="src"),
         ],
     )
     assert "from write_file" in results[1]
@@ -53,13 +54,13 @@ async def test_files_made_by_execute_survive_on_another_server_through_s3(
         server_one,
         BOB,
         [
-            call("write_file", path="notes.md", content="hello from the file tools\n"),
+            tool_step("write_file", path="notes.md", content="hello from the file tools\n"),
             execute(
                 "cat notes.md && mkdir -p build && echo built > build/out.txt && "
                 "printf '#!/bin/sh\\necho ran\\n' > build/run.sh && chmod +x build/run.sh && "
                 "ln -s out.txt build/latest && mkdir -p empty/dir"
             ),
-            call("read_file", path="build/out.txt"),
+            tool_step("read_file", path="build/out.txt"),
         ],
     )
     assert "hello from the file tools" in first[1] and "[exit code 0]" in first[1]
@@ -76,7 +77,7 @@ async def test_files_made_by_execute_survive_on_another_server_through_s3(
         server_two,
         BOB,
         [
-            call("write_file", path="notes.md", content="changed on server two\n"),
+            tool_step("write_file", path="notes.md", content="changed on server two\n"),
             execute("cat build/out.txt; ./build/run.sh; readlink build/latest; ls -d empty/dir"),
             execute("cat notes.md"),
         ],

@@ -15,7 +15,8 @@ import pytest
 from harnessed import RuntimeContext
 from harnessed.sandbox import BubblewrapSandbox, RemoteSandbox
 from tests.sandbox.conftest import require_bwrap
-from tests.sandbox.helpers import call, execute, run
+from tests.sandbox.helpers import execute, run
+from tests.support.fixtures import tool_step
 
 TOKEN = "test-token-0123456789abcdef"
 BOB = RuntimeContext("bob", "s1")
@@ -90,9 +91,9 @@ async def test_remote_files_follow_the_workspace_and_survive_a_new_server(
             RemoteSandbox(url_one, TOKEN),
             BOB,
             [
-                call("write_file", path="in.txt", content="from the file tools\n"),
+                tool_step("write_file", path="in.txt", content="from the file tools\n"),
                 execute("cat in.txt; mkdir -p out && echo made remotely > out/r.txt"),
-                call("read_file", path="out/r.txt"),
+                tool_step("read_file", path="out/r.txt"),
                 execute("echo x > AGENTS.md"),
             ],
         )

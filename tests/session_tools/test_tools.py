@@ -10,9 +10,10 @@ import pytest
 from harnessed import HarnessAgent, Msg, RuntimeContext, ToolResultEvent, tool
 from harnessed.context import HistoryBudget, HistoryOutcome
 from harnessed.messages import ToolResultBlock
-from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.models import ScriptedModel
 from harnessed.session_tools.tools import SESSION_TOOL_NAMES
 from harnessed.tools.context import ToolContext
+from tests.support.fixtures import tool_step
 
 NEEDLE = "NEEDLE-4242 the staging password rotates on Tuesdays"
 BIG = ("report line\n" * 4_000) + NEEDLE + "\n" + ("tail line\n" * 4_000)
@@ -22,10 +23,6 @@ BIG = ("report line\n" * 4_000) + NEEDLE + "\n" + ("tail line\n" * 4_000)
 def fetch_report() -> str:
     """Fetch the very long nightly report."""
     return BIG
-
-
-def call(name: str, **args: object) -> ScriptedResponse:
-    return ScriptedResponse(tool_calls=[ScriptedToolCall(name, args)])
 
 
 async def tool_results(
@@ -66,11 +63,11 @@ async def summarize_old_turns(history: Sequence[Msg], budget: HistoryBudget) -> 
 async def test_the_log_keeps_what_eviction_and_compaction_took_away(tmp_path: Path) -> None:
     model = ScriptedModel(
         [
-            call("fetch_report"),
+            tool_step("fetch_report"),
             "The report is in.",
-            call("session_search", query="needle 4242"),
-            call("session_history", last_n=50),
-            call("session_search", query="fetch the nightly report"),
+            tool_step("session_search", query="needle 4242"),
+            tool_step("session_history", last_n=50),
+            tool_step("session_search", query="fetch the nightly report"),
             "Found it.",
         ]
     )
@@ -131,10 +128,10 @@ async def test_a_user_never_reaches_another_users_sessions(tmp_path: Path) -> No
     model = ScriptedModel(
         [
             "noted",
-            call("session_list"),
-            call("session_search", query="launch code", match="all"),
-            call("session_history", session_id="alice-private"),
-            call("session_search", query="launch code", session_id="alice-private"),
+            tool_step("session_list"),
+            tool_step("session_search", query="launch code", match="all"),
+            tool_step("session_history", session_id="alice-private"),
+            tool_step("session_search", query="launch code", session_id="alice-private"),
             "nothing for you",
         ]
     )
@@ -159,10 +156,10 @@ async def test_a_user_never_reaches_another_users_sessions(tmp_path: Path) -> No
 async def test_bad_arguments_become_clear_tool_errors(tmp_path: Path) -> None:
     model = ScriptedModel(
         [
-            call("session_search", query="?!"),
-            call("session_search", query="x", max_results=500),
-            call("session_history", last_n=0),
-            call("session_list", limit=0),
+            tool_step("session_search", query="?!"),
+            tool_step("session_search", query="x", max_results=500),
+            tool_step("session_history", last_n=0),
+            tool_step("session_list", limit=0),
             "ok",
         ]
     )
@@ -208,12 +205,12 @@ async def test_an_allowed_agent_reads_another_agents_sessions_of_the_same_user(
     await coder.close()
 
     asks = [
-        call("session_list", agent_id="coder"),
-        call("session_history", agent_id="coder", session_id="c-1"),
-        call("session_search", query="flaky migration", agent_id="coder"),
-        call("session_history", agent_id="coder", session_id="c-bob"),
-        call("session_list", agent_id="reviewer"),
-        call("session_history", agent_id="coder"),
+        tool_step("session_list", agent_id="coder"),
+        tool_step("session_history", agent_id="coder", session_id="c-1"),
+        tool_step("session_search", query="flaky migration", agent_id="coder"),
+        tool_step("session_history", agent_id="coder", session_id="c-bob"),
+        tool_step("session_list", agent_id="reviewer"),
+        tool_step("session_history", agent_id="coder"),
         "summary done",
     ]
     supervisor = HarnessAgent(
@@ -240,7 +237,9 @@ async def test_an_allowed_agent_reads_another_agents_sessions_of_the_same_user(
 
     # by default an agent reads only its own sessions
     plain = HarnessAgent(
-        "plain", ScriptedModel([call("session_list", agent_id="coder"), "ok"]), workspace=tmp_path
+        "plain",
+        ScriptedModel([tool_step("session_list", agent_id="coder"), "ok"]),
+        workspace=tmp_path,
     )
     (refused,) = await tool_results(plain, "peek", alice)
     assert refused.is_error and "agents you may read: plain" in refused.content

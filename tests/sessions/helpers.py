@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from harnessed import HarnessAgent, Msg, tool
-from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.models.base import ModelEvent, ModelResponse, TextDelta, Usage
 from harnessed.tools.base import Tool
+from tests.support.fixtures import call
 
 
 class DrippingModel:
@@ -65,10 +66,6 @@ class Blocker:
             return f"done {label}"
 
         self.tool: Tool = wait_here
-
-
-def call(name: str, id: str | None = None, **args: Any) -> ScriptedToolCall:
-    return ScriptedToolCall(name, args, id=id)
 
 
 def tool_step(name: str, id: str | None = None, **args: Any) -> ScriptedResponse:

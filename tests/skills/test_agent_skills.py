@@ -11,11 +11,12 @@ import pytest
 
 from harnessed import HarnessAgent, PermissionRule, RuntimeContext
 from harnessed.context.policy import ContextPolicy
-from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.models import ScriptedModel
 from harnessed.models.base import ModelRequest
 from harnessed.sandbox import BubblewrapSandbox
 from harnessed.skills import Skills
 from tests.skills.samples import VALID, write_skill
+from tests.support.fixtures import tool_step
 
 CTX = RuntimeContext("alice", "s1")
 
@@ -26,10 +27,6 @@ def skill_md(name: str, description: str, body: str = "Do the thing.", extra: st
 
 def system_text(request: ModelRequest) -> str:
     return request.messages[0].text
-
-
-def call(tool_name: str, /, **arguments: object) -> ScriptedResponse:
-    return ScriptedResponse(tool_calls=[ScriptedToolCall(tool_name, arguments)])
 
 
 def results(model: ScriptedModel, index: int = -1) -> list[str]:
@@ -66,7 +63,7 @@ def make_agent(
 async def test_every_request_lists_skills_and_load_skill_returns_the_body(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     write_skill(ws / "skills", "pdf-processing", VALID["pdf-processing"])
-    model = ScriptedModel([call("load_skill", name="pdf-processing"), "done"])
+    model = ScriptedModel([tool_step("load_skill", name="pdf-processing"), "done"])
     agent = make_agent(ws, model)
     await agent.call("extract the tables", CTX)
     first = system_text(model.requests[0])
@@ -105,7 +102,7 @@ async def test_higher_layers_win_a_name_clash(tmp_path: Path) -> None:
     write_skill(user_dir, "style", skill_md("style", "Alice's own style.", "ALICE BODY"))
     skills = Skills([app])
     model = ScriptedModel(
-        [call("load_skill", name="style"), "ok", call("load_skill", name="style"), "ok"]
+        [tool_step("load_skill", name="style"), "ok", tool_step("load_skill", name="style"), "ok"]
     )
     agent = make_agent(ws, model, skills)
     await agent.call("write", CTX)
@@ -151,13 +148,13 @@ async def test_fsspec_layers_work_and_their_scripts_run(tmp_path: Path) -> None:
     memfs = fsspec.filesystem("memory")
     memfs.pipe("/shared-skills/remote-one/SKILL.md", skill_md("remote-one", "From a URL.").encode())
     memfs.pipe("/shared-skills/remote-one/scripts/run.sh", b"echo remote-ok\n")
-    model = ScriptedModel([call("load_skill", name="remote-one"), "loaded"])
+    model = ScriptedModel([tool_step("load_skill", name="remote-one"), "loaded"])
     agent = make_agent(tmp_path / "ws", model, Skills(["memory://shared-skills"]))
     await agent.call("load it", CTX)
     assert "- remote-one: From a URL." in system_text(model.requests[0])
     found = re.search(r"folder for execute is (\S+) ", results(model)[0])
     assert found is not None
-    model.add(call("execute", command=f"sh {found[1]}/scripts/run.sh"), "ran")
+    model.add(tool_step("execute", command=f"sh {found[1]}/scripts/run.sh"), "ran")
     await agent.call("run it", CTX)
     assert "remote-ok" in results(model)[-1]
 
@@ -177,8 +174,10 @@ async def test_a_skill_script_runs_through_execute(tmp_path: Path) -> None:
     (ws / "data.csv").write_text("a,b\n1,2\n3,4\n")
     model = ScriptedModel(
         [
-            call("load_skill", name="csv-stats"),
-            call("execute", command=f"{sys.executable} skills/csv-stats/scripts/stats.py data.csv"),
+            tool_step("load_skill", name="csv-stats"),
+            tool_step(
+                "execute", command=f"{sys.executable} skills/csv-stats/scripts/stats.py data.csv"
+            ),
             "2 rows",
         ]
     )
@@ -205,7 +204,7 @@ async def test_load_skill_refuses_paths_outside_the_skill(tmp_path: Path, path: 
     other = write_skill(ws / "skills", "other", skill_md("other", "Other."))
     (other / "secret.txt").write_text("TOP SECRET")
     (folder / "link").symlink_to(other)
-    model = ScriptedModel([call("load_skill", name="mine", path=path), "ok"])
+    model = ScriptedModel([tool_step("load_skill", name="mine", path=path), "ok"])
     agent = make_agent(ws, model)
     await agent.call("x", CTX)
     text = results(model)[0]
@@ -219,7 +218,7 @@ async def test_load_skill_reads_a_reference_file(tmp_path: Path) -> None:
     folder = write_skill(ws / "skills", "mine", skill_md("mine", "Mine."))
     (folder / "references").mkdir()
     (folder / "references" / "guide.md").write_text("GUIDE TEXT")
-    model = ScriptedModel([call("load_skill", name="mine", path="references/guide.md"), "ok"])
+    model = ScriptedModel([tool_step("load_skill", name="mine", path="references/guide.md"), "ok"])
     await make_agent(ws, model).call("x", CTX)
     assert results(model)[0] == "GUIDE TEXT"
 
@@ -233,7 +232,7 @@ async def test_allowed_tools_pre_approve_but_deny_still_wins(tmp_path: Path) -> 
     )
     model = ScriptedModel(
         [
-            call("execute", command="echo before"),  # would ask: refused in dont_ask mode
+            tool_step("execute", command="echo before"),  # would ask: refused in dont_ask mode
             "ok",
         ]
     )
@@ -246,10 +245,10 @@ async def test_allowed_tools_pre_approve_but_deny_still_wins(tmp_path: Path) -> 
     await agent.call("x", CTX)
     assert "refused" in results(model)[0] or "denied" in results(model)[0].lower()
     model.add(
-        call("load_skill", name="git-helper"),
-        call("execute", command="echo granted"),
-        call("execute", command="git push origin main"),
-        call("execute", command="ls"),
+        tool_step("load_skill", name="git-helper"),
+        tool_step("execute", command="echo granted"),
+        tool_step("execute", command="git push origin main"),
+        tool_step("execute", command="ls"),
         "done",
     )
     await agent.call("y", CTX)
@@ -267,7 +266,7 @@ async def test_grants_go_when_the_skill_that_gave_them_changes(tmp_path: Path, c
     granting = skill_md("echoer", "Echo.", extra="allowed-tools: Bash(echo:*)\n")
     folder = write_skill(ws / "skills", "echoer", granting)
     model = ScriptedModel(
-        [call("load_skill", name="echoer"), call("execute", command="echo one"), "ok"]
+        [tool_step("load_skill", name="echoer"), tool_step("execute", command="echo one"), "ok"]
     )
     agent = make_agent(ws, model, permission_mode="dont_ask")
     await agent.call("x", CTX)
@@ -279,7 +278,7 @@ async def test_grants_go_when_the_skill_that_gave_them_changes(tmp_path: Path, c
     else:
         (folder / "SKILL.md").unlink()
         folder.rmdir()
-    model.add(call("execute", command="echo two"), "done")
+    model.add(tool_step("execute", command="echo two"), "done")
     await agent.call("y", CTX)
     assert "refused" in results(model)[-1]
     assert (await agent.load_state(CTX)).permissions.get("grants") == []
@@ -290,11 +289,11 @@ async def test_loading_a_skill_again_replaces_its_grants(tmp_path: Path) -> None
     folder = write_skill(
         ws / "skills", "tools", skill_md("tools", "T.", extra="allowed-tools: Bash(echo:*)\n")
     )
-    model = ScriptedModel([call("load_skill", name="tools"), "ok"])
+    model = ScriptedModel([tool_step("load_skill", name="tools"), "ok"])
     agent = make_agent(ws, model, permission_mode="dont_ask")
     await agent.call("x", CTX)
     (folder / "SKILL.md").write_text(skill_md("tools", "T2.", extra="allowed-tools: Read\n"))
-    model.add(call("load_skill", name="tools"), "ok")
+    model.add(tool_step("load_skill", name="tools"), "ok")
     await agent.call("y", CTX)
     grants = (await agent.load_state(CTX)).permissions["grants"]
     assert [(g["tool"], g["skill"]) for g in grants] == [("read_file", "tools")]
@@ -304,8 +303,8 @@ async def test_draft_then_promote(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     model = ScriptedModel(
         [
-            call("propose_skill", name="Bad Name", description="x", instructions="y"),
-            call(
+            tool_step("propose_skill", name="Bad Name", description="x", instructions="y"),
+            tool_step(
                 "propose_skill",
                 name="weekly-report",
                 description="Write the weekly report from the task list.",

@@ -18,9 +18,10 @@ import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.cli.main import main as cli_main
-from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.models import ScriptedModel, ScriptedResponse
 from harnessed.skills import Skills
 from tests.skills.test_agent_skills import PYTHON_SANDBOX, results
+from tests.support.fixtures import tool_step
 
 ALICE = RuntimeContext("alice", "a1")
 BOB = RuntimeContext("bob", "b1")
@@ -35,17 +36,13 @@ READS = [
 LISTS = ["skills/_drafts", "skills", "agents/helper/skill_drafts", "agents/helper", "."]
 
 
-def call(tool_name: str, /, **arguments: object) -> ScriptedResponse:
-    return ScriptedResponse(tool_calls=[ScriptedToolCall(tool_name, arguments)])
-
-
 def at_once(steps: list[ScriptedResponse]) -> ScriptedResponse:
     """The steps' tool calls in one response (a turn allows only so many model calls)."""
     return ScriptedResponse(tool_calls=[c for step in steps for c in step.tool_calls])
 
 
 def propose(allowed_tools: str = "", body: str = "1. Run the tests.") -> ScriptedResponse:
-    return call(
+    return tool_step(
         "propose_skill",
         name="deploy",
         description="Deploy the service after the tests pass.",
@@ -76,15 +73,15 @@ async def alice_proposes(ws: Path) -> tuple[Skills, ScriptedModel]:
 async def test_bobs_file_tools_never_show_alices_draft(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     skills, _ = await alice_proposes(ws)
-    steps: list[ScriptedResponse] = [call("read_file", path=p) for p in READS]
-    steps += [call("list_files", path=p) for p in LISTS]
+    steps: list[ScriptedResponse] = [tool_step("read_file", path=p) for p in READS]
+    steps += [tool_step("list_files", path=p) for p in LISTS]
     steps += [
-        call("grep_files", pattern=FINDS_SECRET),
-        call("grep_files", pattern=FINDS_SECRET, path="agents"),
-        call("grep_files", pattern="deploy", path="skills"),
-        call("glob_files", pattern="**/SKILL.md"),
-        call("glob_files", pattern="**/.proposal.json"),
-        call("glob_files", pattern="**/*", path="agents"),
+        tool_step("grep_files", pattern=FINDS_SECRET),
+        tool_step("grep_files", pattern=FINDS_SECRET, path="agents"),
+        tool_step("grep_files", pattern="deploy", path="skills"),
+        tool_step("glob_files", pattern="**/SKILL.md"),
+        tool_step("glob_files", pattern="**/.proposal.json"),
+        tool_step("glob_files", pattern="**/*", path="agents"),
     ]
     model = ScriptedModel([at_once(steps), "done"])
     await agent_for(ws, model, skills).call("look around", BOB)
@@ -105,7 +102,7 @@ async def test_bobs_commands_in_the_sandbox_never_reach_alices_draft(tmp_path: P
         "find / -name SKILL.md -path '*deploy*' 2>/dev/null; echo end",
         "ls -laR /workspace/agents /workspace/skills 2>&1 | head -80",
     ]
-    model = ScriptedModel([at_once([call("execute", command=c) for c in commands]), "done"])
+    model = ScriptedModel([at_once([tool_step("execute", command=c) for c in commands]), "done"])
     await agent_for(ws, model, skills).call("look around", BOB)
     seen = results(model)
     assert len(seen) == len(commands)
@@ -122,7 +119,7 @@ async def test_bobs_load_skill_cannot_load_a_draft(tmp_path: Path) -> None:
         {"name": "_drafts", "path": "deploy/SKILL.md"},
         {"name": "skill_drafts", "path": "alice/deploy/SKILL.md"},
     ]
-    model = ScriptedModel([at_once([call("load_skill", **a) for a in attempts]), "done"])
+    model = ScriptedModel([at_once([tool_step("load_skill", **a) for a in attempts]), "done"])
     await agent_for(ws, model, skills).call("load it", BOB)
     seen = results(model)
     assert len(seen) == len(attempts)

@@ -11,13 +11,10 @@ from harnessed import HarnessAgent, RuntimeContext
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.skills import Skills
+from tests.support.fixtures import tool_step
 
 CTX = RuntimeContext("alice", "s1")
 GRANTING = "---\nname: helper\ndescription: Helps.\nallowed-tools: Bash\n---\nDo things.\n"
-
-
-def call(tool_name: str, /, **arguments: object) -> ScriptedResponse:
-    return ScriptedResponse(tool_calls=[ScriptedToolCall(tool_name, arguments)])
 
 
 def tool_results(model: ScriptedModel) -> list[ToolResultBlock]:
@@ -57,10 +54,10 @@ async def test_a_skill_written_by_the_model_cannot_grant_it_execute(
     ws.mkdir()
     model = ScriptedModel(
         [
-            call("write_file", path=path, content=GRANTING),
+            tool_step("write_file", path=path, content=GRANTING),
             "written",
-            call("load_skill", name="helper"),
-            call("execute", command="echo PWNED > pwned.txt"),
+            tool_step("load_skill", name="helper"),
+            tool_step("execute", command="echo PWNED > pwned.txt"),
             "done",
         ]
     )
@@ -115,7 +112,7 @@ async def test_the_application_can_let_the_model_edit_skills(tmp_path: Path) -> 
     ws = tmp_path / "ws"
     ws.mkdir()
     model = ScriptedModel(
-        [call("write_file", path="skills/helper/SKILL.md", content=GRANTING), "ok"]
+        [tool_step("write_file", path="skills/helper/SKILL.md", content=GRANTING), "ok"]
     )
     helper = agent(ws, model, Skills(model_edits_skills=True))
     await helper.call("write a helper skill", CTX)
@@ -137,8 +134,8 @@ async def test_a_skill_dir_inside_the_workspace_is_read_only_too(
         folder = "link"
     model = ScriptedModel(
         [
-            call("write_file", path="team-skills/helper/SKILL.md", content=GRANTING),
-            call("write_file", path="team-skills-notes.md", content="beside, not inside"),
+            tool_step("write_file", path="team-skills/helper/SKILL.md", content=GRANTING),
+            tool_step("write_file", path="team-skills-notes.md", content="beside, not inside"),
             "done",
         ]
     )
@@ -154,7 +151,7 @@ async def test_a_skill_dir_inside_the_workspace_is_read_only_too(
 async def test_a_skill_dir_that_is_the_workspace_makes_writes_refused(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    model = ScriptedModel([call("write_file", path="helper/SKILL.md", content=GRANTING), "ok"])
+    model = ScriptedModel([tool_step("write_file", path="helper/SKILL.md", content=GRANTING), "ok"])
     helper = agent(ws, model, Skills([ws]))
     await helper.call("write", CTX)
     refused = tool_results(model)[-1]

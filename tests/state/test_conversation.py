@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harnessed import CompactionConfig, HarnessAgent, Msg, RuntimeContext, ToolUseBlock, tool
+from harnessed import CompactionConfig, HarnessAgent, Msg, ToolUseBlock, tool
 from harnessed.context import tool_pair_problems
 from harnessed.log import NewRecord, RecordType
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
@@ -18,8 +18,8 @@ from harnessed.runtime import SessionRef
 from harnessed.state import AgentState, InMemoryStateStore, JsonFileStateStore
 from harnessed.state.conversation import ConversationStore
 from harnessed.stores import InMemorySessionLogStore
+from tests.support.fixtures import CTX
 
-CTX = RuntimeContext("u", "s")
 KEY = SessionRef("a", "u", "s")
 
 

@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.events import Event
 from harnessed.messages import Msg
 from harnessed.models import ScriptedModel
 from harnessed.models.base import ModelRequest
@@ -116,10 +115,6 @@ async def wait_for_tasks(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"{count} task(s) {status} expected, have {tasks!r}")
         await asyncio.sleep(0.01)
-
-
-async def collect(agent: HarnessAgent, text: str | None, ctx: RuntimeContext) -> list[Event]:
-    return [e async for e in agent.stream_events(text, ctx)]
 
 
 def user_msgs(messages: list[Msg]) -> list[str]:

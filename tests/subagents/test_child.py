@@ -17,15 +17,8 @@ from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedResponse, ScriptedToolCall
 from harnessed.permissions import PermissionRule
 from harnessed.subagents import Subagents, SubagentSpec
-from tests.subagents.helpers import (
-    calls,
-    child_model,
-    collect,
-    last_user_text,
-    parent,
-    spawn,
-    tool_results,
-)
+from tests.subagents.helpers import calls, child_model, last_user_text, parent, spawn, tool_results
+from tests.support.fixtures import collect
 
 touched: list[str] = []
 

@@ -12,7 +12,8 @@ from harnessed.events import ToolResultEvent
 from harnessed.models import ScriptedModel
 from harnessed.models.scripted import ScriptedToolCall
 from harnessed.subagents import SpecError, Subagents, SubagentSpec, parse_spec_file
-from tests.subagents.helpers import calls, child_model, collect, parent, spawn, system_text
+from tests.subagents.helpers import calls, child_model, parent, spawn, system_text
+from tests.support.fixtures import collect
 
 
 def write(ws: Path, name: str, text: str) -> None:

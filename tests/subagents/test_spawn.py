@@ -17,12 +17,12 @@ from tests.subagents.helpers import (
     Rendezvous,
     calls,
     child_model,
-    collect,
     parent,
     spawn,
     tool_results,
     wait_for_tasks,
 )
+from tests.support.fixtures import collect
 
 
 def reviewer(

@@ -192,7 +192,7 @@ async def test_an_unreachable_server_fails_the_call_plainly(tmp_path: Path) -> N
     from harnessed import HarnessAgent
     from harnessed.models.scripted import ScriptedModel
     from harnessed.temporal import TemporalRuntime, TemporalUnavailableError
-    from tests.temporal.conftest import free_port
+    from tests.support.fixtures import free_port
 
     runtime = TemporalRuntime(f"127.0.0.1:{free_port()}", task_queue="nowhere")
     async with HarnessAgent(

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harnessed import HarnessAgent, Msg, RuntimeContext
+from harnessed import HarnessAgent, Msg
 from harnessed.context import (
     PROJECTION_KEY,
     HistoryBudget,
@@ -17,8 +17,7 @@ from harnessed.context import (
 from harnessed.messages import ToolResultBlock, ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from tests.context.helpers import noop
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def todos(*items: tuple[str, str]) -> ScriptedToolCall:

@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext, TodoItem
+from harnessed import HarnessAgent, TodoItem
 from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.todos.tools import MAX_TODOS, TodoEntry, plan_todo_list
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def todo_call(items: list[dict[str, Any]], id: str | None = None) -> ScriptedToolCall:

@@ -21,7 +21,8 @@ from harnessed import HarnessAgent
 from harnessed.gateway import BearerAuth, Gateway, create_app
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
 from harnessed.models.scripted import ScriptedModel
-from tests.gateway.helpers import TOKENS, Tools, free_socket
+from tests.gateway.helpers import TOKENS, Tools
+from tests.support.fixtures import free_socket
 
 
 @contextlib.asynccontextmanager

@@ -19,10 +19,10 @@ import pytest
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.models import ScriptedModel
 from harnessed.stores.postgres import PostgresStore
-from tests.stores.pg_worker import answers
+from tests.stores.postgres.pg_worker import answers
 from tests.support.postgres import URL, postgres_store
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORKERS, SESSIONS, TURNS = 4, 50, 20
 IN_FLIGHT_PER_SESSION = 2  # two turns of a session may be on two servers at once
 KILL_AFTER = 300  # turns done before one worker is killed
@@ -37,7 +37,8 @@ class Worker:
     @classmethod
     async def start(cls, schema: str) -> Worker:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.stores.pg_worker", URL, schema, str(LEASE_SECONDS),
+            sys.executable, "-m", "tests.stores.postgres.pg_worker",
+            URL, schema, str(LEASE_SECONDS),
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"},
             stdin=asyncio.subprocess.PIPE,

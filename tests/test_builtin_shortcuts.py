@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessed import HarnessAgent, PermissionRule, RuntimeContext, TaskContractConfig
+from harnessed import HarnessAgent, PermissionRule, TaskContractConfig
 from harnessed.files import FileTools
 from harnessed.memory import Memory, MemoryConfig
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
@@ -15,8 +15,7 @@ from harnessed.plan import PlanMode
 from harnessed.session_tools.capability import SessionTools
 from harnessed.shell import Shell
 from harnessed.todos import TaskContract, TaskList
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def names(agent: HarnessAgent) -> list[str]:

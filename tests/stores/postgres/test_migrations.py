@@ -4,22 +4,13 @@ made and uses: its live lease survives, and waiters queue behind it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 
 from harnessed.sessions import SessionBusyError, TurnLease
 from harnessed.stores.postgres import MIGRATIONS, PostgresStore, PostgresTurnGate
-from tests.support.postgres import URL, drop_schema, new_schema, require_postgres
-
-
-@pytest.fixture
-def schema() -> Iterator[str]:
-    require_postgres()
-    name = new_schema()
-    yield name
-    drop_schema(name)
+from tests.support.postgres import URL
 
 
 def at_version(schema: str, version: int) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.readme import README, marked_example
 
-MARKER = "<!-- example: tests/capabilities/test_readme_example.py -->"
+MARKER = "<!-- example: tests/capabilities/test_capability_example.py -->"
 
 
 def example_code() -> str:

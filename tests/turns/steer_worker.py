@@ -1,7 +1,7 @@
 """A process running one slow session turn that another process steers and interrupts (used
 by test_notes_processes.py and tests/stores/test_notes_processes.py).
 
-usage: python -m tests.sessions.steer_worker WORKSPACE  (or postgres:URL|SCHEMA)
+usage: python -m tests.turns.steer_worker WORKSPACE  (or postgres:URL|SCHEMA)
 
 Prints ``started`` once the model streams, ``steered MESSAGE_ID`` when the turn takes a
 steering message, ``asked N`` (how many model requests included it) and the turn's end status

@@ -13,13 +13,13 @@ from harnessed import HarnessAgent
 from harnessed.log import RecordType
 from harnessed.models import ScriptedModel
 from harnessed.sessions import SessionIdleError
-from tests.sessions.steer_worker import CTX
+from tests.turns.steer_worker import CTX
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class Worker:
-    """``tests.sessions.steer_worker`` in a process of its own, its output read line by line."""
+    """``tests.turns.steer_worker`` in a process of its own, its output read line by line."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
@@ -27,7 +27,7 @@ class Worker:
     @classmethod
     async def start(cls, where: str) -> Worker:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.sessions.steer_worker", where,
+            sys.executable, "-m", "tests.turns.steer_worker", where,
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"},
             stdout=asyncio.subprocess.PIPE,

@@ -3,13 +3,12 @@ earlier call of the same step (plan_exit) leaves plan mode, it runs with no rule
 
 from __future__ import annotations
 
-from harnessed import HarnessAgent, RuntimeContext
+from harnessed import HarnessAgent
 from harnessed.events import ConfirmationRequestEvent
 from harnessed.models import ScriptedModel, ScriptedResponse
 from harnessed.permissions import PermissionRule
-from tests.permissions.deployer import Deployer, call
-
-CTX = RuntimeContext("u", "s")
+from tests.permissions.deployer import Deployer
+from tests.support.fixtures import CTX, call
 
 
 async def _run(tmp_path, **kw):

@@ -5,11 +5,10 @@ error result for that call."""
 
 from __future__ import annotations
 
-from harnessed import HarnessAgent, RuntimeContext
+from harnessed import HarnessAgent
 from harnessed.models import ScriptedModel, ScriptedResponse
-from tests.permissions.deployer import Deployer, call
-
-CTX = RuntimeContext("u", "s")
+from tests.permissions.deployer import Deployer
+from tests.support.fixtures import CTX, call
 
 
 async def test_a_failing_guard_becomes_an_error_result_for_that_call() -> None:

@@ -1,6 +1,6 @@
 """An app server of the multi-process test: turns arrive on stdin, their ends go to stdout.
 
-usage: python -m tests.stores.pg_worker URL SCHEMA LEASE_SECONDS
+usage: python -m tests.stores.postgres.pg_worker URL SCHEMA LEASE_SECONDS
 
 Each stdin line is ``SESSION TURN``; the worker submits the turn ``SESSION-TURN`` (its own
 idempotency key) to the session and prints ``done SESSION-TURN`` when it ended — also when an

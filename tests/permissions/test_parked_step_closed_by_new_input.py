@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext
+from harnessed import HarnessAgent
 from harnessed.models import ScriptedModel, ScriptedResponse
 from harnessed.models.errors import ModelError
-from tests.permissions.deployer import Deployer, call
-
-CTX = RuntimeContext("u", "s")
+from tests.permissions.deployer import Deployer
+from tests.support.fixtures import CTX, call
 
 
 async def test_closed_parked_step_stays_closed_after_a_failed_model_call() -> None:

@@ -9,8 +9,8 @@ import pytest
 from harnessed import HarnessAgent
 from harnessed.models import ScriptedModel
 from harnessed.stores.postgres import PostgresStore
-from tests.sessions.test_notes_processes import Worker, steer_and_interrupt_from_here
 from tests.support.postgres import URL, postgres_store
+from tests.turns.test_notes_processes import Worker, steer_and_interrupt_from_here
 
 
 @pytest.fixture

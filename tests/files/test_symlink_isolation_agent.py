@@ -3,7 +3,7 @@
 Alice works first (a real run writes her session log, state and memory ledger; her curated
 ``MEMORY.md``, plan, a sub-agent's log and an evicted tool result are there too). Bob's model
 then runs ``execute`` in the default sandbox (bubblewrap; CI requires it) to make a link of
-every shape in :mod:`tests.security.symlink_shapes`, looks through them from inside the
+every shape in :mod:`tests.support.symlink_shapes`, looks through them from inside the
 sandbox, tries hard links, and then drives the real file tools through each link: read,
 write, edit, list, glob and grep. Nothing of Alice's may reach Bob, nothing of hers may change,
 and Bob's planted text must not appear in Alice's next model request. A positive control per
@@ -20,8 +20,9 @@ from harnessed.memory import MemoryConfig
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.sandbox import BubblewrapSandbox
 from tests.sandbox.conftest import require_bwrap
-from tests.sandbox.helpers import call, execute
-from tests.security.symlink_shapes import (
+from tests.sandbox.helpers import execute
+from tests.support.fixtures import tool_step
+from tests.support.symlink_shapes import (
     BOB_OWN,
     PLANT,
     ROOT_SHAPES,
@@ -85,21 +86,21 @@ def probes_through(link: str, live: bool) -> list[tuple[str, ScriptedResponse]]:
     (one in Bob's own scope, never followed) everything is refused."""
     memory = f"{link}/agents/bot/users/alice/MEMORY.md"
     probes = [
-        ("live", call("read_file", path=f"{link}/notes/shared.md")),
-        ("refused", call("read_file", path=memory)),
-        ("refused", call("write_file", path=memory, content=PLANT)),
-        ("refused", call("edit_file", path=memory, old=SECRET, new=PLANT)),
-        ("refused", call("write_file", path=f"{link}/{_ledger()}", content=PLANT)),
-        ("refused", call("write_file", path=f"{link}/{_PLAN}", content=PLANT)),
-        ("refused", call("write_file", path=f"{link}/{_STATE}", content="{}")),
-        ("refused", call("read_file", path=f"{link}/agents/bot/sessions/alice/s1.log.jsonl")),
-        ("refused", call("read_file", path=f"{link}/large_tool_results/bot/alice/s1/big.txt")),
-        ("refused", call("list_files", path=f"{link}/agents/bot/users")),
-        ("quiet", call("list_files", path=link)),
-        ("quiet", call("glob_files", pattern="**/*", path=link)),
-        ("quiet", call("glob_files", pattern=f"{link}/**/*.md")),
-        ("quiet", call("grep_files", pattern=FINDS_SECRET, path=link)),
-        ("quiet", call("grep_files", pattern="PIN")),
+        ("live", tool_step("read_file", path=f"{link}/notes/shared.md")),
+        ("refused", tool_step("read_file", path=memory)),
+        ("refused", tool_step("write_file", path=memory, content=PLANT)),
+        ("refused", tool_step("edit_file", path=memory, old=SECRET, new=PLANT)),
+        ("refused", tool_step("write_file", path=f"{link}/{_ledger()}", content=PLANT)),
+        ("refused", tool_step("write_file", path=f"{link}/{_PLAN}", content=PLANT)),
+        ("refused", tool_step("write_file", path=f"{link}/{_STATE}", content="{}")),
+        ("refused", tool_step("read_file", path=f"{link}/agents/bot/sessions/alice/s1.log.jsonl")),
+        ("refused", tool_step("read_file", path=f"{link}/large_tool_results/bot/alice/s1/big.txt")),
+        ("refused", tool_step("list_files", path=f"{link}/agents/bot/users")),
+        ("quiet", tool_step("list_files", path=link)),
+        ("quiet", tool_step("glob_files", pattern="**/*", path=link)),
+        ("quiet", tool_step("glob_files", pattern=f"{link}/**/*.md")),
+        ("quiet", tool_step("grep_files", pattern=FINDS_SECRET, path=link)),
+        ("quiet", tool_step("grep_files", pattern="PIN")),
     ]
     if live:
         return probes
@@ -124,8 +125,8 @@ async def test_links_made_in_the_sandbox_give_bob_nothing_of_alice(tmp_path: Pat
         given,
         ScriptedModel(
             [
-                call("memory_save", content=f"Alice's door code is {SECRET}."),
-                call("todo_write", todos=[{"id": "1", "content": f"pay {SECRET}"}]),
+                tool_step("memory_save", content=f"Alice's door code is {SECRET}."),
+                tool_step("todo_write", todos=[{"id": "1", "content": f"pay {SECRET}"}]),
                 "done",
             ],
             responder=_answer,
@@ -214,12 +215,12 @@ async def test_links_in_bobs_own_scope_never_turn_his_memory_into_alices(tmp_pat
     )
     steps = [
         execute(make),
-        call("memory_save", content=PLANT),
-        call("memory_get", path=f"{BOB_OWN}/old.md"),
-        call("memory_get", path=f"{BOB_OWN}/up/agents/bot/users/alice/MEMORY.md"),
-        call("memory_search", query="PIN"),
-        call("read_file", path="agents/bot/users/bob/plans/PLAN.md"),
-        call("grep_files", pattern=FINDS_SECRET, path="agents/bot/users/bob"),
+        tool_step("memory_save", content=PLANT),
+        tool_step("memory_get", path=f"{BOB_OWN}/old.md"),
+        tool_step("memory_get", path=f"{BOB_OWN}/up/agents/bot/users/alice/MEMORY.md"),
+        tool_step("memory_search", query="PIN"),
+        tool_step("read_file", path="agents/bot/users/bob/plans/PLAN.md"),
+        tool_step("grep_files", pattern=FINDS_SECRET, path="agents/bot/users/bob"),
     ]
     results = await tool_texts(given, BOB, steps)
     assert "old.md -> ../../alice" in results[0], results[0]  # the links are there

@@ -1,6 +1,6 @@
 """No symbolic link takes one user into another's data, on the view of every local backend.
 
-Bob makes a link (every shape of :mod:`tests.security.symlink_shapes`: where it lives times how
+Bob makes a link (every shape of :mod:`tests.support.symlink_shapes`: where it lives times how
 its target is written) and then reads, writes, edits, appends, deletes, lists, globs and greps
 through it. The view must check the whole path a link leads to, not just its target: a link
 to the workspace root followed by ``agents/bot/users/alice/MEMORY.md`` is Alice's memory.
@@ -27,7 +27,7 @@ from harnessed.workspace import (
     Workspace,
     WorkspaceError,
 )
-from tests.security.symlink_shapes import (
+from tests.support.symlink_shapes import (
     ALICE_FILES,
     HIDDEN_SHAPES,
     PLANT,

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from harnessed import HarnessAgent, RuntimeContext
+from harnessed import HarnessAgent
 from harnessed.models import ScriptedModel, ScriptedResponse
 from harnessed.permissions import PermissionRule
-from tests.permissions.deployer import Deployer, call
-
-CTX = RuntimeContext("u", "s")
+from tests.permissions.deployer import Deployer
+from tests.support.fixtures import CTX, call
 
 
 async def test_deny_rule_set_before_resume_wins_over_earlier_approval() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from harnessed import RuntimeContext
 from harnessed.log import RecordType
-from tests.sessions.worker import main as run_worker
+from tests.turns.worker import main as run_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 CTX = RuntimeContext("u", "one")
@@ -23,7 +23,7 @@ CTX = RuntimeContext("u", "one")
 def spawn(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.sessions.worker", *args],
+        [sys.executable, "-m", "tests.turns.worker", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -16,7 +16,8 @@ import pytest
 from harnessed import RuntimeContext
 from harnessed.models import ScriptedModel
 from harnessed.skills import Skills
-from tests.skills.test_skill_files_read_only import GRANTING, agent, call, tool_results
+from tests.skills.test_skill_files_read_only import GRANTING, agent, tool_results
+from tests.support.fixtures import tool_step
 
 CTX = RuntimeContext("alice", "s1")
 
@@ -45,9 +46,9 @@ async def test_a_link_into_a_skill_folder_does_not_make_it_writable(
     (ws / where).symlink_to(target(ws))
     model = ScriptedModel(
         [
-            call("write_file", path=f"{through}/helper/SKILL.md", content=GRANTING),
-            call("edit_file", path=f"{through}/deploy/SKILL.md", old="Steps.", new=GRANTING),
-            call("write_file", path="proj/notes.md", content="beside the skills"),
+            tool_step("write_file", path=f"{through}/helper/SKILL.md", content=GRANTING),
+            tool_step("edit_file", path=f"{through}/deploy/SKILL.md", old="Steps.", new=GRANTING),
+            tool_step("write_file", path="proj/notes.md", content="beside the skills"),
             "done",
         ]
     )

@@ -9,13 +9,12 @@ import contextlib
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext
+from harnessed import HarnessAgent
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent
 from harnessed.models import ScriptedModel, ScriptedResponse
 from harnessed.permissions import ConfirmationError
-from tests.permissions.deployer import Deployer, call
-
-CTX = RuntimeContext("u", "s")
+from tests.permissions.deployer import Deployer
+from tests.support.fixtures import CTX, call
 
 
 async def test_late_answer_from_the_consumer_does_not_hang() -> None:

@@ -1,5 +1,5 @@
 """Two app servers calling one session in a loop through PostgreSQL take turns: the turn gate
-serves waiting turns first come, first served (see tests/sessions/test_fairness.py)."""
+serves waiting turns first come, first served (see tests/turns/test_fairness.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from harnessed import HarnessAgent
 from harnessed.models import ScriptedModel
 from harnessed.stores.postgres import PostgresStore
-from tests.sessions.test_fairness import assert_served_in_turn, run_two_workers, turn_order
 from tests.support.postgres import URL, postgres_store
+from tests.turns.test_fairness import assert_served_in_turn, run_two_workers, turn_order
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harnessed import HarnessAgent
-from tests.sessions.fair_worker import CTX
+from tests.turns.fair_worker import CTX
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLS = 6
@@ -26,7 +26,7 @@ async def run_two_workers(where: str, events: Path) -> None:
             await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "tests.sessions.fair_worker",
+                "tests.turns.fair_worker",
                 *args,
                 cwd=ROOT,
                 env=env,

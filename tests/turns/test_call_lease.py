@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext, tool
+from harnessed import HarnessAgent, tool
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
 from harnessed.models.scripted import ScriptedModel
 from harnessed.runtime import SessionRef
 from harnessed.sessions import SessionBusyError
-
-CTX = RuntimeContext("u", "s")
+from tests.support.fixtures import CTX
 
 
 def _agent(tmp_path: Path, gate_open: asyncio.Event, started: asyncio.Event) -> HarnessAgent:

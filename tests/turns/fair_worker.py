@@ -1,7 +1,7 @@
 """A process calling ``agent.call`` on one session again and again, as fast as it can (used by
 test_fairness.py and tests/stores/test_fairness.py).
 
-usage: python -m tests.sessions.fair_worker WHERE LABEL OTHER CALLS EVENTS
+usage: python -m tests.turns.fair_worker WHERE LABEL OTHER CALLS EVENTS
     WHERE: a workspace (the default lease files), or postgres:URL|SCHEMA
 
 Each call's tool writes ``turn`` to ``EVENTS/LABEL`` and then holds the turn until the other

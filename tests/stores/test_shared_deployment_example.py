@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_shared_deployment_example_runs() -> None:
     require_postgres()
-    code = marked_example("<!-- example: tests/stores/test_readme.py -->")
+    code = marked_example("<!-- example: tests/stores/test_shared_deployment_example.py -->")
     assert 'URL = "postgresql://postgres@127.0.0.1:5432/test"' in code
     code = code.replace("postgresql://postgres@127.0.0.1:5432/test", URL)
     code = code.replace('"coder"', repr("readme" + uuid.uuid4().hex[:8]))  # a fresh agent

@@ -1,6 +1,6 @@
 """A separate process submitting turns to one session (used by test_processes.py).
 
-usage: python -m tests.sessions.worker WORKSPACE LABEL TURNS [LEASE_SECONDS] [hang|interrupt|call]
+usage: python -m tests.turns.worker WORKSPACE LABEL TURNS [LEASE_SECONDS] [hang|interrupt|call]
 Prints "started" once its first tool runs, "done" at the end. With "interrupt" the first turn's
 tool hangs and the process interrupts the turn, then exits. With "call" the turns are plain
 ``agent.call`` calls, one after the other, instead of a session's submitted turns.

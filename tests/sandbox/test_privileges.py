@@ -23,7 +23,8 @@ from harnessed import RuntimeContext
 from harnessed.sandbox import BubblewrapSandbox, SandboxLimits
 from harnessed.sandbox.guard import Area, WorkspaceGuard
 from tests.sandbox.conftest import require_bwrap
-from tests.sandbox.helpers import call, execute, run
+from tests.sandbox.helpers import execute, run
+from tests.support.fixtures import tool_step
 
 BOB = RuntimeContext("bob", "s1")
 
@@ -171,7 +172,7 @@ async def test_the_command_is_not_root_on_the_host_and_cannot_become_it(
         bwrap,
         BOB,
         [
-            call("write_file", path="tool.txt", content="from the tool\n"),
+            tool_step("write_file", path="tool.txt", content="from the tool\n"),
             execute("echo more >> tool.txt && echo more >> host-file.txt && cat tool.txt"),
         ],
     )

@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.readme import README, marked_example
 
-MARKER = "<!-- example: tests/subagents/test_readme_example.py -->"
+MARKER = "<!-- example: tests/subagents/test_sub_agent_example.py -->"
 
 
 def example_code() -> str:
