@@ -13,7 +13,7 @@ from harnessed.cli import main
 from harnessed.cli.serve import parse_time_slice, parse_tokens
 from tests.cli.chat_app import harnessed_process
 from tests.gateway.helpers import sse
-from tests.support.fixtures import free_port
+from tests.support.fixtures import free_port, free_socket
 
 ROOT = Path(__file__).resolve().parents[2]
 

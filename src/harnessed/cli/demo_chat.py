@@ -32,7 +32,7 @@ def _this_turn(request: ModelRequest) -> tuple[str, ModelRequest]:
     messages = request.messages
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].role == "user":
-            cut = dataclasses.replace(request, messages=messages[index:])
+            cut = dataclasses.replace(request, messages=messages[index:], cache_points=())
             return messages[index].text, cut
     return "", request
 
