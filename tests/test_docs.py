@@ -25,7 +25,7 @@ from tests.support.docs import (
     python_blocks,
 )
 
-MAX_FRAGMENTS = 12  # blocks that need a platform or a server (channels, Temporal) to run
+MAX_FRAGMENTS = 30  # blocks that need a platform, a server or an API key to run, or are excerpts
 """Fragments are for pieces that cannot stand alone; a runnable example is better."""
 
 
