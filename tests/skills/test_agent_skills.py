@@ -397,7 +397,7 @@ async def test_a_skill_over_a_soft_limit_loads_with_a_warning_naming_the_rule(
     long_description = "Build apps with the API. " + "d" * 1_043
     write_skill(ws / "skills", "claude-api", skill_md("claude-api", long_description))
     write_skill(ws / "skills", "Broken", skill_md("Broken", "x"))  # structural: skipped
-    model = ScriptedModel([call("load_skill", name="claude-api"), "done"])
+    model = ScriptedModel([tool_step("load_skill", name="claude-api"), "done"])
     agent = make_agent(ws, model)
     with caplog.at_level("WARNING", logger="harnessed.skills"):
         await agent.call("use the api", CTX)
