@@ -12,7 +12,8 @@ from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.output import FINAL_TOOL
 from harnessed.subagents import Subagents, SubagentSpec
 from harnessed.subagents.spec import SpecError
-from tests.subagents.helpers import calls, collect, parent, spawn
+from tests.subagents.helpers import calls, parent, spawn
+from tests.support.fixtures import collect
 
 
 class Review(pydantic.BaseModel):
