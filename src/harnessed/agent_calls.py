@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harnessed.cost.limits import DEFAULT, Unset, UsageLimits
 from harnessed.output.result import RunResult, collect_result, run_blocking
@@ -12,15 +13,39 @@ from harnessed.run.inputs import AgentInput
 from harnessed.runtime import RuntimeContext
 
 if TYPE_CHECKING:
-    from harnessed.agent import HarnessAgent
+    from harnessed.events import Event
+    from harnessed.memory.manager import MemoryManager
+    from harnessed.output.spec import OutputSpec
+    from harnessed.permissions.flow import ConfirmationMode
 
 __all__ = ["ResultCalls"]
+
+
+class StreamingAgent(Protocol):
+    """What the calls need of the agent (:class:`~harnessed.HarnessAgent` is one)."""
+
+    output: OutputSpec[Any] | None
+    output_retries: int
+
+    @property
+    def memory(self) -> MemoryManager | None: ...
+
+    def stream_events(
+        self,
+        input: AgentInput,
+        ctx: RuntimeContext | None = None,
+        *,
+        confirmations: ConfirmationMode = "wait",
+        usage_limits: UsageLimits | Unset | None = DEFAULT,
+        session_usage_limits: UsageLimits | Unset | None = DEFAULT,
+        output_type: Any = None,
+    ) -> AsyncIterator[Event]: ...
 
 
 class ResultCalls:
     """The agent's ``call`` / ``call_sync``: its ``stream_events``, collected."""
 
-    def __init__(self, agent: HarnessAgent) -> None:
+    def __init__(self, agent: StreamingAgent) -> None:
         self._agent = agent
 
     async def call(

@@ -143,6 +143,7 @@ def deployer() -> Any:
         "Deploys.",
         system_prompt="You deploy.",
         model=ScriptedModel(responder=answer, name="child"),
+        on_approval="fail",  # the task ends needing a person, and the channel is told so
     )
 
 

@@ -30,6 +30,7 @@ def args(**kw: Any) -> argparse.Namespace:
         "channels": None,
         "channel": [],
         "ag_ui": False,
+        "demo": False,
     }
     base.update(kw)
     return argparse.Namespace(**base)

@@ -201,14 +201,14 @@ function confirmation(event) {
   if (event.details && event.details.kind === "question") return question(event);
   const box = add("confirm", "");
   box.dataset.requestId = event.request_id;
-  const question = document.createElement("div");
+  const asks = document.createElement("div");
   const name = document.createElement("strong");
   name.textContent = event.call.name;
-  question.append("Allow ", name, "?");
+  asks.append("Allow ", name, "?");
   const why = document.createElement("div");
   why.className = "why";
   why.textContent = event.reason || "";
-  box.append(question, why);
+  box.append(asks, why);
   const diff = diffLines(event.call);
   if (diff) box.append(diff);
   else {
