@@ -26,9 +26,9 @@ class PrefixMemo:
     """The stable prefix of each session's last reasoning request."""
 
     def __init__(self) -> None:
-        self._last: OrderedDict[tuple[str, ...], tuple[tuple[ToolSchema, ...], Sequence[Msg]]] = (
-            OrderedDict()
-        )
+        self._last: OrderedDict[
+            tuple[str, ...], tuple[tuple[ToolSchema, ...], Sequence[Msg], int]
+        ] = OrderedDict()
 
     def shared(
         self,
@@ -40,15 +40,27 @@ class PrefixMemo:
     ) -> tuple[int, int]:
         """Remember ``stable`` as the session's last prefix; return how many of its leading
         messages the previous one had too, and the raw tokens of the shared part (tools
-        included). Different tools share nothing: they come first."""
+        included). Different tools share nothing: they come first.
+
+        The work is proportional to what changed: the tokens of the shared part are the last
+        prefix's total less what differs, so only the changed messages are estimated (the
+        first request of a session in this process estimates its whole prefix once)."""
         previous = self._last.pop(session, None)
-        self._last[session] = (tools, stable)
+        if previous is None:
+            count, shared, total = 0, 0, meter.messages(stable)
+        else:
+            last_tools, last, last_total = previous
+            count = equal_prefix(last, stable)
+            shared = last_total - meter.messages(last[count:])
+            total = shared + meter.messages(stable[count:])
+            if last_tools != tools:
+                count, shared = 0, 0
+        self._last[session] = (tools, stable, total)
         while len(self._last) > _SESSIONS_KEPT:
             self._last.popitem(last=False)
-        if previous is None or previous[0] != tools:
+        if count == 0:
             return 0, 0
-        count = equal_prefix(previous[1], stable)
-        return count, tool_tokens + meter.messages(stable[:count])
+        return count, tool_tokens + shared
 
 
 def equal_prefix(previous: Sequence[Msg], current: Sequence[Msg]) -> int:

@@ -12,9 +12,10 @@ import copy
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import pydantic
+if TYPE_CHECKING:  # pydantic is imported with the first output type (~20 ms)
+    import pydantic
 
 __all__ = [
     "output_spec",
@@ -77,6 +78,8 @@ class OutputSpec(Generic[T]):
             raise TypeError("pass the output type itself, not an OutputSpec")
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise ValueError(f"OutputSpec retries must be a non-negative int, got {retries!r}")
+        import pydantic
+
         try:
             self.adapter: pydantic.TypeAdapter[T] = pydantic.TypeAdapter(output_type)
             schema = self.adapter.json_schema()
@@ -125,6 +128,8 @@ class OutputSpec(Generic[T]):
             if not isinstance(data, Mapping) or _WRAP not in data:
                 raise _Invalid(f"the answer must be an object with the key {_WRAP!r}")
             data = data[_WRAP]
+        import pydantic
+
         try:
             return self.adapter.validate_python(data)
         except pydantic.ValidationError as exc:
