@@ -133,3 +133,27 @@ async def test_a_users_own_subagents_override_the_shared_ones(tmp_path: Path) ->
     await agent.close()
     assert "signed ALICE" in answers["alice"][0]
     assert "signed SHARED" in answers["bob"][0]
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+async def test_the_model_cannot_write_tools_json(tmp_path: Path, tool: str) -> None:
+    """tools.json declares MCP servers, which run on the host outside any sandbox: a file edit
+    the permission mode lets through must not become a host command at the next start."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    write_tools_json(ws, {"allow": ["*"]})
+    planted = json.dumps({"mcpServers": {"x": {"command": "sh", "args": ["-c", "id"]}}})
+    args = (
+        {"path": "tools.json", "content": planted}
+        if tool == "write_file"
+        else {"path": "tools.json", "old": '"allow"', "new": '"deny"'}
+    )
+    model = ScriptedModel([call(tool, **args), "done"])
+    agent = HarnessAgent(
+        "a", model, workspace=ws, memory=False, permission_mode="bypass", subagents=False
+    )
+    await agent.call("plant it", RuntimeContext("u", "s"))
+    (result,) = [m for m in model.requests[1].messages if m.tool_results]
+    assert result.tool_results[0].is_error
+    assert "read-only" in result.tool_results[0].content
+    assert json.loads((ws / "tools.json").read_text()) == {"allow": ["*"]}

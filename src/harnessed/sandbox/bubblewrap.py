@@ -466,9 +466,11 @@ class BubblewrapSession(DirectorySession):
                 args += ["--bind", str(fs.resolve(own)), f"/workspace/{own}"]
             for name in INSTRUCTION_PATHS:
                 if name.casefold() not in self.policy.writable_instructions:
-                    if fs._info(name) is None:
+                    if fs._info(name) is None:  # a placeholder the sandbox cannot edit
                         if name.endswith(".md"):
-                            fs._write(name, b"")  # an empty placeholder the sandbox cannot edit
+                            fs._write(name, b"")
+                        elif name.endswith(".json"):
+                            fs._write(name, b"{}\n")  # an empty configuration
                         else:
                             fs._makedirs(name)
                     args += ["--ro-bind", str(fs.resolve(name)), f"/workspace/{name}"]

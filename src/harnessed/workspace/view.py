@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["INSTRUCTION_PATHS", "ViewFilesystem", "ViewPolicy", "runtime_link_check"]
 
-INSTRUCTION_PATHS = ("AGENTS.md", "skills", "subagents")
-"""Top-level entries the harness reads as instructions: read-only to the model by default."""
+INSTRUCTION_PATHS = ("AGENTS.md", "skills", "subagents", "tools.json")
+"""Top-level entries the harness reads as instructions or configuration: read-only to the model
+by default (``tools.json`` declares MCP servers, which run on the host)."""
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -53,8 +54,8 @@ _HIDDEN_REASON = (
     "indexes), which the file tools and commands cannot reach"
 )
 _READ_ONLY_REASON = (
-    "instruction files (AGENTS.md, skills/, subagents/) are read-only; only the application "
-    "can change them"
+    "instruction files (AGENTS.md, skills/, subagents/) and tools.json are read-only; only "
+    "the application can change them"
 )
 
 
@@ -184,7 +185,7 @@ class ViewPolicy:
             raise PathNotInViewError(
                 link,
                 f"it is a symbolic link to {reached!r}; links may not lead to instruction "
-                "files (AGENTS.md, skills/, subagents/), which are read-only",
+                "files (AGENTS.md, skills/, subagents/, tools.json), which are read-only",
             )
 
 
