@@ -1,11 +1,14 @@
 """Spending that is not a reasoning request of the call: memory's own requests (a flush before
 compaction, during the call; the end-of-call flush, after it) and a background sub-agent still
-working after its parent's call ended. All of it reaches the session's totals and limits."""
+working after its parent's call ended. All of it reaches the session's totals and limits, as
+do the costs of a turn that was interrupted and resumed in another process."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+
+import pytest
 
 from harnessed import CompactionConfig, HarnessAgent, RuntimeContext
 from harnessed.cost import UsageLimits
@@ -17,6 +20,7 @@ from harnessed.subagents import SubagentSpec
 from tests.compaction.helpers import conversation, seeded, summaries
 from tests.compaction.test_summary import SUMMARY_1
 from tests.cost.test_limits import Flat, end_of, events_of
+from tests.sessions.helpers import Blocker, call, make_agent
 from tests.subagents.helpers import calls, parent, spawn, wait_for_tasks
 from tests.support.fixtures import CTX
 
@@ -125,3 +129,43 @@ async def test_a_background_sub_agent_spending_after_the_call_counts_for_the_ses
     )
     assert after.status == "limit" and len(model.requests) == 2
     await agent.close()
+
+
+async def test_costs_of_an_interrupted_turn_and_its_resumption_add_up(tmp_path: Path) -> None:
+    blocker = Blocker()
+    first = ScriptedModel(
+        [ScriptedResponse(tool_calls=[call("wait_here", "c1", label="x")], usage=Usage(2_000, 50))],
+        name="priced-model",
+    )
+    agent = make_agent(first, tmp_path, shell=False, tools=[blocker.tool], prices=Flat())
+    session = agent.session(CTX)
+    turn = await session.submit("please wait")
+    await blocker.started.wait()
+    session.interrupt()
+    interrupted = await turn.result()
+    assert interrupted.status == "interrupted"
+    assert interrupted.usage is not None and interrupted.usage.requests == 1
+    await agent.close()
+
+    # resumed by another process: its totals continue from the log, and so do its limits
+    second = ScriptedModel([ScriptedResponse("done", usage=Usage(3_000, 50))], name="priced-model")
+    again = make_agent(
+        second,
+        tmp_path,
+        shell=False,
+        prices=Flat(),
+        session_usage_limits=UsageLimits(input_tokens=5_000),
+    )
+    resumed = await (await again.session(CTX).resume()).result()
+    assert resumed.status == "completed"
+    assert resumed.usage is not None and resumed.usage.requests == 1
+    total = await again.session_usage(CTX)
+    assert (total.requests, total.input_tokens) == (2, 5_000)
+    assert total.cost_usd == pytest.approx(
+        (interrupted.usage.cost_usd or 0) + (resumed.usage.cost_usd or 0)
+    )
+    # the session has spent its 5,000 input tokens: the next turn stops before any request
+    second.add("never sent")
+    stopped = await (await again.session(CTX).submit("more")).result()
+    assert stopped.status == "limit" and len(second.requests) == 1
+    await again.close()
