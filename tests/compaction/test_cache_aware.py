@@ -18,6 +18,7 @@ from tests.compaction.helpers import (
 from tests.compaction.test_prune import WIDE, fetch
 from tests.compaction.test_summary import SUMMARY_1
 from tests.support.fixtures import CTX, call, collect
+from tests.todos.test_receipts import todos
 
 
 def steps(n: int) -> list[ScriptedResponse | str]:
@@ -168,3 +169,33 @@ async def test_an_empty_in_context_answer_falls_back_to_a_transcript() -> None:
     assert ends and all(e["status"] == "completed" and not e["in_context"] for e in ends)
     kinds = [bool(r.cache_points) for r in summaries(model)]
     assert kinds[:2] == [True, False]  # tried in context, then a transcript
+
+
+async def test_a_summary_is_in_context_when_a_history_view_changed_what_was_shown() -> None:
+    script = iter(
+        [
+            ScriptedResponse(tool_calls=[todos(("read", "in_progress"))]),
+            ScriptedResponse(tool_calls=[call("fetch", "c1", q="d1", size=6_000)]),
+            ScriptedResponse(tool_calls=[todos(("read", "completed"), ("sum up", "in_progress"))]),
+            *(
+                ScriptedResponse(tool_calls=[call("fetch", f"c{i}", q=f"d{i}", size=9_000)])
+                for i in range(2, 7)
+            ),
+        ]
+    )
+
+    def respond(request: ModelRequest) -> str | ScriptedResponse:
+        if request.purpose == "summary":
+            return SUMMARY_1
+        return next(script, "done")
+
+    model = ScriptedModel(responder=respond, context_window=WIDE)
+    agent, _ = await seeded(
+        [], model, tools=[fetch], compaction=TIGHT, max_iters=20, enable_task_list=True
+    )
+    events = await collect(agent, "read the documents", CTX)
+    ends = [e.data for e in events if getattr(e, "name", None) == "compaction_end"]
+    # the first receipt is shown superseded: the request differs from the stored history, and
+    # the summary still repeats what was sent
+    assert any("[superseded" in m.text for r in reasoning(model) for m in r.messages)
+    assert ends and all(e["status"] == "completed" and e["in_context"] for e in ends)

@@ -54,7 +54,10 @@ async def summarize_in_context(
     stable = list(last.messages)
     head = 1 if stable and stable[0].role == "system" else 0
     sent = stable[head:]
-    if len(sent) < cut or equal_prefix(sent, history) < len(sent):
+    shown: Sequence[Msg] = history
+    for view in compiler.views:  # what the model was shown of the history (same length)
+        shown = view(shown, budget.state)
+    if len(shown) != len(history) or len(sent) < cut or equal_prefix(sent, shown) < len(sent):
         return None  # the history was rewritten since, or the cut lies beyond what was sent
     model = parent.model
     info = PrepareInfo(
