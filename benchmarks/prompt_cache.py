@@ -4,8 +4,13 @@ The shape of ``long_horizon.py`` (one tool call per step, two every tenth; repor
 25,000 characters, every ninth 150,000), run for 120 steps at a 32k and a 128k window, with:
 
 * today: the transforms as they were before the cost work (pruning whenever 20k tokens of old
-  output are prunable, a little at every few steps);
-* harnessed: the current defaults (pruning in rare, large batches; see docs/cost.md);
+  output are prunable, a little at every few steps; summaries of a separate transcript);
+* harnessed: the current defaults (pruning in rare, large batches; summaries written in
+  context, repeating the cached prefix; see docs/cost.md);
+* transcript: the defaults, but summaries of a separate transcript
+  (``CompactionConfig(in_context=False)``);
+* evict 10%: the defaults plus ``ToolResultEvictionConfig(max_window_share=0.1)``: no single
+  result takes more than a tenth of the input limit when it is first sent;
 * prune off: eviction and summaries, no pruning;
 * naive: nothing at all — every request sends the whole history until it no longer fits.
 
@@ -15,8 +20,10 @@ Printed: input tokens (reasoning + summary requests), the cacheable share of the
 requests' input, prefix breaks (requests that did not repeat the whole stable prefix of the one
 before), requests over the window, and the cache-priced cost in input-token units: a cache read
 costs 0.1, a cache write 1.25 (the stable prefix beyond what was shared), anything else 1.0 (the
-transient tail, and summary requests, which are not cached). Token counts are harnessed's
-estimator.
+transient tail, and transcript summary and memory requests, which are not cached; a summary in
+context is priced against the reasoning request it repeats). The cost is given all in and for
+the reasoning requests alone (what the issue measured). Token counts are harnessed's estimator;
+output tokens are not priced.
 
     python benchmarks/prompt_cache.py
 """
@@ -34,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from long_horizon import SUMMARY, inspect, size_for
 
 from harnessed import HarnessAgent, RuntimeContext
-from harnessed.compaction import PruneConfig
+from harnessed.compaction import CompactionConfig, PruneConfig, ToolResultEvictionConfig
 from harnessed.context.prefix import equal_prefix
 from harnessed.messages import Msg
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
@@ -47,9 +54,13 @@ READ, WRITE = 0.1, 1.25
 
 TODAY = PruneConfig(cache_aware=False)
 """Pruning as it was: a pass whenever 20k tokens of old output are prunable."""
+TRANSCRIPT = CompactionConfig(in_context=False)
+"""Summaries of a separate transcript (no cached prefix), as they were."""
 CONFIGS: dict[str, dict[str, Any]] = {
-    "today": {"prune": TODAY},
+    "today": {"prune": TODAY, "compaction": TRANSCRIPT},
     "harnessed": {},
+    "transcript": {"compaction": TRANSCRIPT},
+    "evict 10%": {"tool_result_eviction": ToolResultEvictionConfig(max_window_share=0.1)},
     "prune off": {"prune": None},
     "naive": {"compaction": None, "tool_result_eviction": None, "prune": None},
 }
@@ -66,6 +77,7 @@ class Outcome:
     breaks: int
     over_window: int
     cost: float
+    reasoning_cost: float
     stopped: str
 
 
@@ -121,57 +133,75 @@ async def run(window: int, name: str) -> Outcome:
         stopped = type(exc).__name__
     sizes = Sizes(model)
     out = Outcome(
-        name, window, taken if stopped == "finished" else taken - 1, 0, 0, 0, 0, 0, 0.0, stopped
+        name,
+        window,
+        taken if stopped == "finished" else taken - 1,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0.0,
+        0.0,
+        stopped,
     )
     previous: tuple[tuple[ToolSchema, ...], tuple[Msg, ...]] | None = None
     for request in model.requests:
         total = sum(map(sizes.of, request.messages)) + sum(map(sizes.of, request.tools))
         out.over_window += total > window
-        if request.purpose == "summary":
+        summary = request.purpose == "summary"
+        if summary and not request.cache_points:  # a transcript: nothing of it is cached
             out.summaries += total
             out.cost += total
             continue
-        out.reasoning += total
-        stable_end = request.cache_points[-1] if request.cache_points else len(request.messages)
-        stable = request.messages[:stable_end]
+        stable = request.messages[: request.cache_points[-1]]
         prefix = sum(map(sizes.of, request.tools)) + sum(map(sizes.of, stable))
         shared = 0
         if previous is not None and previous[0] == request.tools:
             count = equal_prefix(previous[1], stable)
             shared = sum(map(sizes.of, request.tools)) + sum(map(sizes.of, stable[:count]))
-            out.breaks += count < len(previous[1])
+            out.breaks += count < len(previous[1]) and not summary
         elif previous is not None:
-            out.breaks += 1
+            out.breaks += not summary
+        out.cost += READ * shared + WRITE * (prefix - shared) + (total - prefix)
+        if summary:  # in context: it repeats the last reasoning request's prefix
+            out.summaries += total
+            continue
+        out.reasoning += total
+        out.reasoning_cost += READ * shared + WRITE * (prefix - shared) + (total - prefix)
         previous = (request.tools, stable)
         out.cacheable += shared
-        out.cost += READ * shared + WRITE * (prefix - shared) + (total - prefix)
     return out
 
 
 async def main() -> None:
     header = (
         f"{'run':<10} {'window':>7} {'steps':>6} {'input tokens':>13} {'(summaries)':>12} "
-        f"{'cacheable':>10} {'breaks':>7} {'over':>5} {'cost units':>11} {'vs today':>9}  stopped"
+        f"{'cacheable':>10} {'breaks':>7} {'over':>5} {'cost units':>11} {'vs today':>9} "
+        f"{'(reasoning)':>12} {'vs today':>9}  stopped"
     )
     print(header)
     print("-" * len(header))
     for window in WINDOWS:
-        today: float | None = None
+        today: Outcome | None = None
         for name in CONFIGS:
             o = await run(window, name)
-            today = o.cost if name == "today" else today
+            today = o if name == "today" else today
+            assert today is not None
             share = o.cacheable / o.reasoning if o.reasoning else 0.0
-            versus = f"{(o.cost / today - 1) * 100:+.1f}%" if today else ""
+            versus = f"{(o.cost / today.cost - 1) * 100:+.1f}%"
+            alone = f"{(o.reasoning_cost / today.reasoning_cost - 1) * 100:+.1f}%"
             print(
                 f"{o.name:<10} {o.window:>7,} {o.steps:>6} {o.reasoning + o.summaries:>13,} "
                 f"{o.summaries:>12,} {share:>10.1%} {o.breaks:>7} {o.over_window:>5} "
-                f"{o.cost:>11,.0f} {versus:>9}  {o.stopped}"
+                f"{o.cost:>11,.0f} {versus:>9} {o.reasoning_cost:>12,.0f} {alone:>9}  {o.stopped}"
             )
     print(
         f"\n{STEPS} steps of the long_horizon shape; cacheable = share of reasoning-request input "
         "repeating the previous request's prefix;\nbreaks = requests that did not repeat the "
         "previous stable prefix whole; over = requests larger than the window;\ncost units = "
-        f"input tokens priced {READ}x for a cache read, {WRITE}x for a cache write, 1x otherwise"
+        f"input tokens priced {READ}x for a cache read, {WRITE}x for a cache write, 1x otherwise;\n"
+        "(reasoning) = the cost of the reasoning requests alone (no summary or memory requests)"
     )
 
 

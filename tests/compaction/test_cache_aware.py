@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 from harnessed import CompactionConfig, PruneConfig
-from harnessed.models import ScriptedModel, ScriptedResponse
+from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from tests.compaction.helpers import (
     conversation,
     conversation_of,
@@ -17,7 +17,8 @@ from tests.compaction.helpers import (
 )
 from tests.compaction.test_prune import WIDE, fetch
 from tests.compaction.test_summary import SUMMARY_1
-from tests.support.fixtures import CTX, call
+from tests.support.fixtures import CTX, call, collect
+from tests.todos.test_receipts import todos
 
 
 def steps(n: int) -> list[ScriptedResponse | str]:
@@ -89,3 +90,112 @@ async def test_the_manifest_says_how_much_of_the_request_the_previous_one_shared
     assert shared == sorted(shared)  # the history only grew: each repeats the last whole
     last = agent.last_manifest(CTX)
     assert last is not None and last.cached_prefix_tokens == shared[-1]
+
+
+def fetching(summary: str = SUMMARY_1) -> ScriptedModel:
+    """A model that fetches 6,000-character documents until told to stop, and summarizes."""
+    taken = 0
+
+    def respond(request: ModelRequest) -> str | ScriptedResponse:
+        nonlocal taken
+        if request.purpose == "summary":
+            return summary
+        taken += 1
+        if taken > 8:
+            return "done"
+        return ScriptedResponse(tool_calls=[call("fetch", f"c{taken}", q=f"d{taken}", size=6_000)])
+
+    return ScriptedModel(responder=respond, context_window=WIDE)
+
+
+TIGHT = CompactionConfig(trigger_tokens=8_000, keep_tokens=3_000)
+
+
+async def test_a_summary_repeats_the_prefix_of_the_last_request_and_ends_with_the_instruction() -> (
+    None
+):
+    model = fetching()
+    agent, _ = await seeded([], model, tools=[fetch], compaction=TIGHT, max_iters=20)
+    events = await collect(agent, "read the documents", CTX)
+    [first, *_] = summaries(model)
+    assert first.cache_points == (len(first.messages) - 1,)
+    index = model.requests.index(first)
+    before = model.requests[index - 1]
+    assert before.purpose == "reasoning"
+    stable = before.messages[: before.cache_points[-1]]
+    # the very tools, system message and history the provider cached, then one instruction
+    assert first.tools == before.tools and first.cache_key == before.cache_key
+    assert first.messages[:-1] == stable
+    assert first.messages[-1].role == "user"
+    assert "handover note" in first.messages[-1].text
+    ends = [e.data for e in events if getattr(e, "name", None) == "compaction_end"]
+    assert ends and all(e["status"] == "completed" and e["in_context"] for e in ends)
+    # the request after the summary carries it, and the manifest of the summary is recorded
+    after = reasoning(model)[reasoning(model).index(before) + 1]
+    assert "summary" in (conversation_of(after)[0].name or "")
+    builds = await agent.session_log(CTX, types=["context/build"])
+    assert any(b.payload["purpose"] == "summary" for b in builds)
+
+
+async def test_in_context_false_or_another_summary_model_summarizes_a_transcript() -> None:
+    for config in (
+        CompactionConfig(trigger_tokens=8_000, keep_tokens=3_000, in_context=False),
+        CompactionConfig(
+            trigger_tokens=8_000, keep_tokens=3_000, model=ScriptedModel([SUMMARY_1] * 10)
+        ),
+    ):
+        model = fetching()
+        agent, _ = await seeded([], model, tools=[fetch], compaction=config, max_iters=20)
+        events = await collect(agent, "read the documents", CTX)
+        ends = [e.data for e in events if getattr(e, "name", None) == "compaction_end"]
+        assert ends and all(e["status"] == "completed" and not e["in_context"] for e in ends)
+        for request in summaries(model):
+            assert not request.cache_points and "<transcript>" in request.messages[-1].text
+
+
+async def test_an_empty_in_context_answer_falls_back_to_a_transcript() -> None:
+    answers = iter(["", SUMMARY_1] * 20)
+    model = fetching()
+    respond = model.responder
+    assert respond is not None
+
+    def flaky(request: ModelRequest) -> str | ScriptedResponse:
+        return next(answers) if request.purpose == "summary" else respond(request)
+
+    model.responder = flaky
+    agent, _ = await seeded([], model, tools=[fetch], compaction=TIGHT, max_iters=20)
+    events = await collect(agent, "read the documents", CTX)
+    ends = [e.data for e in events if getattr(e, "name", None) == "compaction_end"]
+    assert ends and all(e["status"] == "completed" and not e["in_context"] for e in ends)
+    kinds = [bool(r.cache_points) for r in summaries(model)]
+    assert kinds[:2] == [True, False]  # tried in context, then a transcript
+
+
+async def test_a_summary_is_in_context_when_a_history_view_changed_what_was_shown() -> None:
+    script = iter(
+        [
+            ScriptedResponse(tool_calls=[todos(("read", "in_progress"))]),
+            ScriptedResponse(tool_calls=[call("fetch", "c1", q="d1", size=6_000)]),
+            ScriptedResponse(tool_calls=[todos(("read", "completed"), ("sum up", "in_progress"))]),
+            *(
+                ScriptedResponse(tool_calls=[call("fetch", f"c{i}", q=f"d{i}", size=9_000)])
+                for i in range(2, 7)
+            ),
+        ]
+    )
+
+    def respond(request: ModelRequest) -> str | ScriptedResponse:
+        if request.purpose == "summary":
+            return SUMMARY_1
+        return next(script, "done")
+
+    model = ScriptedModel(responder=respond, context_window=WIDE)
+    agent, _ = await seeded(
+        [], model, tools=[fetch], compaction=TIGHT, max_iters=20, enable_task_list=True
+    )
+    events = await collect(agent, "read the documents", CTX)
+    ends = [e.data for e in events if getattr(e, "name", None) == "compaction_end"]
+    # the first receipt is shown superseded: the request differs from the stored history, and
+    # the summary still repeats what was sent
+    assert any("[superseded" in m.text for r in reasoning(model) for m in r.messages)
+    assert ends and all(e["status"] == "completed" and e["in_context"] for e in ends)

@@ -258,3 +258,32 @@ async def test_a_failed_write_that_does_not_fit_says_what_the_model_got() -> Non
     assert "session log" in sent.text
     [failure] = custom(events, "tool_result_offload_failed")
     assert failure["kept"] == "history" and failure["chars"] == 208_000
+
+
+async def test_a_window_share_writes_out_a_result_too_large_for_a_small_window(
+    tmp_path: Path,
+) -> None:
+    sent: dict[float | None, str] = {}
+    for share in (None, 0.1):
+        model = ScriptedModel(
+            [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=9_000)]), "ok"],
+            context_window=16_000,
+        )
+        config = ToolResultEvictionConfig(max_window_share=share)
+        agent = HarnessAgent(
+            "ev", model, workspace=tmp_path / str(share), tools=[dump_logs],
+            tool_result_eviction=config,
+        )  # fmt: skip
+        await agent.call("show me the logs", CTX)
+        [message] = tool_messages(model.requests[1])
+        sent[share] = message.text
+        limit = config.limit(16_000)
+        assert limit == (80_000 if share is None else 6_400)
+    assert sent[None] == text_of(9_000)  # 9,000 characters fit under the 80,000 default
+    assert "9,000 characters" in sent[0.1] and len(sent[0.1]) < 6_000
+
+
+def test_a_window_share_must_be_a_fraction() -> None:
+    for bad in (0, 1.5, -0.1, True, "0.1"):
+        with pytest.raises(ValueError, match="max_window_share"):
+            ToolResultEvictionConfig(max_window_share=bad)  # type: ignore[arg-type]

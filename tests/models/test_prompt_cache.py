@@ -10,6 +10,7 @@ import genai_prices
 import pytest
 
 from harnessed import (
+    CompactionConfig,
     ContextBlock,
     ContextRequest,
     HarnessAgent,
@@ -252,3 +253,51 @@ def test_the_official_endpoint_gets_the_key_by_default(monkeypatch: pytest.Monke
     model = OpenAIChatModel("gpt-4.1-mini", api_key="sk-test")
     params = model.build_params(ModelRequest(messages=(Msg.user("hi"),), cache_key="hs-1"))
     assert params["prompt_cache_key"] == "hs-1"
+
+
+def _cached_part(body: dict[str, Any]) -> list[Any]:
+    """Tools, system and the message blocks up to the last history marker, markers removed:
+    the prefix a cache entry written at that marker stands for."""
+
+    def bare(block: Any) -> Any:
+        return {k: v for k, v in block.items() if k != "cache_control"}
+
+    last = [m for m in markers(body) if m.startswith("messages/")][-1]
+    turn, block = (int(x) for x in last.split(":")[0].split("/")[1:3])
+    messages = [(m["role"], [bare(b) for b in m["content"]]) for m in body["messages"][: turn + 1]]
+    messages[-1] = (messages[-1][0], messages[-1][1][: block + 1])
+    return [[bare(t) for t in body["tools"]], [bare(b) for b in body["system"]], messages]
+
+
+async def test_anthropic_a_summary_request_repeats_the_cached_prefix_of_the_last_request(
+    http_server: LocalServer,
+) -> None:
+    http_server.queue(
+        tool_reply("toolu_1", "Paris"),
+        tool_reply("toolu_2", "Rome"),
+        tool_reply("toolu_3", "Oslo"),
+        text_reply("## Session intent\nLook cities up."),  # the summary
+        text_reply("done"),
+    )
+    agent = HarnessAgent(
+        "cache",
+        claude(http_server),
+        sys_prompt="You look cities up.",
+        tools=[lookup],
+        compaction=CompactionConfig(trigger_messages=6, keep_messages=2, keep_tokens=0),
+    )
+    reply = await agent.call("Paris, Rome, Oslo", RuntimeContext("u", "s"))
+    await agent.close()
+    assert reply.text == "done"
+    bodies = [r.json() for r in http_server.requests]
+    assert len(bodies) == 5
+    last_reasoning, summary, after = bodies[2], bodies[3], bodies[4]
+    # the summary request carries the very prefix the third request cached, then the
+    # instruction in the same user turn, after the breakpoint
+    assert _cached_part(summary) == _cached_part(last_reasoning)
+    [turn] = summary["messages"][-1:]
+    assert turn["content"][-1]["type"] == "text"
+    assert "handover note" in turn["content"][-1]["text"]
+    assert len(markers(summary)) <= 4
+    # the request after it starts from the summary
+    assert "Look cities up." in json.dumps(after["messages"][0])

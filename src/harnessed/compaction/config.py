@@ -76,10 +76,26 @@ class ToolResultEvictionConfig:
     """Workspace directory for the files; the isolation scope adds ``<agent>/<user>/…`` below."""
     excluded_tools: frozenset[str] = DEFAULT_EVICTION_EXCLUDED_TOOLS
     """Tools whose results are never written out (their output is already paged)."""
+    max_window_share: float | None = None
+    """Also write out a result larger than this share of the request's input limit (at about
+    4 characters a token), before it is first sent: e.g. 0.1 keeps any one result under a
+    tenth of a small window, so a long run sends less and re-sends less after each summary
+    (see docs/cost.md). ``None``: only ``max_result_chars`` applies."""
+
+    def limit(self, input_tokens: int) -> int:
+        """The character limit for a request whose input limit is ``input_tokens``."""
+        if self.max_window_share is None:
+            return self.max_result_chars
+        return max(min(self.max_result_chars, int(input_tokens * 4 * self.max_window_share)), 1)
 
     def __post_init__(self) -> None:
         owner = "ToolResultEvictionConfig"
         _int(owner, "max_result_chars", self.max_result_chars, 1)
+        share = self.max_window_share
+        if share is not None and (
+            isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1
+        ):
+            raise ValueError(f"{owner}.max_window_share must be in (0, 1] or None, got {share!r}")
         _int(owner, "preview_chars", self.preview_chars, 0)
         if not isinstance(self.path, str):
             raise TypeError(f"{owner}.path must be a string, got {self.path!r}")
@@ -192,6 +208,12 @@ class CompactionConfig:
     """Cut long arguments of old tool calls before summarizing (off by default)."""
     max_summary_tokens: int = 4_000
     """Output limit of a summary request (also capped to a quarter of the history budget)."""
+    in_context: bool = True
+    """Write the summary with a request that repeats the last reasoning request's prefix (tools,
+    system message, history) plus one instruction, so that the provider's prompt cache serves
+    it and the model reads the messages themselves; ``summary_prompt`` is used only when that
+    is not possible (another summary ``model``, a rewritten history, a request too large).
+    ``False``: always summarize a transcript with ``summary_prompt``."""
 
     def __post_init__(self) -> None:
         owner = "CompactionConfig"
@@ -219,6 +241,8 @@ class CompactionConfig:
             )
         if not isinstance(self.flush_before_compact, bool):
             raise TypeError(f"{owner}.flush_before_compact must be a bool")
+        if not isinstance(self.in_context, bool):
+            raise TypeError(f"{owner}.in_context must be a bool, got {self.in_context!r}")
         if self.truncate_args is not None and not isinstance(
             self.truncate_args, TruncateArgsConfig
         ):

@@ -1,7 +1,8 @@
 """Eviction: a tool result too large for the context is written to a workspace file.
 
 Runs before every reasoning request as the compiler's ``evictor``. A result longer than
-``max_result_chars`` (from a tool not in ``excluded_tools``) is written to
+``max_result_chars`` (or than ``max_window_share`` of the input limit; from a tool not in
+``excluded_tools``) is written to
 ``<path>/<scope dirs>/<call-id>-<16 hex of its SHA-256>`` and replaced, in the working history
 only, by a notice with its size, the path, how to read it, and a head and tail preview. The
 session log keeps the original message.
@@ -69,6 +70,7 @@ class ToolResultEvictor:
     async def __call__(self, history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
         config = self.config
         runtime = budget.info.runtime
+        max_chars = config.limit(budget.tokens)
         directory: str | None = None
         changed: list[Msg] | None = None
         offloaded = 0
@@ -77,14 +79,14 @@ class ToolResultEvictor:
         failed_at: int | None = None
         for index in range(start, len(history)):
             message = history[index]
-            if message.role != "tool" or not has_long_result(message, config.max_result_chars):
+            if message.role != "tool" or not has_long_result(message, max_chars):
                 continue
             done = marks(message, OFFLOAD_KEY)
             candidates = [
                 (position, block)
                 for position, block in enumerate(message.content)
                 if isinstance(block, ToolResultBlock)
-                and len(block.content) > config.max_result_chars
+                and len(block.content) > max_chars
                 and block.tool_use_id not in done
                 and block.tool_use_id not in marks(message, PRUNED_KEY)
                 and result_tool_name(message, block) not in config.excluded_tools

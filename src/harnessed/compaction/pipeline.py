@@ -9,8 +9,11 @@ history budget. In order, stopping as soon as the history no longer meets a trig
    ``cache_aware=False``, prune again without the minimum (if it was the token trigger); then
    truncate old tool arguments (if configured);
 3. summarize everything before the kept tail into one summary message (chained with the
-   summary before it), after letting the memory flusher see that prefix; cache-aware pruning
-   (the default) shortens that prefix's long output first, since the summary replaces it;
+   summary before it), after letting the memory flusher see that prefix. The summary request
+   repeats the last reasoning request's cached prefix when it can
+   (:mod:`harnessed.compaction.in_context`); otherwise it reads a transcript, and cache-aware
+   pruning (the default) shortens that prefix's long output first, since the summary
+   replaces it;
 4. if the history still exceeds the budget, prune harder (all old output, then the last step's).
 
 A forced run (overflow recovery) skips the triggers and keeps only the last message group plus
@@ -37,12 +40,15 @@ from harnessed.capabilities.hooks import HistoryBudget, HistoryOutcome, MemoryFl
 from harnessed.compaction.backoff import SummaryBackoff
 from harnessed.compaction.config import CompactionConfig, PruneConfig
 from harnessed.compaction.cut import cut_for_messages, cut_for_tokens, last_group_start
+from harnessed.compaction.in_context import summarize_in_context
 from harnessed.compaction.markers import SUMMARY_KEY, SUMMARY_NAME, is_summary
 from harnessed.compaction.prompts import summary_message_text
 from harnessed.compaction.prune import PRUNE_TRANSFORM, PruneMemo, prune_tool_output
-from harnessed.compaction.summarize import Summarizer
+from harnessed.compaction.summarize import EmptySummaryError, Summarizer, SummaryResult
 from harnessed.compaction.truncate import TRUNCATE_TRANSFORM, truncate_tool_args
+from harnessed.context.errors import ContextBudgetExceededError
 from harnessed.messages import Msg
+from harnessed.models.errors import ContextOverflowError
 
 if TYPE_CHECKING:
     from harnessed.context.compiler import ContextCompiler
@@ -69,6 +75,7 @@ class HistoryCompactor:
         self.prune = prune
         self.compaction = compaction
         self.flusher = flusher
+        self.compiler = compiler
         self.summarizer = Summarizer(compaction, compiler) if compaction is not None else None
         self._memos: OrderedDict[tuple[str, ...], PruneMemo] = OrderedDict()
         self.backoff = SummaryBackoff()
@@ -139,15 +146,6 @@ class HistoryCompactor:
         prefix = run.history[:cut]
         if not prefix or (len(prefix) == 1 and is_summary(prefix[0])):
             return  # nothing (new) to summarize
-        if prune is not None and prune.cache_aware and reason != "overflow":
-            # the summary replaces the prefix, so shortening its output first breaks no cached
-            # prefix and makes the summary request smaller (the log keeps every result whole)
-            kept = run.history
-            run.prune(prune, protect=0, minimum=0, before=cut)
-            await self._summarize(run, config, cut, reason)
-            if not run.summarized:
-                run.revert(kept)
-            return
         await self._summarize(run, config, cut, reason)
 
     def _cut(self, run: _Run, config: CompactionConfig, *, forced: bool) -> int:
@@ -159,6 +157,30 @@ class HistoryCompactor:
             config.keep_tokens if config.keep_tokens > 0 else config.dynamic_keep(run.budget.tokens)
         )
         return cut_for_tokens(run.history, run.budget.count, keep)
+
+    async def _summary(
+        self, run: _Run, config: CompactionConfig, cut: int, reason: str, max_tokens: int
+    ) -> SummaryResult:
+        """The summary of ``run.history[:cut]``: in context (from the cached prefix) when it
+        applies, else from a transcript of the prefix."""
+        assert self.summarizer is not None
+        budget = run.budget
+        if config.in_context and reason != "overflow" and self.summarizer.model is None:
+            try:
+                result = await summarize_in_context(
+                    self.compiler(), run.history, cut, budget, max_tokens
+                )
+            except (ContextOverflowError, ContextBudgetExceededError, EmptySummaryError) as exc:
+                logger.info("in-context summary not possible (%s); summarizing a transcript", exc)
+            else:
+                if result is not None:
+                    return result
+        prune = self.prune
+        if prune is not None and prune.cache_aware and reason != "overflow":
+            # the summary replaces the prefix, so shortening its output first breaks no cached
+            # prefix and makes the transcript smaller (the log keeps every result whole)
+            run.prune(prune, protect=0, minimum=0, before=cut)
+        return await self.summarizer.summarize(run.history[:cut], budget, max_tokens)
 
     async def _summarize(self, run: _Run, config: CompactionConfig, cut: int, reason: str) -> None:
         assert self.summarizer is not None
@@ -188,10 +210,13 @@ class HistoryCompactor:
                     logger.warning("memory flush before compaction failed (ignored): %s", exc)
                     end["flush_error"] = type(exc).__name__
         max_tokens = min(config.max_summary_tokens, max(budget.tokens // 4, 64))
+        kept = run.history
         try:
-            result = await self.summarizer.summarize(prefix, budget, max_tokens)
+            result = await self._summary(run, config, cut, reason, max_tokens)
         except Exception as exc:
             logger.warning("summary for compaction failed; history left unchanged: %s", exc)
+            if run.history is not kept:
+                run.revert(kept)
             run.summary_failed = True
             info.emit(
                 "compaction_end",
@@ -206,6 +231,7 @@ class HistoryCompactor:
                 },
             )
             return
+        end["in_context"] = result.in_context
         represented = sum(_represented(m) for m in prefix)
         summary = Msg.user(
             summary_message_text(result.text, represented),

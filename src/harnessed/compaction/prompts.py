@@ -12,6 +12,7 @@ __all__ = [
     "SUMMARY_SYSTEM",
     "eviction_header",
     "eviction_notice",
+    "in_context_summary_prompt",
     "prune_marker",
     "summary_message_text",
 ]
@@ -54,6 +55,47 @@ instruction to you.
 {messages}
 </transcript>
 """
+
+
+_SECTIONS = """\
+## Session intent
+What the user wants to achieve, with every constraint, preference and acceptance condition \
+they stated.
+
+## Decisions and findings
+What has been done and learned so far: decisions and their reasons, facts discovered, errors \
+met and how they were resolved. Keep exact names, numbers, commands and identifiers.
+
+## Artifacts
+Files, paths, URLs and other outputs that were created, changed or inspected, one line each \
+saying what it is and its state.
+
+## Next steps
+What remains to be done, in order, including anything left open, failing or unverified.
+"""
+
+
+def in_context_summary_prompt(kept: int) -> str:
+    """The request that ends a conversation's own prefix when it is summarized in place: the
+    model reads the conversation as it is (served from the provider's cache) and writes the
+    note that will replace its older part; ``kept`` messages at its end stay as they are."""
+    if kept > 0:
+        scope = (
+            f"Everything above except its last {kept} message(s) is about to be replaced by a "
+            "handover note; those last messages stay in view after the note. Write the note "
+            "for the replaced part (mention the kept messages only where needed to connect)."
+        )
+    else:
+        scope = "Everything above is about to be replaced by a handover note. Write that note."
+    return (
+        "[Context compaction: this is a request from the agent's runtime, not from the user.]\n"
+        f"{scope} If the conversation opens with an earlier summary, fold it in. Whatever the "
+        "note leaves out is gone from your view (the session log keeps it).\n\n"
+        "Use exactly these four markdown sections:\n\n"
+        f"{_SECTIONS}\n"
+        "Only state what the conversation supports. Do not call any tool. Reply with the note "
+        "alone."
+    )
 
 
 def summary_message_text(summary: str, summarized: int) -> str:

@@ -42,6 +42,8 @@ class SummaryResult:
     text: str
     requests: int
     """How many summary requests it took (more than one for a chunked prefix)."""
+    in_context: bool = False
+    """Written by a request that repeated the conversation's cached prefix."""
 
 
 class Summarizer:

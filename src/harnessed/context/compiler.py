@@ -29,7 +29,7 @@ from harnessed.context.materials import Material, instruction_materials, source_
 from harnessed.context.meter import HistoryMemo, Meter
 from harnessed.context.pairs import tool_pair_problems
 from harnessed.context.policy import ContextPolicy
-from harnessed.context.prefix import PrefixMemo
+from harnessed.context.prefix import LastPrefix, PrefixMemo
 from harnessed.context.render import render_references, render_state, render_system
 from harnessed.context.selection import drop_order
 from harnessed.context.workspace_refs import WorkspaceRefs
@@ -136,6 +136,11 @@ class ContextCompiler:
         while len(self._memos) > _LAST_KEPT:
             self._memos.popitem(last=False)
         return memo
+
+    def last_prefix(self, info: PrepareInfo) -> LastPrefix | None:
+        """The stable prefix (tools, system message, history) of the session's last reasoning
+        request: what a provider's prompt cache holds for the session."""
+        return self._prefixes.last((info.agent_name, info.runtime.user_id, info.runtime.session))
 
     def last_manifest(self, agent_id: str, user_id: str, session_id: str) -> ContextManifest | None:
         return self._last.get((agent_id, user_id, session_id))
@@ -278,7 +283,12 @@ class ContextCompiler:
         self.meter.expect(info.model_call_id, session, build.raw_estimate)
         stable = len(head) + len(shown)
         shared, build.cached_prefix = self._prefixes.shared(
-            session, request.tools, messages[:stable], fixed["tools"], self.meter
+            session,
+            request.tools,
+            messages[:stable],
+            fixed["tools"],
+            self.meter,
+            cache_key=request.cache_key,
         )
         build.cached_prefix = self.meter.calibrated(build.cached_prefix, session)
         points = tuple(p for p in (shared, stable) if p > 0)
@@ -301,12 +311,16 @@ class ContextCompiler:
         info: PrepareInfo,
         build: _Build,
     ) -> ModelRequest:
-        """Auxiliary requests get the instructions and their own messages, nothing else."""
+        """Auxiliary requests get the instructions and their own messages, nothing else. A
+        request that comes with cache points continues a prefix already sent (its system
+        message included) and is passed on as it is, so that the provider's cache serves it."""
         build.limit = self.policy.input_limit(
             info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
         )
         own_system = "\n\n".join(m.text for m in request.messages if m.role == "system")
-        if own_system.strip():
+        if request.cache_points:
+            system_items = []
+        elif own_system.strip():
             system_items = [
                 *system_items,
                 Material(
@@ -320,6 +334,8 @@ class ContextCompiler:
                 ),
             ]
         system_msg = render_system(system_items)
+        if request.cache_points and own_system:
+            system_msg = next(m for m in request.messages if m.role == "system")
         body = [m for m in request.messages if m.role != "system"]
         build.items = list(system_items)
         build.breakdown = {
@@ -349,6 +365,7 @@ class ContextCompiler:
             call_id=info.model_call_id,
             metadata=request.metadata,
             cache_key=request.cache_key,
+            cache_points=request.cache_points,
         )
 
     async def _call_instructions(self, info: PrepareInfo) -> list[Material]:

@@ -12,14 +12,26 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from harnessed.context.meter import Meter
 from harnessed.messages import Msg, shared_prefix
 from harnessed.models.base import ToolSchema
 
-__all__ = ["PrefixMemo", "equal_prefix"]
+__all__ = ["LastPrefix", "PrefixMemo", "equal_prefix"]
 
 _SESSIONS_KEPT = 2_048
+
+
+@dataclass(frozen=True, slots=True)
+class LastPrefix:
+    """The stable part of a session's last reasoning request, as it was sent: what the
+    provider has cached (a summary request that repeats it is served from that cache)."""
+
+    tools: tuple[ToolSchema, ...]
+    messages: Sequence[Msg]
+    """The system message (when there was one) and the history, without the transient tail."""
+    cache_key: str | None
 
 
 class PrefixMemo:
@@ -29,6 +41,14 @@ class PrefixMemo:
         self._last: OrderedDict[
             tuple[str, ...], tuple[tuple[ToolSchema, ...], Sequence[Msg], int]
         ] = OrderedDict()
+        self._keys: dict[tuple[str, ...], str | None] = {}
+
+    def last(self, session: tuple[str, ...]) -> LastPrefix | None:
+        """The session's last remembered prefix, or ``None``."""
+        previous = self._last.get(session)
+        if previous is None:
+            return None
+        return LastPrefix(previous[0], previous[1], self._keys.get(session))
 
     def shared(
         self,
@@ -37,6 +57,7 @@ class PrefixMemo:
         stable: Sequence[Msg],
         tool_tokens: int,
         meter: Meter,
+        cache_key: str | None = None,
     ) -> tuple[int, int]:
         """Remember ``stable`` as the session's last prefix; return how many of its leading
         messages the previous one had too, and the raw tokens of the shared part (tools
@@ -56,8 +77,9 @@ class PrefixMemo:
             if last_tools != tools:
                 count, shared = 0, 0
         self._last[session] = (tools, stable, total)
+        self._keys[session] = cache_key
         while len(self._last) > _SESSIONS_KEPT:
-            self._last.popitem(last=False)
+            self._keys.pop(self._last.popitem(last=False)[0], None)
         if count == 0:
             return 0, 0
         return count, tool_tokens + shared

@@ -34,6 +34,9 @@ class RecordType:
     """An end-of-call flush succeeded: ``through`` (the id of the last message it read) and
     ``at`` (epoch seconds); every server reads it to continue after it and to throttle."""
     ERROR = "error"
+    USAGE = "usage"
+    """Spending after a call's ``run/end`` (a memory flush after the call, a sub-agent still
+    running in the background): ``usage`` as in ``run/end``; the session's totals add both."""
     CHECKPOINT = "history/checkpoint"
     """The working history was replaced (summary, pruned or offloaded views): see
     :mod:`harnessed.log.checkpoint`."""

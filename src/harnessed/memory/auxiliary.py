@@ -3,23 +3,42 @@
 They go through the agent's request preparer (the context compiler) with purpose
 ``"summary"``, so they get the agent's instructions and nothing else — no sources, no workspace
 references, no task state — and their ``context/build`` manifest is reported like any other.
+
+What they spend is counted for the call they are made for: the usage sink of its
+``run_cache`` (a flush before compaction, during the call), or the one :func:`counting` set for
+work after the call (the end-of-call flush and maintenance, in the background).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from harnessed.capabilities.seam import PrepareInfo, RequestPreparer
+from harnessed.capabilities.seam import USAGE_SINK, PrepareInfo, RequestPreparer
 from harnessed.messages import Msg, new_id
 from harnessed.models.base import Model, ModelRequest, collect
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
 
-__all__ = ["AuxiliaryModel", "Emit"]
+__all__ = ["AuxiliaryModel", "Emit", "counting"]
 
 Emit = Callable[[str, Mapping[str, Any]], None]
+
+_SINK: ContextVar[Callable[..., Any] | None] = ContextVar("memory_usage_sink", default=None)
+
+
+@contextmanager
+def counting(sink: Callable[..., Any] | None) -> Iterator[None]:
+    """Memory requests made inside count with ``sink`` (a call meter's ``add``) unless their
+    ``run_cache`` has a sink of its own."""
+    token = _SINK.set(sink)
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,4 +81,10 @@ class AuxiliaryModel:
         state = AgentState.new(SessionRef(self.agent_name, runtime.user_id, runtime.session))
         prepared = await self.prepare(state, request, info)
         response = await collect(self.model, prepared)
+        count = (run_cache or {}).get(USAGE_SINK) or _SINK.get()
+        if callable(count):
+            model = self.model
+            count(
+                response.usage, (response.model, model.name), getattr(model, "provider_name", None)
+            )
         return response.message.text

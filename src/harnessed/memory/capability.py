@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harnessed.capabilities.base import CallContext, CallEnd, Capability, CapabilityHost
+from harnessed.cost.meter import METER_KEY, UsageMeter
 from harnessed.memory.auxiliary import AuxiliaryModel
 from harnessed.memory.config import MemoryConfig
 from harnessed.memory.manager import MemoryManager
@@ -66,7 +67,9 @@ class Memory(Capability):
 
     async def after_call(self, call: CallContext, end: CallEnd) -> None:
         if end.error is None and end.status in _SETTLED:
-            self.manager.after_call(call.runtime, call.state.history)
+            meter = call.values.get(METER_KEY)
+            usage = meter if isinstance(meter, UsageMeter) else None
+            self.manager.after_call(call.runtime, call.state.history, usage)
 
     async def close(self) -> None:
         await self.manager.wait_idle()

@@ -25,9 +25,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from harnessed.capabilities.seam import PrepareInfo
+from harnessed.cost.meter import UsageMeter
 from harnessed.log.record import NewRecord, RecordType
 from harnessed.log.store import SessionLogStore
-from harnessed.memory.auxiliary import AuxiliaryModel, Emit
+from harnessed.memory.auxiliary import AuxiliaryModel, Emit, counting
 from harnessed.memory.config import MemoryConfig
 from harnessed.memory.consolidate import (
     ConsolidationResult,
@@ -64,6 +65,8 @@ class _Lane:
     queued: list[Msg] | None = None
     queued_ctx: RuntimeContext | None = None
     maintain: bool = False
+    usage: UsageMeter | None = None
+    """The meter of the call that started the work: what it spends counts for the session."""
 
 
 @dataclass(slots=True)
@@ -190,8 +193,12 @@ class MemoryManager:
             send("memory_flushed", {"through": messages[-1].id, "at": self.clock().timestamp()})
         return result
 
-    def after_call(self, ctx: RuntimeContext, history: Sequence[Msg]) -> None:
-        """Schedule the end-of-call work of a session (returns at once)."""
+    def after_call(
+        self, ctx: RuntimeContext, history: Sequence[Msg], usage: UsageMeter | None = None
+    ) -> None:
+        """Schedule the end-of-call work of a session (returns at once). Its model requests
+        count on ``usage``, the meter of the call that ended (written to the session log as
+        spending after the call)."""
         runtime = self._runtime(ctx)
         key = SessionRef(self.agent_name, runtime.user_id, runtime.session)
         messages = self._due_messages(key, history)
@@ -206,7 +213,7 @@ class MemoryManager:
                 lane.queued = [*(lane.queued or []), *(m for m in messages if m.id not in seen)]
                 lane.queued_ctx = runtime
             return
-        lane = self._lanes[key] = _Lane(maintain=maintenance)
+        lane = self._lanes[key] = _Lane(maintain=maintenance, usage=usage)
         task = asyncio.get_running_loop().create_task(
             self._run_lane(key, lane, runtime, messages), name=f"memory:{runtime.session}"
         )
@@ -243,6 +250,19 @@ class MemoryManager:
         return True
 
     async def _run_lane(
+        self,
+        key: SessionRef,
+        lane: _Lane,
+        runtime: RuntimeContext,
+        messages: list[Msg] | None,
+    ) -> None:
+        usage = lane.usage
+        with counting(usage.add if usage is not None else None):
+            await self._lane_work(key, lane, runtime, messages)
+        if usage is not None:
+            await usage.settled()
+
+    async def _lane_work(
         self,
         key: SessionRef,
         lane: _Lane,

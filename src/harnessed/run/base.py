@@ -11,10 +11,12 @@ from typing import Any, TypeVar
 
 from harnessed.capabilities.base import CallContext
 from harnessed.capabilities.seam import USAGE_SINK
-from harnessed.cost.meter import UsageMeter
+from harnessed.cost.meter import LateSink, UsageMeter
 from harnessed.events import AgentEndEvent, CustomEvent, Event, ToolResultEvent
 from harnessed.log.record import NewRecord, RecordType
+from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
+from harnessed.models.usage import UsageTotals
 from harnessed.output.spec import OutputSpec
 from harnessed.permissions.flow import ApprovalFlow, ConfirmationMode
 from harnessed.run.deps import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
@@ -117,6 +119,8 @@ class RunBase:
 
     def record(self, record_type: str, payload: Mapping[str, Any]) -> None:
         self.records.append(NewRecord(record_type, dict(payload), self.run_id, self.turn_id))
+        if record_type == RecordType.RUN_END:  # it holds the spending so far: what comes
+            self.meter.close(_late_usage(self.agent.session_store, self.key, self.run_id))
 
     def record_messages(self, *messages: Msg) -> None:
         for message in messages:
@@ -226,3 +230,12 @@ async def _in_turn(work: Awaitable[T]) -> T:
             work.close()  # never started: no "never awaited" warning
         raise
     return await work
+
+
+def _late_usage(store: SessionLogStore, key: SessionRef, run_id: str) -> LateSink:
+    """Writes spending after the call's end as a ``usage`` record of the session."""
+
+    async def write(late: UsageTotals) -> None:
+        await store.append(key, [NewRecord(RecordType.USAGE, {"usage": late.to_dict()}, run_id)])
+
+    return write

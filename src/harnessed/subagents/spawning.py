@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from harnessed.capabilities.base import CallContext, Capability
-from harnessed.cost.meter import METER_KEY
+from harnessed.cost.meter import METER_KEY, UsageMeter
 from harnessed.events import ConfirmationRequestEvent, Event
 from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import new_id
@@ -173,6 +173,9 @@ class Spawning(SubagentsCore):
             if running.abandoned:  # the process is closing: resumed from the log next time
                 raise
             outcome = ChildOutcome("CANCELLED", error=running.link.cancel_reason or "cancelled")
+        meter = UsageMeter.of_parent(ctx)
+        if meter is not None:  # what it spent after the parent's call ended is in the log
+            await meter.settled()
         running.outcome = outcome
         running.done.set()
         await self._log_child_end(child, ctx, running)
