@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -38,12 +39,15 @@ from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.temporal.schema import (
     INTERRUPT,
     STEER,
+    TASK_WORKFLOW,
     WORKFLOW,
     ActivityOptions,
+    TaskInput,
     TurnInput,
     TurnResult,
 )
 from harnessed.temporal.steps import TOOL_START
+from harnessed.temporal.tasks import task_workflow_id
 from harnessed.turns.control import TurnControl
 from harnessed.turns.gate import SessionBusyError
 
@@ -132,6 +136,31 @@ class TemporalRuntime:
         handle = self.handle(agent, ctx, await self.connect())
         await handle.signal(STEER, [message.to_dict()])
         return message
+
+    # ------------------------------------------------------------ background tasks
+    async def start_task(
+        self, agent: str, user_id: str, session_id: str, record: Mapping[str, Any]
+    ) -> None:
+        """Start the workflow of a background sub-agent task of a parent session (once: a
+        task whose workflow runs or ran is left alone). Called by the sub-agents capability
+        when a turn spawns a task in the background, and by every later turn of the session
+        for its unfinished tasks."""
+        task_id = str(record["task_id"])
+        # on a worker, the worker's own client; elsewhere this runtime's
+        client = activity.client() if activity.in_activity() else await self.connect()
+        try:
+            await client.start_workflow(
+                TASK_WORKFLOW,
+                TaskInput(agent, user_id, session_id, dict(record), self.activity_options),
+                id=task_workflow_id(agent, user_id, session_id, task_id),
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            )
+        except WorkflowAlreadyStartedError:
+            return  # it ran already
+        except RPCError as exc:
+            raise TemporalUnavailableError(f"cannot start task {task_id}: {exc}") from exc
 
     # ------------------------------------------------------------ the turn
     async def stream(

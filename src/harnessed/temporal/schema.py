@@ -15,6 +15,7 @@ __all__ = [
     "ModelStepInput",
     "StepOutcome",
     "StopInput",
+    "TaskInput",
     "ToolInput",
     "TurnInput",
     "TurnResult",
@@ -25,6 +26,8 @@ MODEL = "harnessed.turn.model"
 TOOL = "harnessed.turn.tool"
 STOP = "harnessed.turn.stop"
 FAIL = "harnessed.turn.fail"
+TASK_WORKFLOW = "harnessed.task"
+TASK = "harnessed.task.run"
 STEER = "steer"
 INTERRUPT = "interrupt"
 PROGRESS = "progress"
@@ -38,11 +41,19 @@ class ActivityOptions:
     model_timeout: float = 600.0
     tool_timeout: float = 1800.0
     model_attempts: int = 5
+    task_timeout: float = 6 * 3600.0
+    """The longest one attempt of a background sub-agent task may run."""
     retry_initial: float = 1.0
     retry_max: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("heartbeat_timeout", "model_timeout", "tool_timeout", "retry_initial"):
+        for name in (
+            "heartbeat_timeout",
+            "model_timeout",
+            "tool_timeout",
+            "task_timeout",
+            "retry_initial",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ActivityOptions.{name} must be positive")
         if self.retry_max < self.retry_initial:
@@ -109,3 +120,15 @@ class StepOutcome:
 
     call_ids: list[str] = field(default_factory=list)
     end: TurnResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInput:
+    """A background sub-agent task of a parent session (``record``: its
+    ``TaskRecord.to_dict()`` as it was spawned)."""
+
+    agent: str
+    user_id: str
+    session_id: str
+    record: dict[str, Any]
+    options: ActivityOptions = field(default_factory=ActivityOptions)
