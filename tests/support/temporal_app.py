@@ -12,7 +12,9 @@ the marker ``model-KEY`` holds the worker's pid), ``tool hang-KEY`` (the tool ha
 side effect until its worker is killed), ``tool wait-KEY`` (the tool waits for the file
 ``release-wait-KEY``), ``fail KEY`` (the model raises ``ValueError``), ``spawn KEY`` (starts
 the sub-agent ``helper`` in the background on ``tool hang-KEY``: its tool hangs after its side
-effect until its worker is killed). Harness reminders and state blocks are not the user's text.
+effect until its worker is killed), ``wake KEY`` (asks to be woken in two seconds with the
+note ``tool woke-KEY``; the woken turn does what its note says). Harness reminders and state
+blocks are not the user's text.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from harnessed import HarnessAgent, tool
 from harnessed.messages import ToolResultBlock
 from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from harnessed.subagents import SubagentSpec, Subagents
+from harnessed.subagents import Subagents, SubagentSpec
 from harnessed.temporal import ActivityOptions, TemporalRuntime
+from harnessed.wakeups import Wakeups
 
 MARKS = Path(os.environ.get("HARNESSED_TEST_MARKS", "."))
 
@@ -51,7 +54,10 @@ async def respond(request: ModelRequest) -> str | ScriptedResponse:
         if m.role == "user" and "harness" not in m.metadata and not m.text.startswith("<")
     ]
     last = users[-1]
-    words = request.messages[last].text.split()
+    text = request.messages[last].text
+    if text.startswith("[Wake-up"):
+        text = text.splitlines()[-1]  # the note
+    words = text.split()
     kind, key = words[0], (words[1] if len(words) > 1 else "")
     results = [
         b.content
@@ -66,6 +72,9 @@ async def respond(request: ModelRequest) -> str | ScriptedResponse:
     if kind == "spawn" and not results:
         task = {"agent_id": "helper", "task": f"tool hang-{key}", "timeout_seconds": 0}
         return ScriptedResponse(tool_calls=[ScriptedToolCall("agent_spawn", task)])
+    if kind == "wake" and not results:
+        wake = {"note": f"tool woke-{key}", "after_seconds": 2}
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("schedule_wakeup", wake)])
     if kind == "tool" and not results:
         return ScriptedResponse(tool_calls=[ScriptedToolCall("effect", {"key": key})])
     if kind == "tools" and len(results) < 2:
@@ -117,7 +126,8 @@ def make_agent() -> HarnessAgent:
                 [SubagentSpec("helper", "Runs one tool call.", tools=("effect",))],
                 general_purpose=False,
                 workspace_files=False,
-            )
+            ),
+            Wakeups(),
         ],
     )
 

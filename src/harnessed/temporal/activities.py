@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
@@ -20,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from harnessed.messages import Msg
+from harnessed.messages import Msg, new_id
 from harnessed.models.errors import ContextOverflowError
 from harnessed.runtime import SessionRef
 from harnessed.temporal.schema import (
@@ -29,6 +30,8 @@ from harnessed.temporal.schema import (
     STOP,
     TASK,
     TOOL,
+    WAKEUP_DONE,
+    WAKEUP_PREPARE,
     ModelStepInput,
     StepOutcome,
     StopInput,
@@ -36,8 +39,11 @@ from harnessed.temporal.schema import (
     ToolInput,
     TurnInput,
     TurnResult,
+    WakeupDue,
+    WakeupFiring,
 )
 from harnessed.temporal.steps import StepRun
+from harnessed.temporal.wakeups import TemporalWakeupScheduler
 from harnessed.turns.lease import turn_lease
 
 __all__ = ["TaskHost", "TurnActivities", "step_key"]
@@ -91,7 +97,15 @@ class TurnActivities:
         self._users: dict[str, tuple[asyncio.Semaphore, int]] = {}
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.model, self.tool, self.stop, self.fail, self.task]
+        return [
+            self.model,
+            self.tool,
+            self.stop,
+            self.fail,
+            self.task,
+            self.wakeup_prepare,
+            self.wakeup_done,
+        ]
 
     @activity.defn(name=MODEL)
     async def model(self, step: ModelStepInput) -> StepOutcome:
@@ -148,7 +162,52 @@ class TurnActivities:
                 await host.deliver_task(task.user_id, task.session_id, task.record, outcome)
         return str(outcome.status)
 
+    @activity.defn(name=WAKEUP_PREPARE)
+    async def wakeup_prepare(self, due: WakeupDue) -> list[TurnInput]:
+        """The turn a firing of a wake-up starts (none: the wake-up was cancelled)."""
+        firing = due.firing
+        host, scheduler = self._wakeups(firing.agent)
+        listed = await scheduler.book.pending(firing.agent, firing.user_id, firing.session_id)
+        wakeup = next((w for w in listed if w.id == firing.wakeup_id), None)
+        if wakeup is None:
+            return []
+        if due.scheduled_at is not None:
+            wakeup = dataclasses.replace(wakeup, due_at=due.scheduled_at)
+        message: Msg = host.woken_message(wakeup)
+        turn = TurnInput(
+            agent=firing.agent,
+            user_id=firing.user_id,
+            session_id=firing.session_id,
+            run_id=new_id("run_"),
+            turn_id=message.id,
+            messages=[message.to_dict()],
+            options=firing.options,
+        )
+        return [turn]
+
+    @activity.defn(name=WAKEUP_DONE)
+    async def wakeup_done(self, firing: WakeupFiring) -> None:
+        """After a firing started its turn: a once wake-up leaves the session's list."""
+        _, scheduler = self._wakeups(firing.agent)
+        listed = await scheduler.book.pending(firing.agent, firing.user_id, firing.session_id)
+        wakeup = next((w for w in listed if w.id == firing.wakeup_id), None)
+        if wakeup is not None and not wakeup.cron:
+            await scheduler.book.cancel(
+                firing.agent, firing.user_id, firing.session_id, firing.wakeup_id
+            )
+
     # ---------------------------------------------------------------- common
+    def _wakeups(self, name: str) -> tuple[Any, TemporalWakeupScheduler]:
+        agent = self._agent(name)
+        for capability in agent.capabilities:
+            store = getattr(capability, "store", None)
+            if isinstance(store, TemporalWakeupScheduler):
+                return capability, store
+        raise ApplicationError(
+            f"agent {name!r} on this worker has no wake-ups on the Temporal runtime",
+            non_retryable=True,
+        )
+
     def _agent(self, name: str) -> Any:
         agent = self.agents.get(name)
         if agent is None:

@@ -137,6 +137,14 @@ class TemporalRuntime:
         await handle.signal(STEER, [message.to_dict()])
         return message
 
+    # ------------------------------------------------------------ wake-ups
+    def wakeup_scheduler(self, book: Any, config: Any) -> Any:
+        """What the wake-ups capability keeps its wake-ups with on this runtime: listed in
+        ``book`` (its store), fired by Temporal (see :mod:`harnessed.temporal.wakeups`)."""
+        from harnessed.temporal.wakeups import TemporalWakeupScheduler
+
+        return TemporalWakeupScheduler(self, book, getattr(config, "timezone", "UTC"))
+
     # ------------------------------------------------------------ background tasks
     async def start_task(
         self, agent: str, user_id: str, session_id: str, record: Mapping[str, Any]

@@ -16,6 +16,8 @@ __all__ = [
     "StepOutcome",
     "StopInput",
     "TaskInput",
+    "WakeupDue",
+    "WakeupFiring",
     "ToolInput",
     "TurnInput",
     "TurnResult",
@@ -28,6 +30,9 @@ STOP = "harnessed.turn.stop"
 FAIL = "harnessed.turn.fail"
 TASK_WORKFLOW = "harnessed.task"
 TASK = "harnessed.task.run"
+WAKEUP_WORKFLOW = "harnessed.wakeup"
+WAKEUP_PREPARE = "harnessed.wakeup.prepare"
+WAKEUP_DONE = "harnessed.wakeup.done"
 STEER = "steer"
 INTERRUPT = "interrupt"
 PROGRESS = "progress"
@@ -132,3 +137,21 @@ class TaskInput:
     session_id: str
     record: dict[str, Any]
     options: ActivityOptions = field(default_factory=ActivityOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class WakeupFiring:
+    """What a wake-up's workflow is started with (by its delayed start or its schedule)."""
+
+    agent: str
+    user_id: str
+    session_id: str
+    wakeup_id: str
+    options: ActivityOptions = field(default_factory=ActivityOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class WakeupDue:
+    firing: WakeupFiring
+    scheduled_at: float | None = None
+    """The time of this firing by the schedule (epoch seconds; ``None``: the wake-up's own)."""

@@ -19,6 +19,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from harnessed.temporal.activities import TurnActivities
 from harnessed.temporal.tasks import TaskWorkflow
+from harnessed.temporal.woken import WakeupWorkflow
 from harnessed.temporal.workflow import TurnWorkflow
 
 __all__ = ["make_worker", "run_worker"]
@@ -45,7 +46,7 @@ def make_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[TurnWorkflow, TaskWorkflow],
+        workflows=[TurnWorkflow, TaskWorkflow, WakeupWorkflow],
         activities=activities.all(),
         max_concurrent_activities=max_concurrent_activities,
         max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
