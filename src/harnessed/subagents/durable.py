@@ -28,6 +28,10 @@ class TaskRunner(Protocol):
         or ran."""
         ...
 
+    async def cancel_task(self, agent: str, user_id: str, session_id: str, task_id: str) -> None:
+        """Stop that task where it runs (nothing happens when it has ended)."""
+        ...
+
 
 def task_runner(host: object) -> TaskRunner | None:
     """The runtime of ``host`` when it runs background tasks itself (else ``None``)."""
