@@ -13,7 +13,8 @@ side effect until its worker is killed), ``tool wait-KEY`` (the tool waits for t
 ``release-wait-KEY``), ``fail KEY`` (the model raises ``ValueError``), ``spawn KEY`` (starts
 the sub-agent ``helper`` in the background on ``tool hang-KEY``: its tool hangs after its side
 effect until its worker is killed), ``wake KEY`` (asks to be woken in two seconds with the
-note ``tool woke-KEY``; the woken turn does what its note says). Harness reminders and state
+note ``tool woke-KEY``; the woken turn does what its note says), ``cancel TASK`` (calls
+``task_cancel``). Harness reminders and state
 blocks are not the user's text.
 """
 
@@ -72,6 +73,8 @@ async def respond(request: ModelRequest) -> str | ScriptedResponse:
     if kind == "spawn" and not results:
         task = {"agent_id": "helper", "task": f"tool hang-{key}", "timeout_seconds": 0}
         return ScriptedResponse(tool_calls=[ScriptedToolCall("agent_spawn", task)])
+    if kind == "cancel" and not results:
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("task_cancel", {"task_id": key})])
     if kind == "wake" and not results:
         wake = {"note": f"tool woke-{key}", "after_seconds": 2}
         return ScriptedResponse(tool_calls=[ScriptedToolCall("schedule_wakeup", wake)])

@@ -78,3 +78,35 @@ async def test_a_worker_killed_during_a_background_task(
         assert len(told) == 1 and record.task_id in told[0].text
         _assert_clean(await _log(agent, "t1"))
         assert [r.type for r in await _log(agent, "t1")].count(RecordType.RUN_END) == 2
+
+
+async def test_task_cancel_stops_a_background_task_on_its_worker(
+    workers: Workers, durable_env: dict[str, str]
+) -> None:
+    from temporalio.client import WorkflowExecutionStatus
+
+    from harnessed.temporal.tasks import task_workflow_id
+
+    marks = Path(durable_env["HARNESSED_TEST_MARKS"])
+    ctx = RuntimeContext(session_id="t2")
+    async with durable_agent() as agent:
+        assert (await _turn(agent, "spawn c1", "t2")).status == "completed"
+        await wait_for_file(marks / "effects-hang-c1")  # the sub-agent's tool hangs now
+        (record,) = await agent.capability(Subagents).tasks(ctx)
+        end = await _turn(agent, f"cancel {record.task_id}", "t2")
+        assert "is stopped and marked cancelled" in end.reply.text
+
+        client = await agent.runtime.connect()
+        workflow = client.get_workflow_handle(
+            task_workflow_id(agent.name, "default", "t2", record.task_id)
+        )
+        deadline = time.monotonic() + 120
+        while (await workflow.describe()).status != WorkflowExecutionStatus.CANCELED:
+            assert time.monotonic() < deadline, "the task's workflow was never cancelled"
+            await asyncio.sleep(0.1)
+        (ended,) = await agent.capability(Subagents).tasks(ctx)
+        assert ended.status.value == "CANCELLED"
+        assert len((marks / "effects-hang-c1").read_text().splitlines()) == 1
+        parent_log = await _log(agent, "t2")
+        _assert_clean(parent_log)
+        assert not [r for r in parent_log if r.type == "subagent/completed"]

@@ -21,7 +21,7 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from harnessed.events import (
     AgentEndEvent,
@@ -169,6 +169,17 @@ class TemporalRuntime:
             return  # it ran already
         except RPCError as exc:
             raise TemporalUnavailableError(f"cannot start task {task_id}: {exc}") from exc
+
+    async def cancel_task(self, agent: str, user_id: str, session_id: str, task_id: str) -> None:
+        """Cancel a background task's workflow: its running attempt is cancelled at its next
+        heartbeat (the sub-agent's log keeps what it did). Nothing happens when it ended."""
+        client = activity.client() if activity.in_activity() else await self.connect()
+        handle = client.get_workflow_handle(task_workflow_id(agent, user_id, session_id, task_id))
+        try:
+            await handle.cancel()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise TemporalUnavailableError(f"cannot cancel task {task_id}: {exc}") from exc
 
     # ------------------------------------------------------------ the turn
     async def stream(
