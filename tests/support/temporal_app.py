@@ -11,8 +11,7 @@ a reply), ``slow-model KEY`` (the first request of the turn hangs until its work
 the marker ``model-KEY`` holds the worker's pid), ``tool hang-KEY`` (the tool hangs after its
 side effect until its worker is killed), ``tool wait-KEY`` (the tool waits for the file
 ``release-wait-KEY``), ``fail KEY`` (the model raises ``ValueError``), ``spawn KEY`` (starts
-the sub-agent ``helper`` in the background on ``tool hang-KEY``: its tool hangs after its side
-effect until its worker is killed), ``wake KEY`` (asks to be woken in two seconds with the
+the sub-agent ``helper`` in the background on ``tool KEY``), ``wake KEY`` (asks to be woken in two seconds with the
 note ``tool woke-KEY``; the woken turn does what its note says), ``cancel TASK`` (calls
 ``task_cancel``). Harness reminders and state
 blocks are not the user's text.
@@ -71,7 +70,7 @@ async def respond(request: ModelRequest) -> str | ScriptedResponse:
     if kind == "fail":
         raise ValueError(f"the model refuses {key}")
     if kind == "spawn" and not results:
-        task = {"agent_id": "helper", "task": f"tool hang-{key}", "timeout_seconds": 0}
+        task = {"agent_id": "helper", "task": f"tool {key}", "timeout_seconds": 0}
         return ScriptedResponse(tool_calls=[ScriptedToolCall("agent_spawn", task)])
     if kind == "cancel" and not results:
         return ScriptedResponse(tool_calls=[ScriptedToolCall("task_cancel", {"task_id": key})])

@@ -39,7 +39,7 @@ async def test_a_worker_killed_during_a_background_task(
     marks = Path(durable_env["HARNESSED_TEST_MARKS"])
     ctx = RuntimeContext(session_id="t1")
     async with durable_agent() as agent:
-        end = await _turn(agent, "spawn bg1", "t1")
+        end = await _turn(agent, "spawn hang-bg1", "t1")
         assert end.status == "completed"
         assert "runs in the background as task" in end.reply.text
         # the sub-agent's tool call runs on a worker; kill that worker in the middle of it
@@ -90,7 +90,7 @@ async def test_task_cancel_stops_a_background_task_on_its_worker(
     marks = Path(durable_env["HARNESSED_TEST_MARKS"])
     ctx = RuntimeContext(session_id="t2")
     async with durable_agent() as agent:
-        assert (await _turn(agent, "spawn c1", "t2")).status == "completed"
+        assert (await _turn(agent, "spawn hang-c1", "t2")).status == "completed"
         await wait_for_file(marks / "effects-hang-c1")  # the sub-agent's tool hangs now
         (record,) = await agent.capability(Subagents).tasks(ctx)
         end = await _turn(agent, f"cancel {record.task_id}", "t2")
