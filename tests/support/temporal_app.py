@@ -11,10 +11,10 @@ a reply), ``slow-model KEY`` (the first request of the turn hangs until its work
 the marker ``model-KEY`` holds the worker's pid), ``tool hang-KEY`` (the tool hangs after its
 side effect until its worker is killed), ``tool wait-KEY`` (the tool waits for the file
 ``release-wait-KEY``), ``fail KEY`` (the model raises ``ValueError``), ``spawn KEY`` (starts
-the sub-agent ``helper`` in the background on ``tool KEY``), ``wake KEY`` (asks to be woken in two seconds with the
-note ``tool woke-KEY``; the woken turn does what its note says), ``cancel TASK`` (calls
-``task_cancel``). Harness reminders and state
-blocks are not the user's text.
+the sub-agent ``helper`` in the background on ``tool KEY``), ``wake KEY`` (asks to be woken
+in two seconds with the note ``tool woke-KEY``; the woken turn does what its note says),
+``cancel TASK`` (calls ``task_cancel``). Harness reminders and state blocks are not the
+user's text.
 """
 
 from __future__ import annotations
