@@ -29,6 +29,7 @@ from harnessed.subagents.durable import task_runner
 from harnessed.subagents.records import TaskRecord, TaskStatus
 from harnessed.subagents.spawning import Spawning
 from harnessed.subagents.spec import SubagentSpec
+from harnessed.tools.base import ToolError
 
 __all__ = ["Recovery"]
 
@@ -109,7 +110,10 @@ class Recovery(Spawning):
         if spec is None:
             why = f"the sub-agent {record.agent_id!r} is no longer declared"
             return ChildOutcome("FAILED", error=why)
-        child = self._child(spec, user_id, record.child_session)
+        try:
+            child = self._child(spec, user_id, record.child_session)
+        except ToolError as exc:  # its declaration cannot be built (say, an unknown model)
+            return ChildOutcome("FAILED", error=str(exc))
         link = ChildRun(record.task_id, record.depth, record.agent_key)
         ctx = RuntimeContext(user_id, record.child_session, extras={LINK_KEY: link})
         records = await _task_records(child, ctx, record.task_id)
