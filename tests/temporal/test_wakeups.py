@@ -108,3 +108,25 @@ async def test_wakeups_on_temporal_are_listed_and_cancelled_per_session(
         with pytest.raises(RPCError) as gone:
             await schedule.describe()
         assert gone.value.status == RPCStatusCode.NOT_FOUND
+
+
+async def test_a_wakeup_temporal_cannot_take_is_not_kept(tmp_path: Path) -> None:
+    from harnessed import HarnessAgent
+    from harnessed.models.scripted import ScriptedModel
+    from harnessed.temporal import TemporalRuntime, TemporalUnavailableError
+    from tests.support.fixtures import free_port
+
+    runtime = TemporalRuntime(f"127.0.0.1:{free_port()}", task_queue="nowhere")
+    async with HarnessAgent(
+        "offline",
+        ScriptedModel(["hi"]),
+        workspace=tmp_path,
+        memory=False,
+        runtime=runtime,
+        capabilities=[Wakeups()],
+    ) as agent:
+        wakeups = agent.capability(Wakeups)
+        ctx = RuntimeContext(session_id="w3")
+        with pytest.raises(TemporalUnavailableError, match="cannot reach"):
+            await wakeups.schedule(ctx, "later", after=60)
+        assert await wakeups.pending(ctx) == []
