@@ -11,10 +11,17 @@
    once and run by three ``harnessed worker`` processes. Reported: throughput (turns/s from
    the first start to the last end) and the latency to start (from the client's start request
    to the turn's ``run/start`` record written by a worker), p50 and p99.
+3. Background sub-agent tasks: 200 sessions each spawn one background task (a sub-agent that
+   makes one tool call), all at once, over three ``harnessed worker`` processes; each task is
+   a workflow of its own. Reported: throughput (tasks/s from the first spawn to the last
+   outcome saved in its parent) and the latency to start (from the spawn, the sub-agent's
+   ``subagent/spawned`` record, to its ``run/start`` record written by the worker that runs
+   it), p50 and p99.
 
-    python benchmarks/temporal.py [--turns 30] [--tasks 200] [--json out.json]
+    python benchmarks/temporal.py [--turns 30] [--tasks 200] [--only tasks] [--json out.json]
 
-The agent module the workers load is this file (``--agent benchmarks.temporal:agent``).
+The agent module the workers load is this file (``--agent benchmarks.temporal:agent``, and
+``benchmarks.temporal:task_agent`` for the tasks).
 """
 
 from __future__ import annotations
@@ -46,13 +53,20 @@ from harnessed.runtime import SessionRef  # noqa: E402
 
 
 def respond(request: ModelRequest) -> str | ScriptedResponse:
-    last = max(i for i, m in enumerate(request.messages) if m.role == "user")
+    last = max(
+        i
+        for i, m in enumerate(request.messages)
+        if m.role == "user" and not m.text.startswith("<")  # not a state block or reminder
+    )
     kind = request.messages[last].text.split()[0]
     answered = any(
         isinstance(b, ToolResultBlock) for m in request.messages[last + 1 :] for b in m.content
     )
     if kind == "tool" and not answered:
         return ScriptedResponse(tool_calls=[ScriptedToolCall("lookup", {"key": "x"})])
+    if kind == "spawn" and not answered:
+        task = {"agent_id": "helper", "task": "tool", "timeout_seconds": 0}
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("agent_spawn", task)])
     return "done"
 
 
@@ -80,6 +94,25 @@ def agent(runtime: Any = None) -> HarnessAgent:
         file_tools=False,
         memory=False,
         runtime=runtime,
+    )
+
+
+def task_agent() -> HarnessAgent:
+    """The agent of the background-task run: spawns a ``helper`` sub-agent in the background."""
+    from harnessed.subagents import Subagents, SubagentSpec
+    from harnessed.temporal import TemporalRuntime
+
+    runtime = TemporalRuntime(os.environ["BENCH_TEMPORAL"], task_queue=os.environ["BENCH_QUEUE"])
+    helper = SubagentSpec("helper", "Looks a key up.", tools=("lookup",))
+    return HarnessAgent(
+        "bench-tasks",
+        ScriptedModel(responder=respond),
+        tools=[lookup],
+        workspace=os.environ["BENCH_WORKSPACE"],
+        file_tools=False,
+        memory=False,
+        runtime=runtime,
+        capabilities=[Subagents([helper], general_purpose=False, workspace_files=False)],
     )
 
 
@@ -163,33 +196,54 @@ async def overhead(address: str, turns: int, workspace: Path) -> dict[str, float
     return results
 
 
-async def background(address: str, tasks: int, workspace: Path) -> dict[str, float]:
-    from harnessed.temporal import TemporalRuntime
-
-    queue = "bench-background"
+def _workers(address: str, queue: str, workspace: Path, target: str) -> list[Any]:
+    """Three ``harnessed worker`` processes serving ``target`` on ``queue``."""
     env = dict(os.environ)
     env.update(
-        BENCH_WORKSPACE=str(workspace / "background"),
+        BENCH_WORKSPACE=str(workspace),
         BENCH_TEMPORAL=address,
         BENCH_QUEUE=queue,
         PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
     )
-    os.environ["BENCH_WORKSPACE"] = env["BENCH_WORKSPACE"]
-    worker_cmd = [
+    os.environ.update(BENCH_WORKSPACE=str(workspace), BENCH_TEMPORAL=address, BENCH_QUEUE=queue)
+    command = [
         sys.executable,
         "-m",
         "harnessed.cli",
         "worker",
         "--agent",
-        "benchmarks.temporal:agent",
+        target,
         "--temporal",
         address,
         "--task-queue",
         queue,
     ]
-    workers = [
-        subprocess.Popen(worker_cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL) for _ in range(3)
+    return [
+        subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL) for _ in range(3)
     ]
+
+
+def _stop(workers: list[Any]) -> None:
+    for proc in workers:
+        proc.terminate()
+    for proc in workers:
+        proc.wait(30)
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _at(record: Any) -> float:
+    return datetime.fromisoformat(record.timestamp).timestamp()
+
+
+async def background(address: str, tasks: int, workspace: Path) -> dict[str, float]:
+    from harnessed.temporal import TemporalRuntime
+
+    queue = "bench-background"
+    workers = _workers(address, queue, workspace / "background", "benchmarks.temporal:agent")
     client_agent = agent(TemporalRuntime(address, task_queue=queue))
     try:
         await client_agent.call("plain", RuntimeContext(session_id="bg-warm"))  # workers up
@@ -209,22 +263,65 @@ async def background(address: str, tasks: int, workspace: Path) -> dict[str, flo
             )
             started = datetime.fromisoformat(records[0].timestamp).timestamp()
             latencies.append(started - at)
-        latencies.sort()
         return {
             "tasks": tasks,
             "workers": 3,
             "seconds": elapsed,
             "throughput_per_s": tasks / elapsed,
             "start_latency_p50_ms": 1000 * statistics.median(latencies),
-            "start_latency_p99_ms": 1000
-            * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+            "start_latency_p99_ms": 1000 * _p(latencies, 0.99),
         }
     finally:
         await client_agent.close()
-        for proc in workers:
-            proc.terminate()
-        for proc in workers:
-            proc.wait(30)
+        _stop(workers)
+
+
+async def subagent_tasks(address: str, tasks: int, workspace: Path) -> dict[str, float]:
+    """``tasks`` sessions each spawn one background task at once; three workers run them."""
+    from harnessed.subagents import Subagents
+    from harnessed.subagents.records import child_session_id
+
+    queue = "bench-tasks"
+    workers = _workers(address, queue, workspace / "tasks", "benchmarks.temporal:task_agent")
+    parent = task_agent()
+    subagents = parent.capability(Subagents)
+    assert subagents is not None
+    try:
+        await parent.call("plain", RuntimeContext(session_id="task-warm"))  # workers up
+        await asyncio.gather(
+            *(parent.call("spawn", RuntimeContext(session_id=f"task-{i}")) for i in range(tasks))
+        )
+        latencies, spawned, ended = [], [], []
+        for i in range(tasks):
+            ctx = RuntimeContext(session_id=f"task-{i}")
+            while True:  # until its outcome is in the parent's records
+                (record,) = await subagents.tasks(ctx)
+                if record.ended:
+                    break
+                await asyncio.sleep(0.2)
+            assert record.status.value == "COMPLETED", record
+            child = child_session_id(f"task-{i}", "helper", "1")
+            log = await parent.session_store.read(SessionRef(parent.name, "default", child))
+            spawn = next(r for r in log if r.type == "subagent/spawned")
+            start = next(r for r in log if r.type == RecordType.RUN_START)
+            parent_log = await parent.session_store.read(
+                SessionRef(parent.name, "default", f"task-{i}"), types=["subagent/completed"]
+            )
+            spawned.append(_at(spawn))
+            ended.append(_at(parent_log[0]))
+            latencies.append(_at(start) - _at(spawn))
+        elapsed = max(ended) - min(spawned)
+        return {
+            "tasks": tasks,
+            "workers": 3,
+            "seconds": elapsed,
+            "throughput_per_s": tasks / elapsed,
+            "start_latency_p50_ms": 1000 * statistics.median(latencies),
+            "start_latency_p99_ms": 1000 * _p(latencies, 0.99),
+        }
+    finally:
+        await parent.close()
+        _stop(workers)
 
 
 async def main() -> None:
@@ -234,14 +331,24 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--only", choices=["floor", "overhead", "turns", "tasks"], action="append", default=None
+    )
     args = parser.parse_args()
+    parts = args.only or ["floor", "overhead", "turns", "tasks"]
     with tempfile.TemporaryDirectory() as tmp:
         async with DevServer(Path(tmp) / "server") as server:
-            report = {
-                "temporal_floor": await floor(server.address, args.turns),
-                "overhead": await overhead(server.address, args.turns, Path(tmp)),
-                "background": await background(server.address, args.tasks, Path(tmp)),
-            }
+            report: dict[str, dict[str, float]] = {}
+            if "floor" in parts:
+                report["temporal_floor"] = await floor(server.address, args.turns)
+            if "overhead" in parts:
+                report["overhead"] = await overhead(server.address, args.turns, Path(tmp))
+            if "turns" in parts:
+                report["background"] = await background(server.address, args.tasks, Path(tmp))
+            if "tasks" in parts:
+                report["subagent_tasks"] = await subagent_tasks(
+                    server.address, args.tasks, Path(tmp)
+                )
     for section, figures in report.items():
         print(section)
         for name, value in figures.items():

@@ -10,7 +10,11 @@ text says what the turn does: ``plain`` (a reply), ``tool KEY`` (one call of ``e
 a reply), ``slow-model KEY`` (the first request of the turn hangs until its worker is killed;
 the marker ``model-KEY`` holds the worker's pid), ``tool hang-KEY`` (the tool hangs after its
 side effect until its worker is killed), ``tool wait-KEY`` (the tool waits for the file
-``release-wait-KEY``), ``fail KEY`` (the model raises ``ValueError``).
+``release-wait-KEY``), ``fail KEY`` (the model raises ``ValueError``), ``spawn KEY`` (starts
+the sub-agent ``helper`` in the background on ``tool KEY``), ``wake KEY`` (asks to be woken
+in two seconds with the note ``tool woke-KEY``; the woken turn does what its note says),
+``cancel TASK`` (calls ``task_cancel``). Harness reminders and state blocks are not the
+user's text.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from harnessed import HarnessAgent, tool
 from harnessed.messages import ToolResultBlock
 from harnessed.models.base import ModelRequest
 from harnessed.models.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.subagents import Subagents, SubagentSpec
 from harnessed.temporal import ActivityOptions, TemporalRuntime
+from harnessed.wakeups import Wakeups
 
 MARKS = Path(os.environ.get("HARNESSED_TEST_MARKS", "."))
 
@@ -42,9 +48,16 @@ def _mark(name: str, text: str, *, exclusive: bool = False) -> bool:
 
 
 async def respond(request: ModelRequest) -> str | ScriptedResponse:
-    users = [i for i, m in enumerate(request.messages) if m.role == "user"]
+    users = [
+        i
+        for i, m in enumerate(request.messages)
+        if m.role == "user" and "harness" not in m.metadata and not m.text.startswith("<")
+    ]
     last = users[-1]
-    words = request.messages[last].text.split()
+    text = request.messages[last].text
+    if text.startswith("[Wake-up"):
+        text = text.splitlines()[-1]  # the note
+    words = text.split()
     kind, key = words[0], (words[1] if len(words) > 1 else "")
     results = [
         b.content
@@ -56,6 +69,14 @@ async def respond(request: ModelRequest) -> str | ScriptedResponse:
         await asyncio.sleep(3600)  # killed here
     if kind == "fail":
         raise ValueError(f"the model refuses {key}")
+    if kind == "spawn" and not results:
+        task = {"agent_id": "helper", "task": f"tool {key}", "timeout_seconds": 0}
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("agent_spawn", task)])
+    if kind == "cancel" and not results:
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("task_cancel", {"task_id": key})])
+    if kind == "wake" and not results:
+        wake = {"note": f"tool woke-{key}", "after_seconds": 2}
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("schedule_wakeup", wake)])
     if kind == "tool" and not results:
         return ScriptedResponse(tool_calls=[ScriptedToolCall("effect", {"key": key})])
     if kind == "tools" and len(results) < 2:
@@ -102,6 +123,14 @@ def make_agent() -> HarnessAgent:
         file_tools=False,
         memory=False,
         runtime=runtime,
+        capabilities=[
+            Subagents(
+                [SubagentSpec("helper", "Runs one tool call.", tools=("effect",))],
+                general_purpose=False,
+                workspace_files=False,
+            ),
+            Wakeups(),
+        ],
     )
 
 

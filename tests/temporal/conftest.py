@@ -113,14 +113,20 @@ def durable_env(
 
 
 @pytest.fixture
-def workers(durable_env: dict[str, str], tmp_path: Path) -> Iterator[Workers]:
+def worker_count() -> int:
+    """How many worker processes a test starts (a module may override it)."""
+    return 3
+
+
+@pytest.fixture
+def workers(durable_env: dict[str, str], tmp_path: Path, worker_count: int) -> Iterator[Workers]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO)])
     group = Workers(
         durable_env["HARNESSED_TEST_TEMPORAL"], durable_env["HARNESSED_TEST_QUEUE"], env, tmp_path
     )
     try:
-        group.start(3)
+        group.start(worker_count)
         yield group
     finally:
         group.stop()

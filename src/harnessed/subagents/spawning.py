@@ -34,6 +34,7 @@ from harnessed.subagents.child import (
 )
 from harnessed.subagents.core import COMPLETED, SPAWNED, SubagentsCore, owner_of
 from harnessed.subagents.delegate import Delegate
+from harnessed.subagents.durable import task_runner
 from harnessed.subagents.records import TaskRecord, TaskStatus, child_session_id
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.tools.base import ToolError
@@ -131,6 +132,17 @@ class Spawning(SubagentsCore):
         if approvals == "forward" and not attended:
             approvals = "fail"
         running = Running(record, owner, call.runtime, link, approvals=approvals)
+        runner = task_runner(self.host) if background else None
+        if runner is not None:  # the runtime runs it, on any of its workers
+            try:
+                await runner.start_task(
+                    self.host.name, call.user_id, call.session_id, record.to_dict()
+                )
+            except Exception as exc:
+                why = f"the background task could not be started: {type(exc).__name__}: {exc}"
+                self._settle(call, record.moved(TaskStatus.FAILED, error=why, delivered=True))
+                raise ToolError(why) from exc
+            return running
         self._launch(running, child, child_ctx, text)
         return running
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from harnessed.capabilities.base import CallContext
 from harnessed.subagents.board import Running, wait_done
 from harnessed.subagents.declarations import caller_ids
+from harnessed.subagents.durable import task_runner
 from harnessed.subagents.records import TaskRecord, TaskStatus, clean_label
 from harnessed.subagents.texts import finished_text, started_text
 from harnessed.tools.base import Tool, ToolError
@@ -222,6 +223,12 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         if record.ended:
             return f"Task {task_id} already ended ({record.status.value}); nothing to cancel."
         running = cap.shared.board.get(task_id, owner)
+        runner = task_runner(cap.host)
+        if running is None and runner is not None:  # the runtime runs it: stopped there
+            await runner.cancel_task(*owner, task_id)
+            book.put(record.moved(TaskStatus.CANCELLED, error="cancelled", delivered=True))
+            cap.set_section(call.state, book.data())
+            return f"Task {task_id} is stopped and marked cancelled."
         if running is None:
             book.put(record.moved(TaskStatus.CANCELLED, error="cancelled", delivered=True))
             cap.set_section(call.state, book.data())

@@ -13,32 +13,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from harnessed.messages import Msg
+from harnessed.messages import Msg, new_id
 from harnessed.models.errors import ContextOverflowError
 from harnessed.runtime import SessionRef
 from harnessed.temporal.schema import (
     FAIL,
     MODEL,
     STOP,
+    TASK,
     TOOL,
+    WAKEUP_DONE,
+    WAKEUP_PREPARE,
     ModelStepInput,
     StepOutcome,
     StopInput,
+    TaskInput,
     ToolInput,
     TurnInput,
     TurnResult,
+    WakeupDue,
+    WakeupFiring,
 )
 from harnessed.temporal.steps import StepRun
+from harnessed.temporal.wakeups import TemporalWakeupScheduler
 from harnessed.turns.lease import turn_lease
 
-__all__ = ["TurnActivities"]
+__all__ = ["TaskHost", "TurnActivities", "step_key"]
 
 T = TypeVar("T")
 
@@ -46,6 +54,36 @@ logger = logging.getLogger(__name__)
 
 _PERMANENT = (ValueError, TypeError, KeyError, ContextOverflowError)
 """Errors a retry cannot fix: the turn ends with the error at once."""
+
+
+class TaskHost(Protocol):
+    """What runs an agent's background sub-agent tasks (its sub-agents capability)."""
+
+    async def run_task(self, user_id: str, session_id: str, data: Mapping[str, Any]) -> Any:
+        """Run the task to its end (or find how it ended); its outcome (with ``status``)."""
+        ...
+
+    async def deliver_task(
+        self, user_id: str, session_id: str, data: Mapping[str, Any], outcome: Any
+    ) -> bool:
+        """Save the outcome in the parent session's records (once)."""
+        ...
+
+
+def task_host(agent: Any) -> TaskHost | None:
+    """The capability of ``agent`` that runs its background tasks, if it has one."""
+    for capability in agent.capabilities:
+        if callable(getattr(capability, "run_task", None)) and callable(
+            getattr(capability, "deliver_task", None)
+        ):
+            found: TaskHost = capability
+            return found
+    return None
+
+
+def step_key(agent: str, user_id: str, session_id: str) -> str:
+    """The turn-gate key of a session's steps on the Temporal runtime (one at a time)."""
+    return SessionRef(agent, user_id, session_id).token + "/temporal-step"
 
 
 class TurnActivities:
@@ -59,7 +97,15 @@ class TurnActivities:
         self._users: dict[str, tuple[asyncio.Semaphore, int]] = {}
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.model, self.tool, self.stop, self.fail]
+        return [
+            self.model,
+            self.tool,
+            self.stop,
+            self.fail,
+            self.task,
+            self.wakeup_prepare,
+            self.wakeup_done,
+        ]
 
     @activity.defn(name=MODEL)
     async def model(self, step: ModelStepInput) -> StepOutcome:
@@ -97,27 +143,84 @@ class TurnActivities:
             lambda run: run.stop(end.iteration, "error", end.reason, end.error_type),
         )
 
-    # ---------------------------------------------------------------- common
-    async def _run(self, turn: TurnInput, part: Callable[[StepRun], Awaitable[T]]) -> T:
-        agent = self.agents.get(turn.agent)
-        if agent is None:
+    @activity.defn(name=TASK)
+    async def task(self, task: TaskInput) -> str:
+        """A background sub-agent task: run to its end (a retry continues it from the
+        sub-agent's log), then its outcome saved in the parent's records between the parent's
+        steps. Returns the task's end status."""
+        agent = self._agent(task.agent)
+        host = task_host(agent)
+        if host is None:
             raise ApplicationError(
-                f"this worker does not serve agent {turn.agent!r}", non_retryable=True
+                f"agent {task.agent!r} on this worker has no sub-agents capability",
+                non_retryable=True,
             )
-        task = asyncio.current_task()
-        assert task is not None
+        async with _heartbeats(), self._user_slot(task.user_id):
+            outcome = await host.run_task(task.user_id, task.session_id, task.record)
+            key = step_key(agent.name, task.user_id, task.session_id)
+            async with turn_lease(agent.turn_gate, key, _stopper(task.session_id)):
+                await host.deliver_task(task.user_id, task.session_id, task.record, outcome)
+        return str(outcome.status)
 
-        def lost() -> None:  # another attempt took the session's step: this one writes nothing
-            logger.error(
-                "lost the step lease of session %r; stopping this attempt", turn.session_id
+    @activity.defn(name=WAKEUP_PREPARE)
+    async def wakeup_prepare(self, due: WakeupDue) -> list[TurnInput]:
+        """The turn a firing of a wake-up starts (none: the wake-up was cancelled)."""
+        firing = due.firing
+        host, scheduler = self._wakeups(firing.agent)
+        listed = await scheduler.book.pending(firing.agent, firing.user_id, firing.session_id)
+        wakeup = next((w for w in listed if w.id == firing.wakeup_id), None)
+        if wakeup is None:
+            return []
+        if due.scheduled_at is not None:
+            wakeup = dataclasses.replace(wakeup, due_at=due.scheduled_at)
+        message: Msg = host.woken_message(wakeup)
+        turn = TurnInput(
+            agent=firing.agent,
+            user_id=firing.user_id,
+            session_id=firing.session_id,
+            run_id=new_id("run_"),
+            turn_id=message.id,
+            messages=[message.to_dict()],
+            options=firing.options,
+        )
+        return [turn]
+
+    @activity.defn(name=WAKEUP_DONE)
+    async def wakeup_done(self, firing: WakeupFiring) -> None:
+        """After a firing started its turn: a once wake-up leaves the session's list."""
+        _, scheduler = self._wakeups(firing.agent)
+        listed = await scheduler.book.pending(firing.agent, firing.user_id, firing.session_id)
+        wakeup = next((w for w in listed if w.id == firing.wakeup_id), None)
+        if wakeup is not None and not wakeup.cron:
+            await scheduler.book.cancel(
+                firing.agent, firing.user_id, firing.session_id, firing.wakeup_id
             )
-            task.cancel()
 
-        key = SessionRef(agent.name, turn.user_id, turn.session_id).token + "/temporal-step"
+    # ---------------------------------------------------------------- common
+    def _wakeups(self, name: str) -> tuple[Any, TemporalWakeupScheduler]:
+        agent = self._agent(name)
+        for capability in agent.capabilities:
+            store = getattr(capability, "store", None)
+            if isinstance(store, TemporalWakeupScheduler):
+                return capability, store
+        raise ApplicationError(
+            f"agent {name!r} on this worker has no wake-ups on the Temporal runtime",
+            non_retryable=True,
+        )
+
+    def _agent(self, name: str) -> Any:
+        agent = self.agents.get(name)
+        if agent is None:
+            raise ApplicationError(f"this worker does not serve agent {name!r}", non_retryable=True)
+        return agent
+
+    async def _run(self, turn: TurnInput, part: Callable[[StepRun], Awaitable[T]]) -> T:
+        agent = self._agent(turn.agent)
+        key = step_key(agent.name, turn.user_id, turn.session_id)
         async with (
             _heartbeats(),
             self._user_slot(turn.user_id),
-            turn_lease(agent.turn_gate, key, lost),
+            turn_lease(agent.turn_gate, key, _stopper(turn.session_id)),
         ):
             try:
                 return await part(StepRun(agent, turn))
@@ -144,6 +247,19 @@ class TurnActivities:
                 del self._users[user_id]
             else:
                 self._users[user_id] = (semaphore, users - 1)
+
+
+def _stopper(session_id: str) -> Callable[[], None]:
+    """What to do when another attempt took the session's step lease: stop this one (it
+    writes nothing more)."""
+    task = asyncio.current_task()
+    assert task is not None
+
+    def lost() -> None:
+        logger.error("lost the step lease of session %r; stopping this attempt", session_id)
+        task.cancel()
+
+    return lost
 
 
 @contextlib.asynccontextmanager

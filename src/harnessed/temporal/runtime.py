@@ -17,10 +17,11 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from harnessed.events import (
     AgentEndEvent,
@@ -38,12 +39,15 @@ from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.temporal.schema import (
     INTERRUPT,
     STEER,
+    TASK_WORKFLOW,
     WORKFLOW,
     ActivityOptions,
+    TaskInput,
     TurnInput,
     TurnResult,
 )
 from harnessed.temporal.steps import TOOL_START
+from harnessed.temporal.tasks import task_workflow_id
 from harnessed.turns.control import TurnControl
 from harnessed.turns.gate import SessionBusyError
 
@@ -132,6 +136,50 @@ class TemporalRuntime:
         handle = self.handle(agent, ctx, await self.connect())
         await handle.signal(STEER, [message.to_dict()])
         return message
+
+    # ------------------------------------------------------------ wake-ups
+    def wakeup_scheduler(self, book: Any, config: Any) -> Any:
+        """What the wake-ups capability keeps its wake-ups with on this runtime: listed in
+        ``book`` (its store), fired by Temporal (see :mod:`harnessed.temporal.wakeups`)."""
+        from harnessed.temporal.wakeups import TemporalWakeupScheduler
+
+        return TemporalWakeupScheduler(self, book, getattr(config, "timezone", "UTC"))
+
+    # ------------------------------------------------------------ background tasks
+    async def start_task(
+        self, agent: str, user_id: str, session_id: str, record: Mapping[str, Any]
+    ) -> None:
+        """Start the workflow of a background sub-agent task of a parent session (once: a
+        task whose workflow runs or ran is left alone). Called by the sub-agents capability
+        when a turn spawns a task in the background, and by every later turn of the session
+        for its unfinished tasks."""
+        task_id = str(record["task_id"])
+        # on a worker, the worker's own client; elsewhere this runtime's
+        client = activity.client() if activity.in_activity() else await self.connect()
+        try:
+            await client.start_workflow(
+                TASK_WORKFLOW,
+                TaskInput(agent, user_id, session_id, dict(record), self.activity_options),
+                id=task_workflow_id(agent, user_id, session_id, task_id),
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            )
+        except WorkflowAlreadyStartedError:
+            return  # it ran already
+        except RPCError as exc:
+            raise TemporalUnavailableError(f"cannot start task {task_id}: {exc}") from exc
+
+    async def cancel_task(self, agent: str, user_id: str, session_id: str, task_id: str) -> None:
+        """Cancel a background task's workflow: its running attempt is cancelled at its next
+        heartbeat (the sub-agent's log keeps what it did). Nothing happens when it ended."""
+        client = activity.client() if activity.in_activity() else await self.connect()
+        handle = client.get_workflow_handle(task_workflow_id(agent, user_id, session_id, task_id))
+        try:
+            await handle.cancel()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise TemporalUnavailableError(f"cannot cancel task {task_id}: {exc}") from exc
 
     # ------------------------------------------------------------ the turn
     async def stream(

@@ -15,6 +15,9 @@ __all__ = [
     "ModelStepInput",
     "StepOutcome",
     "StopInput",
+    "TaskInput",
+    "WakeupDue",
+    "WakeupFiring",
     "ToolInput",
     "TurnInput",
     "TurnResult",
@@ -25,6 +28,11 @@ MODEL = "harnessed.turn.model"
 TOOL = "harnessed.turn.tool"
 STOP = "harnessed.turn.stop"
 FAIL = "harnessed.turn.fail"
+TASK_WORKFLOW = "harnessed.task"
+TASK = "harnessed.task.run"
+WAKEUP_WORKFLOW = "harnessed.wakeup"
+WAKEUP_PREPARE = "harnessed.wakeup.prepare"
+WAKEUP_DONE = "harnessed.wakeup.done"
 STEER = "steer"
 INTERRUPT = "interrupt"
 PROGRESS = "progress"
@@ -38,11 +46,19 @@ class ActivityOptions:
     model_timeout: float = 600.0
     tool_timeout: float = 1800.0
     model_attempts: int = 5
+    task_timeout: float = 6 * 3600.0
+    """The longest one attempt of a background sub-agent task may run."""
     retry_initial: float = 1.0
     retry_max: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("heartbeat_timeout", "model_timeout", "tool_timeout", "retry_initial"):
+        for name in (
+            "heartbeat_timeout",
+            "model_timeout",
+            "tool_timeout",
+            "task_timeout",
+            "retry_initial",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ActivityOptions.{name} must be positive")
         if self.retry_max < self.retry_initial:
@@ -109,3 +125,33 @@ class StepOutcome:
 
     call_ids: list[str] = field(default_factory=list)
     end: TurnResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInput:
+    """A background sub-agent task of a parent session (``record``: its
+    ``TaskRecord.to_dict()`` as it was spawned)."""
+
+    agent: str
+    user_id: str
+    session_id: str
+    record: dict[str, Any]
+    options: ActivityOptions = field(default_factory=ActivityOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class WakeupFiring:
+    """What a wake-up's workflow is started with (by its delayed start or its schedule)."""
+
+    agent: str
+    user_id: str
+    session_id: str
+    wakeup_id: str
+    options: ActivityOptions = field(default_factory=ActivityOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class WakeupDue:
+    firing: WakeupFiring
+    scheduled_at: float | None = None
+    """The time of this firing by the schedule (epoch seconds; ``None``: the wake-up's own)."""

@@ -18,6 +18,8 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from harnessed.temporal.activities import TurnActivities
+from harnessed.temporal.tasks import TaskWorkflow
+from harnessed.temporal.woken import WakeupWorkflow
 from harnessed.temporal.workflow import TurnWorkflow
 
 __all__ = ["make_worker", "run_worker"]
@@ -44,7 +46,7 @@ def make_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[TurnWorkflow],
+        workflows=[TurnWorkflow, TaskWorkflow, WakeupWorkflow],
         activities=activities.all(),
         max_concurrent_activities=max_concurrent_activities,
         max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,

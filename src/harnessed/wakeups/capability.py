@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from harnessed.capabilities.base import Capability, CapabilityHost
-from harnessed.messages import new_id
+from harnessed.messages import Msg, new_id
 from harnessed.runtime import RuntimeContext
 from harnessed.tools.base import Tool
 from harnessed.wakeups.spec import Wakeup, WakeupsConfig, check_note, first_due
@@ -87,6 +87,11 @@ class Wakeups(Capability):
         self.agent_name = host.agent_name
         if self._store is None:
             self._store = default_wakeup_store(host)
+        runtime = getattr(host, "runtime", None)
+        schedules = getattr(runtime, "wakeup_scheduler", None)
+        if callable(schedules) and not getattr(self._store, "fired_by_runtime", False):
+            # a runtime that fires wake-ups itself (Temporal): the store keeps the list
+            self._store = schedules(self._store, self.config)
 
     @property
     def store(self) -> WakeupScheduler:
@@ -144,6 +149,13 @@ class Wakeups(Capability):
         that id."""
         ctx = ctx.resolved(self.agent_name)
         return await self.store.cancel(self.agent_name, ctx.user_id, ctx.session, wakeup_id)
+
+    def woken_message(self, wakeup: Wakeup) -> Msg:
+        """The input of the turn a firing of ``wakeup`` starts (for a runtime that fires
+        wake-ups itself)."""
+        from harnessed.wakeups.dispatcher import wakeup_message
+
+        return wakeup_message(wakeup)
 
     def describe(self, wakeup: Wakeup) -> dict[str, Any]:
         """What the model is shown of a wake-up."""
