@@ -4,13 +4,15 @@ The shape of ``long_horizon.py`` (one tool call per step, two every tenth; repor
 25,000 characters, every ninth 150,000), run for 120 steps at a 32k and a 128k window, with:
 
 * today: the transforms as they were before the cost work (pruning whenever 20k tokens of old
-  output are prunable, a little at every few steps; summaries of a separate transcript);
+  output are prunable, a little at every few steps; summaries of a separate transcript; results
+  written out only over 80,000 characters);
 * harnessed: the current defaults (pruning in rare, large batches; summaries written in
   context, repeating the cached prefix; see docs/cost.md);
 * transcript: the defaults, but summaries of a separate transcript
   (``CompactionConfig(in_context=False)``);
-* evict 10%: the defaults plus ``ToolResultEvictionConfig(max_window_share=0.1)``: no single
-  result takes more than a tenth of the input limit when it is first sent;
+* share off: the defaults but ``ToolResultEvictionConfig(max_window_share=None)``: only results
+  over 80,000 characters are written out, whatever the window (the default writes out any result
+  over a tenth of the input limit, which is the same 80,000 characters at a 200k window);
 * prune off: eviction and summaries, no pruning;
 * naive: nothing at all — every request sends the whole history until it no longer fits.
 
@@ -54,13 +56,15 @@ READ, WRITE = 0.1, 1.25
 
 TODAY = PruneConfig(cache_aware=False)
 """Pruning as it was: a pass whenever 20k tokens of old output are prunable."""
+SHARE_OFF = ToolResultEvictionConfig(max_window_share=None)
+"""Results written out only over 80,000 characters, whatever the window, as they were."""
 TRANSCRIPT = CompactionConfig(in_context=False)
 """Summaries of a separate transcript (no cached prefix), as they were."""
 CONFIGS: dict[str, dict[str, Any]] = {
-    "today": {"prune": TODAY, "compaction": TRANSCRIPT},
+    "today": {"prune": TODAY, "compaction": TRANSCRIPT, "tool_result_eviction": SHARE_OFF},
     "harnessed": {},
     "transcript": {"compaction": TRANSCRIPT},
-    "evict 10%": {"tool_result_eviction": ToolResultEvictionConfig(max_window_share=0.1)},
+    "share off": {"tool_result_eviction": SHARE_OFF},
     "prune off": {"prune": None},
     "naive": {"compaction": None, "tool_result_eviction": None, "prune": None},
 }

@@ -79,8 +79,13 @@ async def test_a_result_one_char_over_the_limit_is_written_out_and_replaced(
 
 
 async def test_a_result_of_exactly_the_limit_stays_in_context(tmp_path: Path) -> None:
+    # At a 200k window the default share (a tenth, at 4 characters a token) is exactly the
+    # reference's 80,000 characters; smaller windows get a smaller limit.
     size = 80_000
-    model = ScriptedModel([ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=size)]), "ok"])
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=size)]), "ok"],
+        context_window=200_000,
+    )
     agent = HarnessAgent("ev", model, workspace=tmp_path, tools=[dump_logs])
     await agent.call("show me the logs", CTX)
     [sent] = tool_messages(model.requests[1])
@@ -287,3 +292,19 @@ def test_a_window_share_must_be_a_fraction() -> None:
     for bad in (0, 1.5, -0.1, True, "0.1"):
         with pytest.raises(ValueError, match="max_window_share"):
             ToolResultEvictionConfig(max_window_share=bad)  # type: ignore[arg-type]
+
+
+async def test_by_default_a_result_over_a_tenth_of_a_small_window_is_written_out(
+    tmp_path: Path,
+) -> None:
+    # 32k window: a tenth is 3,200 tokens, about 12,800 characters
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=20_000)]), "ok"],
+        context_window=32_000,
+    )
+    agent = HarnessAgent("ev", model, workspace=tmp_path, tools=[dump_logs])
+    await agent.call("show me the logs", CTX)
+    [sent] = tool_messages(model.requests[1])
+    assert OFFLOAD_KEY in sent.metadata and len(sent.text) < 6_000
+    assert ToolResultEvictionConfig().limit(32_000) == 12_800
+    assert ToolResultEvictionConfig().limit(1_000_000) == 80_000

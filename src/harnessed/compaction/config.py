@@ -76,11 +76,13 @@ class ToolResultEvictionConfig:
     """Workspace directory for the files; the isolation scope adds ``<agent>/<user>/…`` below."""
     excluded_tools: frozenset[str] = DEFAULT_EVICTION_EXCLUDED_TOOLS
     """Tools whose results are never written out (their output is already paged)."""
-    max_window_share: float | None = None
+    max_window_share: float | None = 0.1
     """Also write out a result larger than this share of the request's input limit (at about
-    4 characters a token), before it is first sent: e.g. 0.1 keeps any one result under a
-    tenth of a small window, so a long run sends less and re-sends less after each summary
-    (see docs/cost.md). ``None``: only ``max_result_chars`` applies."""
+    4 characters a token), before it is first sent. The default, a tenth, is the reference's
+    ``max_result_chars`` (80,000 characters, about 20,000 tokens) at a 200k window, scaled down
+    for smaller windows: at 32k a result over ~12,800 characters is written out, so one result
+    cannot fill a small window, and a long run sends and re-sends less after each summary (see
+    docs/cost.md). ``None``: only ``max_result_chars`` applies, whatever the window."""
 
     def limit(self, input_tokens: int) -> int:
         """The character limit for a request whose input limit is ``input_tokens``."""
