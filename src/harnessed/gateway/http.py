@@ -109,7 +109,8 @@ def create_app(
         wakeups: While the server runs, fire the due wake-ups of the agents that have the
             :class:`~harnessed.wakeups.Wakeups` capability (a
             :class:`~harnessed.wakeups.WakeupDispatcher`; any number of servers may share a
-            store, each wake-up fires once).
+            store, each wake-up fires once). A woken turn's reply goes out through the channel
+            its session was last reached on, if any.
     """
     if not isinstance(gateway, Gateway):
         raise TypeError("create_app needs a Gateway (Gateway(agent) serves one agent)")
@@ -120,7 +121,11 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         from harnessed.wakeups import WakeupDispatcher
 
-        dispatcher = WakeupDispatcher(gateway.agents.values()) if wakeups else None
+        dispatcher = (
+            WakeupDispatcher(gateway.agents.values(), on_woken=gateway.outbound.woken)
+            if wakeups
+            else None
+        )
         if freeze_startup_objects:
             gc.collect()
             gc.freeze()

@@ -15,8 +15,9 @@ import pytest
 from harnessed.gateway import ChannelIdentity, Gateway
 from harnessed.gateway.channels import ADDRESS_RECORD, WebhookChannel, WebhookConfig
 from harnessed.gateway.channels.signing import ReplayGuard, sign, signed_headers
-from harnessed.runtime import SessionRef
+from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.subagents import Subagents
+from harnessed.wakeups import Wakeups, WakeupsConfig
 from tests.gateway.channels.helpers import (
     Gate,
     JSONResponse,
@@ -83,7 +84,13 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
 
     gate, tools, done = Gate(), Tools(), asyncio.Event()
     agent = make_agent(
-        tmp_path, gate, tools, capabilities=[Subagents([researcher(done), deployer()])]
+        tmp_path,
+        gate,
+        tools,
+        capabilities=[
+            Subagents([researcher(done), deployer()]),
+            Wakeups(WakeupsConfig(min_delay=0, poll_seconds=0.05)),
+        ],
     )
     async with serving_pair(callback) as (platform_url, make):
         channel = WebhookChannel(WebhookConfig(secret=SECRET, callback_url=platform_url + "/cb"))
@@ -242,6 +249,23 @@ async def test_gateway_send_reaches_the_address_the_session_was_reached_at(setup
         SessionRef(agent.name, session.user_id, session.session_id), 5, types=[ADDRESS_RECORD]
     )
     assert [r.payload["data"]["thread"] for r in records] == ["t-1"]
+
+
+async def test_a_woken_turn_replies_where_the_session_was_reached(setup: Setup) -> None:
+    ann = ChannelIdentity("webhook", "default", "ann")
+    await setup.post({"peer": "ann", "text": "hello", "thread": "t-9"})
+    await setup.reply_to("ann")
+    agent = setup.gateway.agent()
+    session = setup.gateway.session_for(ann)
+    wakeups = agent.capability(Wakeups)
+    assert wakeups is not None
+    ctx = RuntimeContext(session.user_id, session.session_id)
+    await wakeups.schedule(ctx, "check whether the build is green", after=0)
+    # the server's dispatcher fires it; the woken turn's reply goes to ann's thread unasked
+    replies = await setup.reply_to("ann", count=2)
+    assert "check whether the build is green" in replies[1]["text"]
+    assert replies[1]["thread"] == "t-9"
+    assert await wakeups.pending(ctx) == []
 
 
 def test_config_is_checked_at_construction() -> None:

@@ -1,5 +1,6 @@
-"""Messages the gateway sends first: an application's ``gateway.send(...)``, and the news of
-a background task that finished while nobody was talking to its session.
+"""Messages the gateway sends first: an application's ``gateway.send(...)``, the news of a
+background task that finished while nobody was talking to its session, and the reply of a turn
+started by a wake-up.
 
 Both go to the address the session was last reached at (:mod:`.addresses`), through the
 channel of that address.
@@ -22,7 +23,9 @@ from harnessed.messages import Msg
 if TYPE_CHECKING:
     from harnessed.gateway.gateway import Gateway
     from harnessed.sessions import AgentSession
+    from harnessed.sessions.turn import Turn
     from harnessed.subagents import TaskFinished
+    from harnessed.wakeups import Wakeup
 
 __all__ = ["WAKE_TEXT", "Outbound"]
 
@@ -100,6 +103,21 @@ class Outbound:
                 "no channel %r is served here; a message for it is dropped", address.channel
             )
         return channel
+
+    # ------------------------------------------------------------- wake-ups
+    async def woken(self, wakeup: Wakeup, turn: Turn) -> None:
+        """Send the reply of a turn a wake-up started to where its session was last reached
+        (an :data:`~harnessed.wakeups.OnWoken` hook: ``create_app`` gives it to its wake-up
+        dispatcher). A session never reached through a channel served here is left alone: its
+        reply is in the log, and the person sees it when they come back."""
+        agent = self.gateway.agents.get(wakeup.agent)
+        if agent is None:
+            return
+        address = await self.addresses.lookup(agent, wakeup.user_id, wakeup.session_id)
+        channel = self._channel(address)
+        if address is None or channel is None:
+            return
+        await channel.follow(turn, address)
 
     # ----------------------------------------------- finished background tasks
     def watch(self) -> None:
