@@ -144,6 +144,7 @@ class ContextCompiler:
     async def _prepare(
         self, state: AgentState, request: ModelRequest, info: PrepareInfo, build: _Build
     ) -> ModelRequest:
+        """The phases: materials → measure → evict → fit → compact → validate → assemble."""
         task_rev, history_rev = state.task_revision, state.history_revision
         session = (info.agent_name, info.runtime.user_id, info.runtime.session)
         refs = await self._workspace_refs(info)
@@ -154,7 +155,40 @@ class ContextCompiler:
             build.transforms.extend(refs.instruction_transforms)
             return self._summary_request(request, system_items, session, info, build)
         build.transforms.extend(refs.transforms)
+        optional_pool = [*refs.materials, *await self._source_materials(info, build)]
+        system_items = [*system_items, *await self._call_instructions(info)]
 
+        build.limit = self.policy.input_limit(
+            info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
+        )
+        raw_limit = int(build.limit / self.meter.ratio(session))
+        state_msg = render_state(self.state_blocks(state), state.task_revision)
+        fixed = {
+            "system": 0,
+            "state": self._tokens(state_msg),
+            "tools": self.meter.tools(request.tools),
+        }
+        history = await self._evict(state, info, raw_limit, build)
+        memo = self._memo(session)
+        history_tokens = self.meter.history(memo, history)
+
+        system_msg, refs_msg = self._fit(
+            system_items, optional_pool, fixed, history_tokens, raw_limit, build
+        )
+        fixed_total = self._check_fixed(fixed, history_tokens, raw_limit, session, build)
+        history = await self._compact(history, state, info, raw_limit - fixed_total, memo, build)
+        history_tokens = self.meter.history(memo, history)
+        build.breakdown = {**fixed, "history": history_tokens}
+        build.history_messages = len(history)
+        build.raw_estimate = fixed_total + history_tokens
+        self._validate(history, memo, history_tokens, raw_limit, session, build)
+        _check_unchanged(state, task_rev, history_rev)
+        return self._assemble(
+            state, request, info, history, (system_msg, state_msg, refs_msg), fixed, build
+        )
+
+    async def _source_materials(self, info: PrepareInfo, build: _Build) -> list[Material]:
+        """The dynamic sources' blocks, loaded for every reasoning request."""
         context_request = ContextRequest(
             info.agent_name,
             info.runtime.user_id,
@@ -168,31 +202,31 @@ class ContextCompiler:
             for o in outcomes
             if o.unavailable
         )
-        optional_pool = [*refs.materials, *source_materials(outcomes)]
-        system_items = [*system_items, *await self._call_instructions(info)]
+        return source_materials(outcomes)
 
-        build.limit = self.policy.input_limit(
-            info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
-        )
-        ratio = self.meter.ratio(session)
-        raw_limit = int(build.limit / ratio)
-        state_msg = render_state(self.state_blocks(state), state.task_revision)
-        fixed = {
-            "system": 0,
-            "state": self.meter.message(state_msg) if state_msg else 0,
-            "tools": self.meter.tools(request.tools),
-        }
-        count = self.meter.message
-        evicted = await self.evictor(state.history, HistoryBudget(raw_limit, count, info, state))
+    async def _evict(
+        self, state: AgentState, info: PrepareInfo, raw_limit: int, build: _Build
+    ) -> list[Msg]:
+        """The history with large tool results moved out (before anything is measured)."""
+        budget = HistoryBudget(raw_limit, self.meter.message, info, state)
+        evicted = await self.evictor(state.history, budget)
         build.transforms.extend(evicted.transforms)
-        history = list(evicted.history)
-        memo = self._memo(session)
-        history_tokens = self.meter.history(memo, history)
+        return list(evicted.history)
 
-        kept = list(optional_pool)
+    def _fit(
+        self,
+        system_items: list[Material],
+        kept: list[Material],
+        fixed: dict[str, int],
+        history_tokens: int,
+        raw_limit: int,
+        build: _Build,
+    ) -> tuple[Msg | None, Msg | None]:
+        """Condense or drop optional materials (in drop order) until the request fits; fills
+        ``fixed["system"]`` and ``fixed["references"]`` and returns the two rendered messages."""
         system_msg, refs_msg = render_system(system_items), render_references(kept)
-        fixed["system"] = self.meter.message(system_msg) if system_msg else 0
-        refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
+        fixed["system"] = self._tokens(system_msg)
+        refs_tokens = self._tokens(refs_msg)
         pending = drop_order(
             [m for m in (*system_items, *kept) if not m.required or m.condense is not None],
             self.policy.selection_policy,
@@ -202,27 +236,51 @@ class ContextCompiler:
                 break
             victim = pending.pop(0)
             group = system_items if victim.placement == "system" else kept
-            smaller = victim.condense(excess, self.meter.text) if victim.condense else None
-            if smaller is not None:
-                group[group.index(victim)] = smaller
-                pending.insert(0, smaller)
-            elif not victim.required:
-                group.remove(victim)
-                build.transforms.extend(f"omitted_for_budget:{part}" for part in victim.omits)
-                build.transforms.append(f"omitted_for_budget:{victim.id}")
-            else:
+            if not self._shrink(victim, excess, group, pending, build):
                 continue
             if group is kept:
                 refs_msg = render_references(kept)
-                refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
+                refs_tokens = self._tokens(refs_msg)
             else:
                 system_msg = render_system(system_items)
-                fixed["system"] = self.meter.message(system_msg) if system_msg else 0
+                fixed["system"] = self._tokens(system_msg)
         build.transforms.extend(
             f"omitted_for_budget:{part}" for m in (*system_items, *kept) for part in m.omits
         )
         fixed["references"] = refs_tokens
         build.items = [*system_items, *kept]
+        return system_msg, refs_msg
+
+    def _shrink(
+        self,
+        victim: Material,
+        excess: int,
+        group: list[Material],
+        pending: list[Material],
+        build: _Build,
+    ) -> bool:
+        """Condense ``victim`` in ``group`` or drop it; ``False`` when it has to stay as is."""
+        smaller = victim.condense(excess, self.meter.text) if victim.condense else None
+        if smaller is not None:
+            group[group.index(victim)] = smaller
+            pending.insert(0, smaller)
+        elif not victim.required:
+            group.remove(victim)
+            build.transforms.extend(f"omitted_for_budget:{part}" for part in victim.omits)
+            build.transforms.append(f"omitted_for_budget:{victim.id}")
+        else:
+            return False
+        return True
+
+    def _check_fixed(
+        self,
+        fixed: dict[str, int],
+        history_tokens: int,
+        raw_limit: int,
+        session: tuple[str, ...],
+        build: _Build,
+    ) -> int:
+        """The tokens of everything but the history; raises when they alone are too many."""
         fixed_total = sum(fixed.values())
         if fixed_total > raw_limit:
             build.raw_estimate = fixed_total + history_tokens
@@ -235,12 +293,23 @@ class ContextCompiler:
                 estimate=estimate,
                 limit=build.limit,
             )
+        return fixed_total
 
+    async def _compact(
+        self,
+        history: list[Msg],
+        state: AgentState,
+        info: PrepareInfo,
+        room: int,
+        memo: HistoryMemo,
+        build: _Build,
+    ) -> list[Msg]:
+        """The history within ``room`` tokens (the compactor: pruning, summaries)."""
         compacted = await self.compactor(
             history,
             HistoryBudget(
-                raw_limit - fixed_total,
-                count,
+                room,
+                self.meter.message,
                 info,
                 state,
                 info.force_compaction,
@@ -248,12 +317,19 @@ class ContextCompiler:
             ),
         )
         build.transforms.extend(compacted.transforms)
-        history = list(compacted.history)
-        history_tokens = self.meter.history(memo, history)
-        build.breakdown = {**fixed, "history": history_tokens}
-        build.history_messages = len(history)
-        build.raw_estimate = fixed_total + history_tokens
+        return list(compacted.history)
 
+    def _validate(
+        self,
+        history: list[Msg],
+        memo: HistoryMemo,
+        history_tokens: int,
+        raw_limit: int,
+        session: tuple[str, ...],
+        build: _Build,
+    ) -> None:
+        """Every tool call keeps its result (only the new part is checked) and the request
+        fits its limit."""
         problems = tool_pair_problems(history, start=memo.pairs_checked)
         if problems:
             raise ToolPairingError(problems)
@@ -266,7 +342,21 @@ class ContextCompiler:
                 estimate=estimate,
                 limit=build.limit,
             )
-        _check_unchanged(state, task_rev, history_rev)
+
+    def _assemble(
+        self,
+        state: AgentState,
+        request: ModelRequest,
+        info: PrepareInfo,
+        history: list[Msg],
+        rendered: tuple[Msg | None, Msg | None, Msg | None],
+        fixed: dict[str, int],
+        build: _Build,
+    ) -> ModelRequest:
+        """The request: system, the history as the views show it, state and references; the
+        candidate history is committed to the state; cache points are placed."""
+        system_msg, state_msg, refs_msg = rendered
+        session = (info.agent_name, info.runtime.user_id, info.runtime.session)
         shown: Sequence[Msg] = history
         for view in self.views:
             shown = view(shown, state)
@@ -292,6 +382,9 @@ class ContextCompiler:
             cache_key=request.cache_key,
             cache_points=tuple(sorted(set(points))),
         )
+
+    def _tokens(self, message: Msg | None) -> int:
+        return self.meter.message(message) if message else 0
 
     def _summary_request(
         self,
