@@ -27,17 +27,21 @@ Per call (``agent.call`` / ``stream_events``, under the session lock):
        a. :meth:`~Capability.before_model_request` (in order) — a *safe point*: nothing is in
           flight, the capability may add messages (:meth:`CallContext.add_messages`, e.g. a
           steering message) or ask the call to stop (:meth:`CallContext.request_stop`);
-       b. the request is prepared by the compiler; :meth:`~Capability.state_blocks` (in
+       b. at the call's first request only: :meth:`~Capability.call_instructions` (in order)
+          — instructions that depend on the caller, kept for the whole call and given to the
+          preparer as ``PrepareInfo.instructions`` (the compiler puts them in the system
+          message after the agent's own);
+       c. the request is prepared by the compiler; :meth:`~Capability.state_blocks` (in
           order) give the ``TASK_STATE`` / ``RUNTIME_STATE`` texts and the history views
           rewrite how the history is shown;
-       c. the model is called; :meth:`~Capability.after_model_request` (reverse) sees the
+       d. the model is called; :meth:`~Capability.after_model_request` (reverse) sees the
           prepared request and the response — or the error;
-       d. permissions review the step's tool calls (asking the user when needed); then for
+       e. permissions review the step's tool calls (asking the user when needed); then for
           each call :meth:`~Capability.before_tool_call` (in order; the first refusal wins —
           plan mode's refusal comes from the built-in plan status, before the application's
           capabilities), the step's permission verdict, the application's ``tool_guard``, the
           tool runs, :meth:`~Capability.after_tool_call` (reverse; may replace the result);
-       e. the step is committed: the session log gets the step's records and the state is saved
+       f. the step is committed: the session log gets the step's records and the state is saved
           (one place in the loop); a stop requested meanwhile ends the call at the next safe
           point, before another model request;
     6. :meth:`~Capability.after_call` (reverse) with how the call ended (also on failure).
@@ -58,6 +62,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from harnessed.capabilities.hooks import HistoryView
+from harnessed.capabilities.materials import Material
 from harnessed.capabilities.seam import RequestPreparer
 from harnessed.capabilities.sources import SourceRegistration
 from harnessed.capabilities.state_blocks import StateBlock
@@ -93,6 +98,7 @@ __all__ = [
 C = TypeVar("C", bound="Capability")
 
 HOOKS = (
+    "call_instructions",
     "state_blocks",
     "before_call",
     "after_call",
@@ -320,6 +326,19 @@ class Capability:
         return ()
 
     # ------------------------------------------------------------------- per request
+    async def call_instructions(self, call: CallContext) -> str | Material | None:
+        """Instructions for this call that depend on who calls or on the session (the skills
+        this user can load, say), asked at the call's first model request, after
+        :meth:`before_model_request`. The answer holds for every request of the call, so the
+        system message stays the same from step to step (and in the provider's prompt cache).
+
+        Return a text (a required instruction, ``instruction/<capability name>``), a
+        :class:`~harnessed.capabilities.materials.Material` with placement ``system`` (it may
+        be optional, or condensable: the compiler shrinks or drops it when the request does not
+        fit, and records what it left out), or ``None`` for nothing this call. Instructions
+        that never change belong in :meth:`instructions`."""
+        return None
+
     def state_blocks(self, state: AgentState) -> Sequence[StateBlock]:
         """``TASK_STATE`` / ``RUNTIME_STATE`` texts for this request (keep it cheap: it runs
         at every reasoning request; return ``()`` when there is nothing to show)."""

@@ -39,15 +39,12 @@ from harnessed.models.windows import window_source
 from harnessed.state.agent_state import AgentState
 from harnessed.tokens import default_estimator
 
-__all__ = ["ContextCompiler", "InstructionLoader", "ManifestSink"]
+__all__ = ["ContextCompiler", "ManifestSink"]
 
 logger = logging.getLogger(__name__)
 
 ManifestSink = Callable[[ContextManifest, PrepareInfo], Awaitable[None] | None]
 RefsLoader = Callable[[PrepareInfo], Awaitable[WorkspaceRefs]]
-InstructionLoader = Callable[[PrepareInfo], Awaitable[Sequence[Material]]]
-"""Instructions that depend on the call (e.g. the list of available skills): loaded once per
-call for reasoning requests; they may be optional or condensable (see :class:`Material`)."""
 
 _CONFLICT_RETRIES = 2
 _LAST_KEPT = 2_048
@@ -92,8 +89,6 @@ class ContextCompiler:
         self.views: list[HistoryView] = list(views)
         """Request-only projections of the history, applied after validation (never stored)."""
         self.conventions = conventions
-        self.instruction_loaders: list[InstructionLoader] = []
-        """Per-call instructions (placement ``system``), after the static ones."""
         self.state_blocks: Callable[[AgentState], Sequence[StateBlock]] = _no_blocks
         """The ``TASK_STATE`` / ``RUNTIME_STATE`` texts of a state (the agent's capabilities)."""
         self.meter = Meter(self.policy.estimator or default_estimator())
@@ -156,7 +151,7 @@ class ContextCompiler:
             return self._summary_request(request, system_items, session, info, build)
         build.transforms.extend(refs.transforms)
         optional_pool = [*refs.materials, *await self._source_materials(info, build)]
-        system_items = [*system_items, *await self._call_instructions(info)]
+        system_items = [*system_items, *info.instructions]
 
         build.limit = self.policy.input_limit(
             info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
@@ -443,25 +438,6 @@ class ContextCompiler:
             metadata=request.metadata,
             cache_key=request.cache_key,
         )
-
-    async def _call_instructions(self, info: PrepareInfo) -> list[Material]:
-        """The per-call instructions, loaded at the call's first reasoning request."""
-        if not self.instruction_loaders:
-            return []
-        cached = info.run_cache.get("call_instructions")
-        if isinstance(cached, list):
-            return list(cached)
-        loaded: list[Material] = []
-        for loader in self.instruction_loaders:
-            for material in await loader(info):
-                if material.placement != "system":
-                    raise ValueError(
-                        f"instruction loader gave {material.id!r} with placement "
-                        f"{material.placement!r}; instructions are placed in 'system'"
-                    )
-                loaded.append(material)
-        info.run_cache["call_instructions"] = loaded
-        return list(loaded)
 
     async def _workspace_refs(self, info: PrepareInfo) -> WorkspaceRefs:
         """Workspace files are read once per call; edits during the call show up next call."""

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from harnessed.capabilities.base import ModelCall
+from harnessed.capabilities.materials import Material
 from harnessed.capabilities.seam import PrepareInfo
 from harnessed.compaction.recovery import overflow_not_recovered
 from harnessed.events import (
@@ -39,6 +40,8 @@ __all__ = ["ModelSteps"]
 
 logger = logging.getLogger(__name__)
 
+_CALL_INSTRUCTIONS = "call_instructions"
+
 
 class ModelSteps(RunBase):
     """Preparing a request and streaming the model's answer (overflow recovery, retries
@@ -59,6 +62,7 @@ class ModelSteps(RunBase):
             run_cache=self.run_cache,
             retry=overflow is not None,
             force_compaction=overflow is not None,
+            instructions=await self._call_instructions(),
         )
         revision = self.state.history_revision
         self.summary_error = None
@@ -171,6 +175,17 @@ class ModelSteps(RunBase):
             **self.base,
         )
         yield response
+
+    async def _call_instructions(self) -> tuple[Material, ...]:
+        """The capabilities' instructions for this call: asked at its first model request,
+        the same for the rest of the call."""
+        if not self.caps.call_instructions:
+            return ()
+        found: tuple[Material, ...] | None = self.run_cache.get(_CALL_INSTRUCTIONS)
+        if found is None:
+            found = await self.caps.run_call_instructions(self.call)
+            self.run_cache[_CALL_INSTRUCTIONS] = found
+        return found
 
     async def _model_done(self, model_call: ModelCall) -> None:
         """The capabilities hear how a model request went (a failing hook does not hide the
