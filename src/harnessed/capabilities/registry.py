@@ -22,6 +22,7 @@ from harnessed.capabilities.materials import Material
 from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.events import Event
 from harnessed.messages import ToolResultBlock, ToolUseBlock
+from harnessed.models.base import ToolSchema
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.base import Tool
 
@@ -61,6 +62,7 @@ class CapabilitySet:
             return tuple(c for c in self._all if overrides(c, hook))
 
         self.call_instructions = having("call_instructions")
+        self.filter_tools = having("filter_tools")
         self.state_block_providers = having("state_blocks")
         self.before_call = having("before_call")
         self.after_call = tuple(reversed(having("after_call")))
@@ -131,6 +133,26 @@ class CapabilitySet:
                     "text, a Material or None"
                 )
         return tuple(found)
+
+    def run_filter_tools(
+        self, call: CallContext, tools: tuple[ToolSchema, ...]
+    ) -> tuple[ToolSchema, ...]:
+        """The tools offered on this request, each capability filtering what the one before
+        left."""
+        for capability in self.filter_tools:
+            kept = capability.filter_tools(call, tools)
+            if kept is tools:
+                continue
+            kept = tuple(kept)
+            given = {t.name for t in tools}
+            added = [t.name for t in kept if not isinstance(t, ToolSchema) or t.name not in given]
+            if added:
+                raise ValueError(
+                    f"filter_tools of capability {capability.capability_name!r} returned tools "
+                    f"it was not given: {added}; it may only leave tools out"
+                )
+            tools = kept
+        return tools
 
     async def run_before_call(self, call: CallContext) -> None:
         for capability in self.before_call:

@@ -276,11 +276,10 @@ class ModelSteps(RunBase):
         """Prepare the request, yielding the events it emits while it runs (a summary made
         for compaction can take a while; a UI should see ``compaction_start`` meanwhile)."""
         draft = self.agent.draft_request(self.state, info.model_call_id)
-        if self.call.hidden_tools:
-            hidden = self.call.hidden_tools
-            draft = dataclasses.replace(
-                draft, tools=tuple(t for t in draft.tools if t.name not in hidden)
-            )
+        if self.caps.filter_tools:
+            offered = self.caps.run_filter_tools(self.call, draft.tools)
+            if offered is not draft.tools:
+                draft = dataclasses.replace(draft, tools=offered)
         async for event in self._pump(self.agent.prepare(self.state, draft, info), out):
             yield event
         shape = getattr(self, "_shape", None)  # the typed final answer (OutputSteps)

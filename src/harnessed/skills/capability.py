@@ -35,6 +35,7 @@ from typing import Any
 from harnessed.capabilities.base import CallContext, Capability, CapabilityHost
 from harnessed.capabilities.materials import Material
 from harnessed.messages import ToolUseBlock
+from harnessed.models.base import ToolSchema
 from harnessed.runtime import RuntimeContext
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
 from harnessed.skills.drafts import SkillDraft, find_drafts, promote_draft, reject_draft
@@ -135,15 +136,15 @@ class Skills(Capability):
     async def before_model_request(self, call: CallContext) -> None:
         # load_skill is offered only when the caller has a skill to load; the listing of the
         # request prepared next uses the same scan
-        skills = await self.available(call.runtime)
-        call.values[self.capability_name] = skills
-        if skills:
-            call.hidden_tools.discard(LOAD_SKILL)
-        else:
-            call.hidden_tools.add(LOAD_SKILL)
+        call.values[self.capability_name] = await self.available(call.runtime)
         revoked = await self.revoke_stale_grants(call.state, call.runtime)
         if revoked:
             call.emit("skill_grants_revoked", {"skills": revoked})
+
+    def filter_tools(self, call: CallContext, tools: Sequence[ToolSchema]) -> Sequence[ToolSchema]:
+        if call.values.get(self.capability_name):
+            return tools
+        return [t for t in tools if t.name != LOAD_SKILL]  # nothing to load for this caller
 
     async def before_tool_call(
         self, call: CallContext, tool_call: ToolUseBlock, tool: Tool
