@@ -31,7 +31,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harnessed.capabilities.hooks import HistoryBudget, HistoryOutcome, MemoryFlusher
 from harnessed.compaction.backoff import SummaryBackoff
@@ -40,12 +40,10 @@ from harnessed.compaction.cut import cut_for_messages, cut_for_tokens, last_grou
 from harnessed.compaction.markers import SUMMARY_KEY, SUMMARY_NAME, is_summary
 from harnessed.compaction.prompts import summary_message_text
 from harnessed.compaction.prune import PRUNE_TRANSFORM, PruneMemo, prune_tool_output
+from harnessed.compaction.requests import SummaryRequests
 from harnessed.compaction.summarize import Summarizer
 from harnessed.compaction.truncate import TRUNCATE_TRANSFORM, truncate_tool_args
 from harnessed.messages import Msg
-
-if TYPE_CHECKING:
-    from harnessed.context.compiler import ContextCompiler
 
 __all__ = ["COMPACTION_TRANSFORM", "HistoryCompactor"]
 
@@ -63,13 +61,13 @@ class HistoryCompactor:
         *,
         prune: PruneConfig | None,
         compaction: CompactionConfig | None,
-        compiler: Callable[[], ContextCompiler],
+        summaries: Callable[[], SummaryRequests],
         flusher: Callable[[], MemoryFlusher | None] = lambda: None,
     ) -> None:
         self.prune = prune
         self.compaction = compaction
         self.flusher = flusher
-        self.summarizer = Summarizer(compaction, compiler) if compaction is not None else None
+        self.summarizer = Summarizer(compaction, summaries) if compaction is not None else None
         self._memos: OrderedDict[tuple[str, ...], PruneMemo] = OrderedDict()
         self.backoff = SummaryBackoff()
 

@@ -34,7 +34,7 @@ from harnessed.context.render import render_references, render_state, render_sys
 from harnessed.context.selection import drop_order
 from harnessed.context.workspace_refs import WorkspaceRefs
 from harnessed.messages import Msg
-from harnessed.models.base import ModelRequest, ModelResponse
+from harnessed.models.base import Model, ModelRequest, ModelResponse
 from harnessed.models.windows import window_source
 from harnessed.state.agent_state import AgentState
 from harnessed.tokens import default_estimator
@@ -122,6 +122,25 @@ class ContextCompiler:
         """Calibrate estimates with the provider's reported input size."""
         if response.usage is not None:
             self.meter.observe(info.model_call_id, response.usage.input_tokens)
+
+    # ------------------------------------------ summary requests (compaction's protocol)
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text`` with the compiler's estimator (cached)."""
+        return self.meter.text(text)
+
+    def summary_room(self, model: Model, max_output_tokens: int) -> int:
+        """What a summary request to ``model`` may use besides the instructions it gets."""
+        limit = self.policy.input_limit(model.context_window, max_output_tokens)
+        instructions = self.meter.text(self.sys_prompt) + sum(
+            self.meter.text(t) for t in self.instructions.values()
+        )
+        return limit - instructions
+
+    async def prepare_summary(
+        self, state: AgentState, draft: ModelRequest, info: PrepareInfo
+    ) -> ModelRequest:
+        """A summary request: the instructions and its own messages (see the module doc)."""
+        return await self(state, draft, info)
 
     def _memo(self, session: tuple[str, ...]) -> HistoryMemo:
         memo = self._memos.get(session)
