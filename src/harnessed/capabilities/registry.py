@@ -145,7 +145,7 @@ class CapabilitySet:
                 continue
             kept = tuple(kept)
             given = {t.name for t in tools}
-            added = [t.name for t in kept if not isinstance(t, ToolSchema) or t.name not in given]
+            added = [t.name for t in kept if t.name not in given]
             if added:
                 raise ValueError(
                     f"filter_tools of capability {capability.capability_name!r} returned tools "
