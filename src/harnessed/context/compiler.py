@@ -412,20 +412,7 @@ class ContextCompiler:
         build.limit = self.policy.input_limit(
             info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
         )
-        own_system = "\n\n".join(m.text for m in request.messages if m.role == "system")
-        if own_system.strip():
-            system_items = [
-                *system_items,
-                Material(
-                    "request/system",
-                    "request",
-                    "request",
-                    "system",
-                    "system",
-                    own_system,
-                    required=True,
-                ),
-            ]
+        system_items = _with_own_system(request, system_items)
         system_msg = render_system(system_items)
         body = [m for m in request.messages if m.role != "system"]
         build.items = list(system_items)
@@ -528,6 +515,25 @@ class ContextCompiler:
                     await result
             except Exception:
                 logger.exception("manifest sink failed (ignored)")
+
+
+def _with_own_system(request: ModelRequest, system_items: list[Material]) -> list[Material]:
+    """The instructions, then the system text the auxiliary request brought itself."""
+    own_system = "\n\n".join(m.text for m in request.messages if m.role == "system")
+    if own_system.strip():
+        system_items = [
+            *system_items,
+            Material(
+                "request/system",
+                "request",
+                "request",
+                "system",
+                "system",
+                own_system,
+                required=True,
+            ),
+        ]
+    return system_items
 
 
 def _no_blocks(state: AgentState) -> Sequence[StateBlock]:
