@@ -153,9 +153,12 @@ class HarnessAgent(AgentHost):
             eviction=tool_result_eviction,
             prune=prune,
             compaction=compaction,
-            compiler=lambda: self.compiler,
+            summaries=lambda: self.summary_requests,
             flusher=lambda: self.memory_flusher,
         )
+        self.history_transforms = transforms
+        """The evictor and the compactor built from the configuration: the compiler runs them;
+        a preparer given as ``prepare=`` may run them itself."""
         self.compiler = ContextCompiler(
             sys_prompt=sys_prompt,
             policy=context_policy,

@@ -22,6 +22,8 @@ from harnessed.capabilities.sources import (
     SourceSet,
     validate_id,
 )
+from harnessed.compaction.requests import PreparerSummaries, SummaryRequests
+from harnessed.compaction.wiring import HistoryTransforms
 from harnessed.context.compiler import ContextCompiler
 from harnessed.context.manifest import ContextManifest
 from harnessed.cost.caching import cache_key
@@ -60,6 +62,7 @@ class AgentHost:
     sources: SourceSet
     prepare: RequestPreparer
     compiler: ContextCompiler
+    history_transforms: HistoryTransforms
     capabilities: CapabilitySet
     toolkit: Toolkit
     sys_prompt: str
@@ -134,6 +137,15 @@ class AgentHost:
     def preparer(self) -> RequestPreparer:
         return self.prepare
 
+    @property
+    def summary_requests(self) -> SummaryRequests:
+        """Who prepares compaction's summary requests: the compiler, or the preparer given as
+        ``prepare=`` (which then sees every request the agent makes, summaries included)."""
+        if self.prepare is self.compiler:
+            return self.compiler
+        policy = self.compiler.policy
+        return PreparerSummaries(self.prepare, self.compiler.meter.estimator, policy.input_limit)
+
     async def read_state(self, ctx: RuntimeContext | None) -> AgentState:
         ctx = self._editor.resolve(ctx)
         return await self.conversation.load(SessionRef(self.name, ctx.user_id, ctx.session))
@@ -181,7 +193,7 @@ class AgentHost:
     def models(self) -> list[Model]:
         """Every model the agent calls: its own, the summary model, the memory model."""
         found: list[Model] = [self.model]
-        summarizer = getattr(self.compiler.compactor, "summarizer", None)
+        summarizer = getattr(self.history_transforms.compactor, "summarizer", None)
         if summarizer is not None and summarizer.model is not None:
             found.append(summarizer.model)
         if self.memory is not None:

@@ -30,7 +30,13 @@ from harnessed import (
 from harnessed.capabilities import HOOKS, CapabilityHost, SourceSpec, overrides
 from harnessed.context import ContextBlock, ContextRequest
 from harnessed.events import Event
-from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.models import (
+    ModelRequest,
+    ScriptedModel,
+    ScriptedResponse,
+    ScriptedToolCall,
+    ToolSchema,
+)
 from harnessed.models.errors import ModelError
 from harnessed.state import AgentState
 from harnessed.tools import Tool
@@ -68,6 +74,14 @@ class Recorder(Capability):
 
     async def before_model_request(self, call: CallContext) -> None:
         self.log.append(f"{self.name}.before_model_request")
+
+    async def call_instructions(self, call: CallContext) -> str:
+        self.log.append(f"{self.name}.call_instructions")
+        return f"{self.name} listens"
+
+    def filter_tools(self, call: CallContext, tools: Sequence[ToolSchema]) -> Sequence[ToolSchema]:
+        self.log.append(f"{self.name}.filter_tools")
+        return tools
 
     async def after_model_request(self, call: CallContext, model_call: ModelCall) -> None:
         outcome = "ok" if model_call.response is not None else type(model_call.error).__name__
@@ -131,6 +145,7 @@ async def test_a_capability_not_passed_adds_no_tool_no_instruction_and_no_hook(
     # per request: the plain agent has no capability hook on the model path or the event path
     caps = plain.capabilities
     assert caps.before_model_request == caps.after_model_request == ()
+    assert caps.call_instructions == caps.filter_tools == ()
     assert caps.on_event == caps.after_tool_call == caps.before_call == ()
     assert [c.capability_name for c in caps.before_tool_call] == ["plan_status"]
     assert [c.capability_name for c in caps.state_block_providers] == [
@@ -178,6 +193,10 @@ async def test_hooks_run_in_the_documented_order() -> None:
         "second.before_call",
         "first.before_model_request",
         "second.before_model_request",
+        "first.call_instructions",
+        "second.call_instructions",
+        "first.filter_tools",
+        "second.filter_tools",
         "first.state_blocks",
         "second.state_blocks",
         "second.after_model_request:1:ok",
@@ -188,6 +207,8 @@ async def test_hooks_run_in_the_documented_order() -> None:
         "first.after_tool_call:c1",
         "first.before_model_request",
         "second.before_model_request",
+        "first.filter_tools",
+        "second.filter_tools",
         "first.state_blocks",
         "second.state_blocks",
         "second.after_model_request:2:ok",
@@ -201,6 +222,8 @@ async def test_hooks_run_in_the_documented_order() -> None:
     assert "<RUNTIME_STATE>\nfirst is watching\nsecond is watching\n</RUNTIME_STATE>" in (
         state_message
     )
+    system = model.requests[0].messages[0].text
+    assert system.index("first listens") < system.index("second listens")
 
 
 async def test_a_failed_model_request_and_call_are_reported_to_the_capabilities() -> None:

@@ -27,17 +27,24 @@ Per call (``agent.call`` / ``stream_events``, under the session lock):
        a. :meth:`~Capability.before_model_request` (in order) — a *safe point*: nothing is in
           flight, the capability may add messages (:meth:`CallContext.add_messages`, e.g. a
           steering message) or ask the call to stop (:meth:`CallContext.request_stop`);
-       b. the request is prepared by the compiler; :meth:`~Capability.state_blocks` (in
+       b. at the call's first request only: :meth:`~Capability.call_instructions` (in order)
+          — instructions that depend on the caller, kept for the whole call and given to the
+          preparer as ``PrepareInfo.instructions`` (the compiler puts them in the system
+          message after the agent's own);
+       c. :meth:`~Capability.filter_tools` (in order, each given what the one before left) —
+          which of the agent's tools this request offers (a tool with nothing to act on for
+          this caller, or one a policy forbids here, is left out);
+       d. the request is prepared by the compiler; :meth:`~Capability.state_blocks` (in
           order) give the ``TASK_STATE`` / ``RUNTIME_STATE`` texts and the history views
           rewrite how the history is shown;
-       c. the model is called; :meth:`~Capability.after_model_request` (reverse) sees the
+       e. the model is called; :meth:`~Capability.after_model_request` (reverse) sees the
           prepared request and the response — or the error;
-       d. permissions review the step's tool calls (asking the user when needed); then for
+       f. permissions review the step's tool calls (asking the user when needed); then for
           each call :meth:`~Capability.before_tool_call` (in order; the first refusal wins —
           plan mode's refusal comes from the built-in plan status, before the application's
           capabilities), the step's permission verdict, the application's ``tool_guard``, the
           tool runs, :meth:`~Capability.after_tool_call` (reverse; may replace the result);
-       e. the step is committed: the session log gets the step's records and the state is saved
+       g. the step is committed: the session log gets the step's records and the state is saved
           (one place in the loop); a stop requested meanwhile ends the call at the next safe
           point, before another model request;
     6. :meth:`~Capability.after_call` (reverse) with how the call ended (also on failure).
@@ -58,13 +65,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from harnessed.capabilities.hooks import HistoryView
+from harnessed.capabilities.materials import Material
 from harnessed.capabilities.seam import RequestPreparer
 from harnessed.capabilities.sources import SourceRegistration
 from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.events import Event
 from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
-from harnessed.models.base import Model, ModelRequest, ModelResponse
+from harnessed.models.base import Model, ModelRequest, ModelResponse, ToolSchema
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import Change
@@ -93,6 +101,8 @@ __all__ = [
 C = TypeVar("C", bound="Capability")
 
 HOOKS = (
+    "call_instructions",
+    "filter_tools",
     "state_blocks",
     "before_call",
     "after_call",
@@ -211,7 +221,6 @@ class CallContext:
         "_publish",
         "_record",
         "agent_name",
-        "hidden_tools",
         "run_id",
         "runtime",
         "state",
@@ -240,10 +249,6 @@ class CallContext:
         self.values: MutableMapping[str, Any] = {}
         """Scratch space for this call only; key it with your capability's name."""
         self.stop_reason: str | None = None
-        self.hidden_tools: set[str] = set()
-        """Tools left out of the next model requests: a capability whose tool has nothing to
-        act on for this caller (``load_skill`` with no skills) adds its name in
-        :meth:`Capability.before_model_request` and removes it when there is something again."""
         self._emit = emit
         self._record = record
         self._publish = publish
@@ -320,6 +325,29 @@ class Capability:
         return ()
 
     # ------------------------------------------------------------------- per request
+    async def call_instructions(self, call: CallContext) -> str | Material | None:
+        """Instructions for this call that depend on who calls or on the session (the skills
+        this user can load, say), asked at the call's first model request, after
+        :meth:`before_model_request`. The answer holds for every request of the call, so the
+        system message stays the same from step to step (and in the provider's prompt cache).
+
+        Return a text (a required instruction, ``instruction/<capability name>``), a
+        :class:`~harnessed.capabilities.materials.Material` with placement ``system`` (it may
+        be optional, or condensable: the compiler shrinks or drops it when the request does not
+        fit, and records what it left out), or ``None`` for nothing this call. Instructions
+        that never change belong in :meth:`instructions`."""
+        return None
+
+    def filter_tools(self, call: CallContext, tools: Sequence[ToolSchema]) -> Sequence[ToolSchema]:
+        """The tools this request offers the model, out of ``tools`` (what the agent has, less
+        what the capabilities before this one left out): return ``tools`` itself to keep them
+        all, or a subset in the same order — a tool may be left out, never added. Runs before
+        every model request (synchronous: keep it cheap; do slow checks in
+        :meth:`before_model_request` and keep the answer in ``call.values``). A tool that is
+        not offered can still be called by a model that saw it before: refuse such a call in
+        :meth:`before_tool_call` if it must not run."""
+        return tools
+
     def state_blocks(self, state: AgentState) -> Sequence[StateBlock]:
         """``TASK_STATE`` / ``RUNTIME_STATE`` texts for this request (keep it cheap: it runs
         at every reasoning request; return ``()`` when there is nothing to show)."""

@@ -18,9 +18,11 @@ from harnessed.capabilities.base import (
     check_name,
     overrides,
 )
+from harnessed.capabilities.materials import Material
 from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.events import Event
 from harnessed.messages import ToolResultBlock, ToolUseBlock
+from harnessed.models.base import ToolSchema
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.base import Tool
 
@@ -59,6 +61,8 @@ class CapabilitySet:
         def having(hook: str) -> tuple[Capability, ...]:
             return tuple(c for c in self._all if overrides(c, hook))
 
+        self.call_instructions = having("call_instructions")
+        self.filter_tools = having("filter_tools")
         self.state_block_providers = having("state_blocks")
         self.before_call = having("before_call")
         self.after_call = tuple(reversed(having("after_call")))
@@ -94,6 +98,61 @@ class CapabilitySet:
                     )
                 blocks.append(block)
         return blocks
+
+    async def run_call_instructions(self, call: CallContext) -> tuple[Material, ...]:
+        """The call's instructions from every capability that gives some, in order."""
+        found: list[Material] = []
+        for capability in self.call_instructions:
+            given = await capability.call_instructions(call)
+            name = capability.capability_name
+            if isinstance(given, str):
+                if given.strip():
+                    found.append(
+                        Material(
+                            f"instruction/{name}",
+                            "instruction",
+                            "capability",
+                            name,
+                            "system",
+                            given,
+                            required=True,
+                            priority=50,
+                        )
+                    )
+            elif isinstance(given, Material):
+                if given.placement != "system":
+                    raise ValueError(
+                        f"capability {name!r} gave {given.id!r} with placement "
+                        f"{given.placement!r} from call_instructions(); instructions are placed "
+                        "in 'system'"
+                    )
+                found.append(given)
+            elif given is not None:
+                raise TypeError(
+                    f"call_instructions of capability {name!r} returned {given!r}; expected a "
+                    "text, a Material or None"
+                )
+        return tuple(found)
+
+    def run_filter_tools(
+        self, call: CallContext, tools: tuple[ToolSchema, ...]
+    ) -> tuple[ToolSchema, ...]:
+        """The tools offered on this request, each capability filtering what the one before
+        left."""
+        for capability in self.filter_tools:
+            kept = capability.filter_tools(call, tools)
+            if kept is tools:
+                continue
+            kept = tuple(kept)
+            given = {t.name for t in tools}
+            added = [t.name for t in kept if t.name not in given]
+            if added:
+                raise ValueError(
+                    f"filter_tools of capability {capability.capability_name!r} returned tools "
+                    f"it was not given: {added}; it may only leave tools out"
+                )
+            tools = kept
+        return tools
 
     async def run_before_call(self, call: CallContext) -> None:
         for capability in self.before_call:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harnessed.capabilities.materials import Material
 from harnessed.models.base import Model, ModelRequest, Purpose
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
@@ -36,6 +37,10 @@ class PrepareInfo:
     run_cache: MutableMapping[str, Any] = field(default_factory=dict)
     """Scratch space shared by every preparation of one call (e.g. workspace files, which are
     read once per call)."""
+    instructions: tuple[Material, ...] = ()
+    """The call's instructions from the capabilities (:meth:`Capability.call_instructions`,
+    placement ``system``), to place after the agent's own; the same for every reasoning request
+    of the call."""
 
 
 USAGE_SINK = "usage_sink"

@@ -7,7 +7,9 @@
   cheap steps first.
 
 Both plug into the context compiler's history hooks; nothing they do is stored unless the
-request they shaped is valid, and the session log always keeps the original messages.
+request they shaped is valid, and the session log always keeps the original messages. Summary
+requests are prepared through the small :class:`SummaryRequests` protocol, not through the
+compiler itself.
 """
 
 from harnessed.compaction.config import (
@@ -31,6 +33,7 @@ from harnessed.compaction.pipeline import COMPACTION_TRANSFORM, HistoryCompactor
 from harnessed.compaction.prompts import DEFAULT_SUMMARY_PROMPT
 from harnessed.compaction.prune import PRUNE_TRANSFORM, prune_tool_output
 from harnessed.compaction.recovery import overflow_not_recovered
+from harnessed.compaction.requests import PreparerSummaries, SummaryRequests
 from harnessed.compaction.summarize import EmptySummaryError, Summarizer
 from harnessed.compaction.truncate import TRUNCATE_TRANSFORM, truncate_tool_args
 from harnessed.compaction.wiring import HistoryTransforms, history_transforms
@@ -52,8 +55,10 @@ __all__ = [
     "EmptySummaryError",
     "HistoryCompactor",
     "HistoryTransforms",
+    "PreparerSummaries",
     "PruneConfig",
     "Summarizer",
+    "SummaryRequests",
     "ToolResultEvictionConfig",
     "ToolResultEvictor",
     "TruncateArgsConfig",

@@ -34,7 +34,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harnessed.capabilities.hooks import HistoryBudget, HistoryOutcome, MemoryFlusher
 from harnessed.compaction.backoff import SummaryBackoff
@@ -44,14 +44,13 @@ from harnessed.compaction.in_context import summarize_in_context
 from harnessed.compaction.markers import SUMMARY_KEY, SUMMARY_NAME, is_summary
 from harnessed.compaction.prompts import summary_message_text
 from harnessed.compaction.prune import PRUNE_TRANSFORM, PruneMemo, prune_tool_output
+from harnessed.compaction.requests import SummaryRequests
 from harnessed.compaction.summarize import EmptySummaryError, Summarizer, SummaryResult
 from harnessed.compaction.truncate import TRUNCATE_TRANSFORM, truncate_tool_args
+from harnessed.context.compiler import ContextCompiler
 from harnessed.context.errors import ContextBudgetExceededError
 from harnessed.messages import Msg
 from harnessed.models.errors import ContextOverflowError
-
-if TYPE_CHECKING:
-    from harnessed.context.compiler import ContextCompiler
 
 __all__ = ["COMPACTION_TRANSFORM", "HistoryCompactor"]
 
@@ -69,14 +68,14 @@ class HistoryCompactor:
         *,
         prune: PruneConfig | None,
         compaction: CompactionConfig | None,
-        compiler: Callable[[], ContextCompiler],
+        summaries: Callable[[], SummaryRequests],
         flusher: Callable[[], MemoryFlusher | None] = lambda: None,
     ) -> None:
         self.prune = prune
         self.compaction = compaction
         self.flusher = flusher
-        self.compiler = compiler
-        self.summarizer = Summarizer(compaction, compiler) if compaction is not None else None
+        self.summaries = summaries
+        self.summarizer = Summarizer(compaction, summaries) if compaction is not None else None
         self._memos: OrderedDict[tuple[str, ...], PruneMemo] = OrderedDict()
         self.backoff = SummaryBackoff()
 
@@ -165,11 +164,15 @@ class HistoryCompactor:
         applies, else from a transcript of the prefix."""
         assert self.summarizer is not None
         budget = run.budget
-        if config.in_context and reason != "overflow" and self.summarizer.model is None:
+        summaries = self.summaries()
+        if (
+            config.in_context
+            and reason != "overflow"
+            and self.summarizer.model is None
+            and isinstance(summaries, ContextCompiler)  # a custom preparer keeps no prefixes
+        ):
             try:
-                result = await summarize_in_context(
-                    self.compiler(), run.history, cut, budget, max_tokens
-                )
+                result = await summarize_in_context(summaries, run.history, cut, budget, max_tokens)
             except (ContextOverflowError, ContextBudgetExceededError, EmptySummaryError) as exc:
                 logger.info("in-context summary not possible (%s); summarizing a transcript", exc)
             else:

@@ -1,22 +1,24 @@
 """Summarizing a prefix of the history with a model.
 
-The summary request is an auxiliary request (``purpose="summary"``) prepared by the agent's
-context compiler, so it gets the system instructions and nothing else (no sources, references,
-task state or compaction) and has a manifest of its own. A prefix too long for one request is
-summarized in chunks, each chunk together with the running summary of the ones before; when
-the model or the compiler says a chunk is too big, the chunks are halved and tried again.
+The summary request is an auxiliary request (``purpose="summary"``) prepared through a
+:class:`~harnessed.compaction.requests.SummaryRequests`: the agent's context compiler (the
+request then gets the system instructions and nothing else — no sources, references, task
+state or compaction — and a manifest of its own), or the agent's own ``prepare=``. A prefix
+too long for one request is summarized in chunks, each chunk together with the running summary
+of the ones before; when the model or the preparer says a chunk is too big, the chunks are
+halved and tried again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from harnessed.capabilities.hooks import HistoryBudget
 from harnessed.capabilities.seam import USAGE_SINK, PrepareInfo
 from harnessed.compaction.config import CompactionConfig
 from harnessed.compaction.prompts import MESSAGES_PLACEHOLDER, SUMMARY_SYSTEM
+from harnessed.compaction.requests import SummaryRequests
 from harnessed.compaction.transcript import chunk_entries
 from harnessed.context.errors import ContextBudgetExceededError
 from harnessed.context.xml import escape
@@ -24,9 +26,6 @@ from harnessed.messages import Msg, new_id
 from harnessed.models.base import Model, ModelRequest, collect
 from harnessed.models.errors import ContextOverflowError
 from harnessed.models.registry import resolve_model
-
-if TYPE_CHECKING:
-    from harnessed.context.compiler import ContextCompiler
 
 __all__ = ["EmptySummaryError", "SummaryResult", "Summarizer"]
 
@@ -49,9 +48,9 @@ class SummaryResult:
 class Summarizer:
     """Writes the summary of a list of messages with the configured (or the agent's) model."""
 
-    def __init__(self, config: CompactionConfig, compiler: Callable[[], ContextCompiler]) -> None:
+    def __init__(self, config: CompactionConfig, requests: Callable[[], SummaryRequests]) -> None:
         self.config = config
-        self._compiler = compiler
+        self._requests = requests
         try:
             self.model: Model | None = (
                 resolve_model(config.model) if config.model is not None else None
@@ -63,18 +62,13 @@ class Summarizer:
         self, messages: Sequence[Msg], budget: HistoryBudget, max_tokens: int
     ) -> SummaryResult:
         """The summary text of ``messages``; raises when no usable summary could be made."""
-        compiler = self._compiler()
+        preparer = self._requests()
         model = self.model or budget.info.model
-        count_text = compiler.meter.text
-        limit = compiler.policy.input_limit(model.context_window, max_tokens)
-        fixed = (
-            count_text(self.config.summary_prompt)
-            + count_text(SUMMARY_SYSTEM)
-            + count_text(compiler.sys_prompt)
-            + sum(count_text(t) for t in compiler.instructions.values())
-        )
-        # Room for the transcript, the running summary and the framing the compiler adds.
-        chunk_budget = int((limit - fixed - max_tokens) * 0.85)
+        count_text = preparer.count_text
+        room = preparer.summary_room(model, max_tokens)
+        fixed = count_text(self.config.summary_prompt) + count_text(SUMMARY_SYSTEM)
+        # Room for the transcript, the running summary and the framing the preparer adds.
+        chunk_budget = int((room - fixed - max_tokens) * 0.85)
         scale = 1.0
         running: str | None = None
         requests = 0
@@ -133,7 +127,7 @@ class Summarizer:
             purpose="summary",
             call_id=info.model_call_id,
         )
-        request = await self._compiler()(budget.state, draft, info)
+        request = await self._requests().prepare_summary(budget.state, draft, info)
         response = await collect(model, request)
         count = parent.run_cache.get(USAGE_SINK)
         if callable(count):  # the summary is paid for by the call it was made for

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from harnessed.capabilities.hooks import HistoryTransform, MemoryFlusher
 from harnessed.compaction.config import (
@@ -14,10 +13,8 @@ from harnessed.compaction.config import (
 )
 from harnessed.compaction.eviction import ToolResultEvictor
 from harnessed.compaction.pipeline import HistoryCompactor
+from harnessed.compaction.requests import SummaryRequests
 from harnessed.workspace.layout import Workspace
-
-if TYPE_CHECKING:
-    from harnessed.context.compiler import ContextCompiler
 
 __all__ = ["HistoryTransforms", "history_transforms"]
 
@@ -37,14 +34,16 @@ def history_transforms(
     eviction: ToolResultEvictionConfig | None,
     prune: PruneConfig | None,
     compaction: CompactionConfig | None,
-    compiler: Callable[[], ContextCompiler],
+    summaries: Callable[[], SummaryRequests],
     flusher: Callable[[], MemoryFlusher | None] = lambda: None,
 ) -> HistoryTransforms:
     """The evictor and compactor for an agent; ``None`` where the feature is off.
 
     Eviction needs a workspace (an agent without one keeps large results in context).
-    ``compiler`` and ``flusher`` are looked up when a summary is made, so the agent can create
-    its compiler (which needs these hooks) and attach a memory flusher afterwards.
+    ``summaries`` (who prepares the summary requests, see
+    :class:`~harnessed.compaction.requests.SummaryRequests`) and ``flusher`` are looked up when
+    a summary is made, so the agent can create its compiler (which needs these hooks) and
+    attach a memory flusher afterwards.
     """
     for name, value, kind in (
         ("tool_result_eviction", eviction, ToolResultEvictionConfig),
@@ -59,7 +58,7 @@ def history_transforms(
         else None
     )
     compactor = (
-        HistoryCompactor(prune=prune, compaction=compaction, compiler=compiler, flusher=flusher)
+        HistoryCompactor(prune=prune, compaction=compaction, summaries=summaries, flusher=flusher)
         if prune is not None or compaction is not None
         else None
     )

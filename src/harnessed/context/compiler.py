@@ -34,20 +34,17 @@ from harnessed.context.render import render_references, render_state, render_sys
 from harnessed.context.selection import drop_order
 from harnessed.context.workspace_refs import WorkspaceRefs
 from harnessed.messages import Msg
-from harnessed.models.base import ModelRequest, ModelResponse
+from harnessed.models.base import Model, ModelRequest, ModelResponse
 from harnessed.models.windows import window_source
 from harnessed.state.agent_state import AgentState
 from harnessed.tokens import default_estimator
 
-__all__ = ["ContextCompiler", "InstructionLoader", "ManifestSink"]
+__all__ = ["ContextCompiler", "ManifestSink"]
 
 logger = logging.getLogger(__name__)
 
 ManifestSink = Callable[[ContextManifest, PrepareInfo], Awaitable[None] | None]
 RefsLoader = Callable[[PrepareInfo], Awaitable[WorkspaceRefs]]
-InstructionLoader = Callable[[PrepareInfo], Awaitable[Sequence[Material]]]
-"""Instructions that depend on the call (e.g. the list of available skills): loaded once per
-call for reasoning requests; they may be optional or condensable (see :class:`Material`)."""
 
 _CONFLICT_RETRIES = 2
 _LAST_KEPT = 2_048
@@ -92,8 +89,6 @@ class ContextCompiler:
         self.views: list[HistoryView] = list(views)
         """Request-only projections of the history, applied after validation (never stored)."""
         self.conventions = conventions
-        self.instruction_loaders: list[InstructionLoader] = []
-        """Per-call instructions (placement ``system``), after the static ones."""
         self.state_blocks: Callable[[AgentState], Sequence[StateBlock]] = _no_blocks
         """The ``TASK_STATE`` / ``RUNTIME_STATE`` texts of a state (the agent's capabilities)."""
         self.meter = Meter(self.policy.estimator or default_estimator())
@@ -128,6 +123,25 @@ class ContextCompiler:
         if response.usage is not None:
             self.meter.observe(info.model_call_id, response.usage.input_tokens)
 
+    # ------------------------------------------ summary requests (compaction's protocol)
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text`` with the compiler's estimator (cached)."""
+        return self.meter.text(text)
+
+    def summary_room(self, model: Model, max_output_tokens: int) -> int:
+        """What a summary request to ``model`` may use besides the instructions it gets."""
+        limit = self.policy.input_limit(model.context_window, max_output_tokens)
+        instructions = self.meter.text(self.sys_prompt) + sum(
+            self.meter.text(t) for t in self.instructions.values()
+        )
+        return limit - instructions
+
+    async def prepare_summary(
+        self, state: AgentState, draft: ModelRequest, info: PrepareInfo
+    ) -> ModelRequest:
+        """A summary request: the instructions and its own messages (see the module doc)."""
+        return await self(state, draft, info)
+
     def _memo(self, session: tuple[str, ...]) -> HistoryMemo:
         memo = self._memos.get(session)
         if memo is None:
@@ -149,6 +163,7 @@ class ContextCompiler:
     async def _prepare(
         self, state: AgentState, request: ModelRequest, info: PrepareInfo, build: _Build
     ) -> ModelRequest:
+        """The phases: materials → measure → evict → fit → compact → validate → assemble."""
         task_rev, history_rev = state.task_revision, state.history_revision
         session = (info.agent_name, info.runtime.user_id, info.runtime.session)
         refs = await self._workspace_refs(info)
@@ -159,7 +174,40 @@ class ContextCompiler:
             build.transforms.extend(refs.instruction_transforms)
             return self._summary_request(request, system_items, session, info, build)
         build.transforms.extend(refs.transforms)
+        optional_pool = [*refs.materials, *await self._source_materials(info, build)]
+        system_items = [*system_items, *info.instructions]
 
+        build.limit = self.policy.input_limit(
+            info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
+        )
+        raw_limit = int(build.limit / self.meter.ratio(session))
+        state_msg = render_state(self.state_blocks(state), state.task_revision)
+        fixed = {
+            "system": 0,
+            "state": self._tokens(state_msg),
+            "tools": self.meter.tools(request.tools),
+        }
+        history = await self._evict(state, info, raw_limit, build)
+        memo = self._memo(session)
+        history_tokens = self.meter.history(memo, history)
+
+        system_msg, refs_msg = self._fit(
+            system_items, optional_pool, fixed, history_tokens, raw_limit, build
+        )
+        fixed_total = self._check_fixed(fixed, history_tokens, raw_limit, session, build)
+        history = await self._compact(history, state, info, raw_limit - fixed_total, memo, build)
+        history_tokens = self.meter.history(memo, history)
+        build.breakdown = {**fixed, "history": history_tokens}
+        build.history_messages = len(history)
+        build.raw_estimate = fixed_total + history_tokens
+        self._validate(history, memo, history_tokens, raw_limit, session, build)
+        _check_unchanged(state, task_rev, history_rev)
+        return self._assemble(
+            state, request, info, history, (system_msg, state_msg, refs_msg), fixed, build
+        )
+
+    async def _source_materials(self, info: PrepareInfo, build: _Build) -> list[Material]:
+        """The dynamic sources' blocks, loaded for every reasoning request."""
         context_request = ContextRequest(
             info.agent_name,
             info.runtime.user_id,
@@ -173,31 +221,31 @@ class ContextCompiler:
             for o in outcomes
             if o.unavailable
         )
-        optional_pool = [*refs.materials, *source_materials(outcomes)]
-        system_items = [*system_items, *await self._call_instructions(info)]
+        return source_materials(outcomes)
 
-        build.limit = self.policy.input_limit(
-            info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
-        )
-        ratio = self.meter.ratio(session)
-        raw_limit = int(build.limit / ratio)
-        state_msg = render_state(self.state_blocks(state), state.task_revision)
-        fixed = {
-            "system": 0,
-            "state": self.meter.message(state_msg) if state_msg else 0,
-            "tools": self.meter.tools(request.tools),
-        }
-        count = self.meter.message
-        evicted = await self.evictor(state.history, HistoryBudget(raw_limit, count, info, state))
+    async def _evict(
+        self, state: AgentState, info: PrepareInfo, raw_limit: int, build: _Build
+    ) -> list[Msg]:
+        """The history with large tool results moved out (before anything is measured)."""
+        budget = HistoryBudget(raw_limit, self.meter.message, info, state)
+        evicted = await self.evictor(state.history, budget)
         build.transforms.extend(evicted.transforms)
-        history = list(evicted.history)
-        memo = self._memo(session)
-        history_tokens = self.meter.history(memo, history)
+        return list(evicted.history)
 
-        kept = list(optional_pool)
+    def _fit(
+        self,
+        system_items: list[Material],
+        kept: list[Material],
+        fixed: dict[str, int],
+        history_tokens: int,
+        raw_limit: int,
+        build: _Build,
+    ) -> tuple[Msg | None, Msg | None]:
+        """Condense or drop optional materials (in drop order) until the request fits; fills
+        ``fixed["system"]`` and ``fixed["references"]`` and returns the two rendered messages."""
         system_msg, refs_msg = render_system(system_items), render_references(kept)
-        fixed["system"] = self.meter.message(system_msg) if system_msg else 0
-        refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
+        fixed["system"] = self._tokens(system_msg)
+        refs_tokens = self._tokens(refs_msg)
         pending = drop_order(
             [m for m in (*system_items, *kept) if not m.required or m.condense is not None],
             self.policy.selection_policy,
@@ -207,27 +255,51 @@ class ContextCompiler:
                 break
             victim = pending.pop(0)
             group = system_items if victim.placement == "system" else kept
-            smaller = victim.condense(excess, self.meter.text) if victim.condense else None
-            if smaller is not None:
-                group[group.index(victim)] = smaller
-                pending.insert(0, smaller)
-            elif not victim.required:
-                group.remove(victim)
-                build.transforms.extend(f"omitted_for_budget:{part}" for part in victim.omits)
-                build.transforms.append(f"omitted_for_budget:{victim.id}")
-            else:
+            if not self._shrink(victim, excess, group, pending, build):
                 continue
             if group is kept:
                 refs_msg = render_references(kept)
-                refs_tokens = self.meter.message(refs_msg) if refs_msg else 0
+                refs_tokens = self._tokens(refs_msg)
             else:
                 system_msg = render_system(system_items)
-                fixed["system"] = self.meter.message(system_msg) if system_msg else 0
+                fixed["system"] = self._tokens(system_msg)
         build.transforms.extend(
             f"omitted_for_budget:{part}" for m in (*system_items, *kept) for part in m.omits
         )
         fixed["references"] = refs_tokens
         build.items = [*system_items, *kept]
+        return system_msg, refs_msg
+
+    def _shrink(
+        self,
+        victim: Material,
+        excess: int,
+        group: list[Material],
+        pending: list[Material],
+        build: _Build,
+    ) -> bool:
+        """Condense ``victim`` in ``group`` or drop it; ``False`` when it has to stay as is."""
+        smaller = victim.condense(excess, self.meter.text) if victim.condense else None
+        if smaller is not None:
+            group[group.index(victim)] = smaller
+            pending.insert(0, smaller)
+        elif not victim.required:
+            group.remove(victim)
+            build.transforms.extend(f"omitted_for_budget:{part}" for part in victim.omits)
+            build.transforms.append(f"omitted_for_budget:{victim.id}")
+        else:
+            return False
+        return True
+
+    def _check_fixed(
+        self,
+        fixed: dict[str, int],
+        history_tokens: int,
+        raw_limit: int,
+        session: tuple[str, ...],
+        build: _Build,
+    ) -> int:
+        """The tokens of everything but the history; raises when they alone are too many."""
         fixed_total = sum(fixed.values())
         if fixed_total > raw_limit:
             build.raw_estimate = fixed_total + history_tokens
@@ -240,12 +312,23 @@ class ContextCompiler:
                 estimate=estimate,
                 limit=build.limit,
             )
+        return fixed_total
 
+    async def _compact(
+        self,
+        history: list[Msg],
+        state: AgentState,
+        info: PrepareInfo,
+        room: int,
+        memo: HistoryMemo,
+        build: _Build,
+    ) -> list[Msg]:
+        """The history within ``room`` tokens (the compactor: pruning, summaries)."""
         compacted = await self.compactor(
             history,
             HistoryBudget(
-                raw_limit - fixed_total,
-                count,
+                room,
+                self.meter.message,
                 info,
                 state,
                 info.force_compaction,
@@ -253,12 +336,19 @@ class ContextCompiler:
             ),
         )
         build.transforms.extend(compacted.transforms)
-        history = list(compacted.history)
-        history_tokens = self.meter.history(memo, history)
-        build.breakdown = {**fixed, "history": history_tokens}
-        build.history_messages = len(history)
-        build.raw_estimate = fixed_total + history_tokens
+        return list(compacted.history)
 
+    def _validate(
+        self,
+        history: list[Msg],
+        memo: HistoryMemo,
+        history_tokens: int,
+        raw_limit: int,
+        session: tuple[str, ...],
+        build: _Build,
+    ) -> None:
+        """Every tool call keeps its result (only the new part is checked) and the request
+        fits its limit."""
         problems = tool_pair_problems(history, start=memo.pairs_checked)
         if problems:
             raise ToolPairingError(problems)
@@ -271,7 +361,21 @@ class ContextCompiler:
                 estimate=estimate,
                 limit=build.limit,
             )
-        _check_unchanged(state, task_rev, history_rev)
+
+    def _assemble(
+        self,
+        state: AgentState,
+        request: ModelRequest,
+        info: PrepareInfo,
+        history: list[Msg],
+        rendered: tuple[Msg | None, Msg | None, Msg | None],
+        fixed: dict[str, int],
+        build: _Build,
+    ) -> ModelRequest:
+        """The request: system, the history as the views show it, state and references; the
+        candidate history is committed to the state; cache points are placed."""
+        system_msg, state_msg, refs_msg = rendered
+        session = (info.agent_name, info.runtime.user_id, info.runtime.session)
         shown: Sequence[Msg] = history
         for view in self.views:
             shown = view(shown, state)
@@ -303,6 +407,9 @@ class ContextCompiler:
             cache_points=tuple(sorted(set(points))),
         )
 
+    def _tokens(self, message: Msg | None) -> int:
+        return self.meter.message(message) if message else 0
+
     def _summary_request(
         self,
         request: ModelRequest,
@@ -317,25 +424,13 @@ class ContextCompiler:
         build.limit = self.policy.input_limit(
             info.model.context_window, request.max_output_tokens or info.model.max_output_tokens
         )
-        own_system = "\n\n".join(m.text for m in request.messages if m.role == "system")
-        if request.cache_points:
-            system_items = []
-        elif own_system.strip():
-            system_items = [
-                *system_items,
-                Material(
-                    "request/system",
-                    "request",
-                    "request",
-                    "system",
-                    "system",
-                    own_system,
-                    required=True,
-                ),
-            ]
+        own_system = [m for m in request.messages if m.role == "system"]
+        # a summary written in context repeats the last request whole, its system message
+        # included (its cache points are on it): it passes through unchanged
+        system_items = [] if request.cache_points else _with_own_system(request, system_items)
         system_msg = render_system(system_items)
         if request.cache_points and own_system:
-            system_msg = next(m for m in request.messages if m.role == "system")
+            system_msg = own_system[0]
         body = [m for m in request.messages if m.role != "system"]
         build.items = list(system_items)
         build.breakdown = {
@@ -367,25 +462,6 @@ class ContextCompiler:
             cache_key=request.cache_key,
             cache_points=request.cache_points,
         )
-
-    async def _call_instructions(self, info: PrepareInfo) -> list[Material]:
-        """The per-call instructions, loaded at the call's first reasoning request."""
-        if not self.instruction_loaders:
-            return []
-        cached = info.run_cache.get("call_instructions")
-        if isinstance(cached, list):
-            return list(cached)
-        loaded: list[Material] = []
-        for loader in self.instruction_loaders:
-            for material in await loader(info):
-                if material.placement != "system":
-                    raise ValueError(
-                        f"instruction loader gave {material.id!r} with placement "
-                        f"{material.placement!r}; instructions are placed in 'system'"
-                    )
-                loaded.append(material)
-        info.run_cache["call_instructions"] = loaded
-        return list(loaded)
 
     async def _workspace_refs(self, info: PrepareInfo) -> WorkspaceRefs:
         """Workspace files are read once per call; edits during the call show up next call."""
@@ -457,6 +533,25 @@ class ContextCompiler:
                     await result
             except Exception:
                 logger.exception("manifest sink failed (ignored)")
+
+
+def _with_own_system(request: ModelRequest, system_items: list[Material]) -> list[Material]:
+    """The instructions, then the system text the auxiliary request brought itself."""
+    own_system = "\n\n".join(m.text for m in request.messages if m.role == "system")
+    if own_system.strip():
+        system_items = [
+            *system_items,
+            Material(
+                "request/system",
+                "request",
+                "request",
+                "system",
+                "system",
+                own_system,
+                required=True,
+            ),
+        ]
+    return system_items
 
 
 def _no_blocks(state: AgentState) -> Sequence[StateBlock]:

@@ -6,9 +6,11 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from harnessed.capabilities.base import ModelCall
+from harnessed.capabilities.materials import Material
 from harnessed.capabilities.seam import PrepareInfo
 from harnessed.compaction.recovery import overflow_not_recovered
 from harnessed.events import (
@@ -39,6 +41,19 @@ __all__ = ["ModelSteps"]
 
 logger = logging.getLogger(__name__)
 
+_CALL_INSTRUCTIONS = "call_instructions"
+
+
+@dataclass(slots=True)
+class _Streamed:
+    """What the model has streamed in one step so far."""
+
+    ids: ResponseIds
+    texts: list[str] = field(default_factory=list)
+    ready: list[ToolUseBlock] = field(default_factory=list)
+    response: ModelResponse | None = None
+    produced: bool = False
+
 
 class ModelSteps(RunBase):
     """Preparing a request and streaming the model's answer (overflow recovery, retries
@@ -47,19 +62,11 @@ class ModelSteps(RunBase):
     async def _model_step(
         self, iteration: int, overflow: ContextOverflowError | None = None
     ) -> AsyncIterator[Event | ModelResponse]:
+        """Prepare → stream → settle → end; a context overflow prepares the step once more
+        with a forced compaction."""
         agent = self.agent
-        model_call_id = new_id("mc_")
-        info = PrepareInfo(
-            agent_name=agent.name,
-            runtime=self.ctx,
-            model=agent.model,
-            model_call_id=model_call_id,
-            iteration=iteration,
-            emit=self.emit,
-            run_cache=self.run_cache,
-            retry=overflow is not None,
-            force_compaction=overflow is not None,
-        )
+        info = await self._prepare_info(iteration, overflow)
+        model_call_id = info.model_call_id
         revision = self.state.history_revision
         self.summary_error = None
         prepared: list[ModelRequest] = []
@@ -74,16 +81,7 @@ class ModelSteps(RunBase):
         yield ModelCallStartEvent(
             model_call_id=model_call_id, iteration=iteration, model=agent.model.name, **self.base
         )
-        response: ModelResponse | None = None
-        produced = False
-        texts: list[str] = []
-        ready: list[ToolUseBlock] = []
-        # every call gets an id that is well formed and new to the session before it is
-        # shown, logged or run (servers repeat ids, or send none): see harnessed.tool_call_ids.
-        # The working history is the log's (with compaction's views of the same calls) and
-        # what this run added but has not written yet.
-        unwritten = {c.id for r in self.records if r.msg is not None for c in r.msg.tool_uses}
-        ids = ResponseIds(agent.conversation.call_ids(self.key), unwritten)
+        streamed = _Streamed(self._response_ids())
         stream = agent.model.stream(request)
         stop = (
             asyncio.ensure_future(self.control.wait_interrupted())
@@ -91,48 +89,14 @@ class ModelSteps(RunBase):
             else None
         )
         try:
-            while True:
-                try:
-                    chunk = await self._next_chunk(stream, stop)
-                except Interrupted:
-                    await close_stream(stream)
-                    self._save_partial(model_call_id, "".join(texts), ready)
-                    raise
-                if chunk is None:
-                    break
-                if isinstance(chunk, RetryNotice):  # shown and logged; nothing produced yet
-                    yield self._retry_event(model_call_id, chunk)
-                    continue
-                produced = True
-                if isinstance(chunk, TextDelta):
-                    texts.append(chunk.text)
-                    yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
-                elif isinstance(chunk, ThinkingDelta):
-                    yield ThinkingDeltaEvent(
-                        model_call_id=model_call_id, thinking=chunk.thinking, **self.base
-                    )
-                elif isinstance(chunk, ToolCallReady):
-                    call = ids.call(chunk.call)
-                    ready.append(call)
-                    yield ToolCallEvent(model_call_id=model_call_id, call=call, **self.base)
-                elif isinstance(chunk, ModelResponse):
-                    response = chunk
-            if response is None:
-                raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
-            settled = ids.message(response.message)
-            if settled is not response.message:
-                response = dataclasses.replace(response, message=settled)
-            observe = getattr(agent.prepare, "after_response", None)
-            if observe is not None:
-                observe(info, response)
-            role = response.message.role
-            if role != "assistant":
-                raise ModelError(f"model returned a {role!r} message, expected 'assistant'")
+            async for event in self._stream(model_call_id, stream, stop, streamed):
+                yield event
+            response = self._settle(info, streamed)
         except ContextOverflowError as exc:
             await self._model_done(ModelCall(model_call_id, iteration, request, error=exc))
             # Overflow recovery: prepare this step again with a forced compaction and send it
             # once more (tools are not re-run, the input is not re-added).
-            if produced or agent.compaction is None:
+            if streamed.produced or agent.compaction is None:
                 raise
             if overflow is not None:
                 raise overflow_not_recovered(exc, shrunk=True) from exc
@@ -146,6 +110,93 @@ class ModelSteps(RunBase):
         finally:
             if stop is not None:
                 stop.cancel()
+        async for item in self._model_end(ModelCall(model_call_id, iteration, request, response)):
+            yield item
+
+    async def _prepare_info(
+        self, iteration: int, overflow: ContextOverflowError | None
+    ) -> PrepareInfo:
+        agent = self.agent
+        return PrepareInfo(
+            agent_name=agent.name,
+            runtime=self.ctx,
+            model=agent.model,
+            model_call_id=new_id("mc_"),
+            iteration=iteration,
+            emit=self.emit,
+            run_cache=self.run_cache,
+            retry=overflow is not None,
+            force_compaction=overflow is not None,
+            instructions=await self._call_instructions(),
+        )
+
+    def _response_ids(self) -> ResponseIds:
+        """Every call gets an id that is well formed and new to the session before it is
+        shown, logged or run (servers repeat ids, or send none): see harnessed.tool_call_ids.
+        The working history is the log's (with compaction's views of the same calls) and what
+        this run added but has not written yet."""
+        unwritten = {c.id for r in self.records if r.msg is not None for c in r.msg.tool_uses}
+        return ResponseIds(self.agent.conversation.call_ids(self.key), unwritten)
+
+    async def _stream(
+        self,
+        model_call_id: str,
+        stream: AsyncIterator[ModelEvent],
+        stop: asyncio.Future[Any] | None,
+        streamed: _Streamed,
+    ) -> AsyncIterator[Event]:
+        """The model's chunks as events; what came is kept in ``streamed`` (an interrupt saves
+        it as a partial answer)."""
+        while True:
+            try:
+                chunk = await self._next_chunk(stream, stop)
+            except Interrupted:
+                await close_stream(stream)
+                self._save_partial(model_call_id, "".join(streamed.texts), streamed.ready)
+                raise
+            if chunk is None:
+                break
+            if isinstance(chunk, RetryNotice):  # shown and logged; nothing produced yet
+                yield self._retry_event(model_call_id, chunk)
+                continue
+            streamed.produced = True
+            if isinstance(chunk, TextDelta):
+                streamed.texts.append(chunk.text)
+                yield TextDeltaEvent(model_call_id=model_call_id, text=chunk.text, **self.base)
+            elif isinstance(chunk, ThinkingDelta):
+                yield ThinkingDeltaEvent(
+                    model_call_id=model_call_id, thinking=chunk.thinking, **self.base
+                )
+            elif isinstance(chunk, ToolCallReady):
+                call = streamed.ids.call(chunk.call)
+                streamed.ready.append(call)
+                yield ToolCallEvent(model_call_id=model_call_id, call=call, **self.base)
+            elif isinstance(chunk, ModelResponse):
+                streamed.response = chunk
+
+    def _settle(self, info: PrepareInfo, streamed: _Streamed) -> ModelResponse:
+        """The streamed response with its call ids settled, shown to the preparer."""
+        agent = self.agent
+        response = streamed.response
+        if response is None:
+            raise ModelError(f"model {agent.model.name!r} ended its stream without a response")
+        settled = streamed.ids.message(response.message)
+        if settled is not response.message:
+            response = dataclasses.replace(response, message=settled)
+        observe = getattr(agent.prepare, "after_response", None)
+        if observe is not None:
+            observe(info, response)
+        role = response.message.role
+        if role != "assistant":
+            raise ModelError(f"model returned a {role!r} message, expected 'assistant'")
+        return response
+
+    async def _model_end(self, model_call: ModelCall) -> AsyncIterator[Event | ModelResponse]:
+        """The answer with its metadata, its cost counted; the capabilities hear of it."""
+        agent = self.agent
+        model_call_id = model_call.model_call_id
+        response = model_call.response
+        assert response is not None
         message = response.message
         message = message.replace(
             metadata={**message.metadata, "model_call_id": model_call_id, "model": agent.model.name}
@@ -161,7 +212,9 @@ class ModelSteps(RunBase):
             (response.model, agent.model.name),
             getattr(agent.model, "provider_name", None),
         )
-        await self._model_done(ModelCall(model_call_id, iteration, request, response))
+        await self._model_done(
+            ModelCall(model_call_id, model_call.iteration, model_call.request, response)
+        )
         yield ModelCallEndEvent(
             model_call_id=model_call_id,
             message=message,
@@ -171,6 +224,17 @@ class ModelSteps(RunBase):
             **self.base,
         )
         yield response
+
+    async def _call_instructions(self) -> tuple[Material, ...]:
+        """The capabilities' instructions for this call: asked at its first model request,
+        the same for the rest of the call."""
+        if not self.caps.call_instructions:
+            return ()
+        found: tuple[Material, ...] | None = self.run_cache.get(_CALL_INSTRUCTIONS)
+        if found is None:
+            found = await self.caps.run_call_instructions(self.call)
+            self.run_cache[_CALL_INSTRUCTIONS] = found
+        return found
 
     async def _model_done(self, model_call: ModelCall) -> None:
         """The capabilities hear how a model request went (a failing hook does not hide the
@@ -261,11 +325,10 @@ class ModelSteps(RunBase):
         """Prepare the request, yielding the events it emits while it runs (a summary made
         for compaction can take a while; a UI should see ``compaction_start`` meanwhile)."""
         draft = self.agent.draft_request(self.state, info.model_call_id)
-        if self.call.hidden_tools:
-            hidden = self.call.hidden_tools
-            draft = dataclasses.replace(
-                draft, tools=tuple(t for t in draft.tools if t.name not in hidden)
-            )
+        if self.caps.filter_tools:
+            offered = self.caps.run_filter_tools(self.call, draft.tools)
+            if offered is not draft.tools:
+                draft = dataclasses.replace(draft, tools=offered)
         async for event in self._pump(self.agent.prepare(self.state, draft, info), out):
             yield event
         shape = getattr(self, "_shape", None)  # the typed final answer (OutputSteps)

@@ -33,10 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessed.capabilities.base import CallContext, Capability, CapabilityHost
-from harnessed.capabilities.seam import PrepareInfo
-from harnessed.context.compiler import ContextCompiler
-from harnessed.context.materials import Material
+from harnessed.capabilities.materials import Material
 from harnessed.messages import ToolUseBlock
+from harnessed.models.base import ToolSchema
 from harnessed.runtime import RuntimeContext
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
 from harnessed.skills.drafts import SkillDraft, find_drafts, promote_draft, reject_draft
@@ -123,15 +122,10 @@ class Skills(Capability):
         self.estimator: TokenEstimator = default_estimator()
         self._memory_usage: dict[str, int] = {}
         self._listings: dict[tuple[tuple[str, str], ...], Material | None] = {}
-        self._scanned: dict[tuple[str, str], list[Skill]] = {}
-        """The scan :meth:`before_model_request` made, for the listing of that request."""
 
     # ------------------------------------------------------------ capability
     def setup(self, host: CapabilityHost) -> None:
         self.bind(host.workspace, host.agent_name, host.estimator)
-        preparer = host.preparer
-        if isinstance(preparer, ContextCompiler):
-            preparer.instruction_loaders.append(self._instructions)
 
     def tools(self) -> Sequence[Tool]:
         found = [load_skill_tool(self)]
@@ -142,15 +136,15 @@ class Skills(Capability):
     async def before_model_request(self, call: CallContext) -> None:
         # load_skill is offered only when the caller has a skill to load; the listing of the
         # request prepared next uses the same scan
-        skills = await self.available(call.runtime)
-        self._scanned[(call.runtime.user_id, call.runtime.session)] = skills
-        if skills:
-            call.hidden_tools.discard(LOAD_SKILL)
-        else:
-            call.hidden_tools.add(LOAD_SKILL)
+        call.values[self.capability_name] = await self.available(call.runtime)
         revoked = await self.revoke_stale_grants(call.state, call.runtime)
         if revoked:
             call.emit("skill_grants_revoked", {"skills": revoked})
+
+    def filter_tools(self, call: CallContext, tools: Sequence[ToolSchema]) -> Sequence[ToolSchema]:
+        if call.values.get(self.capability_name):
+            return tools
+        return [t for t in tools if t.name != LOAD_SKILL]  # nothing to load for this caller
 
     async def before_tool_call(
         self, call: CallContext, tool_call: ToolUseBlock, tool: Tool
@@ -161,6 +155,21 @@ class Skills(Capability):
         roots = [la.root for la in self.layers(call.runtime) if la.fs is ws.fs and la.root]
         roots += _roots_inside(ws, self.app_layers)
         return skill_write_refusal(tool_call.name, tool_call.input, ws.fs, roots)
+
+    async def call_instructions(self, call: CallContext) -> Material | None:
+        """The list of the skills this caller can load (shrinks to fit the request)."""
+        scanned = call.values.get(self.capability_name)
+        skills = scanned if isinstance(scanned, list) else await self.available(call.runtime)
+        key = tuple((s.name, s.revision) for s in skills)
+        listing = self._listings.get(key)
+        if listing is None:  # built again only when a caller's set of skills changed
+            listing = skill_listing(
+                skills, max_tokens=self.max_listing_tokens, count=self.estimator.count_text
+            )
+            self._listings[key] = listing
+            while len(self._listings) > _KEPT_LISTINGS:
+                self._listings.pop(next(iter(self._listings)))
+        return listing
 
     # ------------------------------------------------------------ application API
     def bind(
@@ -287,20 +296,6 @@ class Skills(Capability):
 
     def _usage_path(self) -> str:
         return posixpath.join("agents", self.agent_name or "agent", "skills", "usage.jsonl")
-
-    async def _instructions(self, info: PrepareInfo) -> list[Material]:
-        scanned = self._scanned.pop((info.runtime.user_id, info.runtime.session), None)
-        skills = scanned if scanned is not None else await self.available(info.runtime)
-        key = tuple((s.name, s.revision) for s in skills)
-        listing = self._listings.get(key)
-        if listing is None:  # built again only when a caller's set of skills changed
-            listing = skill_listing(
-                skills, max_tokens=self.max_listing_tokens, count=self.estimator.count_text
-            )
-            self._listings[key] = listing
-            while len(self._listings) > _KEPT_LISTINGS:
-                self._listings.pop(next(iter(self._listings)))
-        return [listing] if listing is not None else []
 
     async def record_use(self, skill: Skill, context: ToolContext) -> None:
         """Count one load of ``skill`` (and tell the event stream)."""

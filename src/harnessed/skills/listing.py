@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from harnessed.context.materials import Material
+from harnessed.capabilities.materials import Material
 from harnessed.skills.catalog import Skill
 
 __all__ = ["LISTING_ID", "skill_listing"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from harnessed.capabilities.base import CallContext, CallEnd, CapabilityHost, ModelCall
 from harnessed.capabilities.state_blocks import StateBlock
+from harnessed.models.base import ToolSchema
 from harnessed.state.agent_state import AgentState
 from harnessed.subagents.board import Owner
 from harnessed.subagents.core import (
@@ -136,11 +137,6 @@ class Subagents(Recovery):
     async def before_model_request(self, call: CallContext) -> None:
         owner = owner_of(call)
         raw = raw_tasks(self.section(call.state))
-        # the task tools act on this session's tasks: offered once there is one
-        if raw or self.shared.board.of(owner):
-            call.hidden_tools.difference_update(TASK_TOOLS)
-        else:
-            call.hidden_tools.update(TASK_TOOLS)
         finished_here = any(r.outcome is not None for r in self.shared.board.of(owner))
         if not finished_here and not any(is_ended(t) and not t.get("delivered") for t in raw):
             return  # the common case: nothing to tell, nothing parsed
@@ -153,6 +149,12 @@ class Subagents(Recovery):
             call.values[self.capability_name] = [r.task_id for r in listed]
         if changed:
             self.set_section(call.state, book.data())
+
+    def filter_tools(self, call: CallContext, tools: Sequence[ToolSchema]) -> Sequence[ToolSchema]:
+        # the task tools act on this session's tasks: offered once there is one
+        if raw_tasks(self.section(call.state)) or self.shared.board.of(owner_of(call)):
+            return tools
+        return [t for t in tools if t.name not in TASK_TOOLS]
 
     async def after_model_request(self, call: CallContext, model_call: ModelCall) -> None:
         listed = call.values.pop(self.capability_name, None)

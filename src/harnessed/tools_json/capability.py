@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harnessed.capabilities.base import CallContext, Capability, CapabilityHost
+from harnessed.capabilities.base import CallContext, Capability
 from harnessed.messages import ToolUseBlock
+from harnessed.models.base import ToolSchema
 from harnessed.tools.base import Tool
 from harnessed.tools_json.config import ToolsConfig
 
@@ -21,13 +23,8 @@ class ToolsJson(Capability):
     config: ToolsConfig
     name = "tools-json"
 
-    def setup(self, host: CapabilityHost) -> None:
-        self.host = host
-
-    async def before_model_request(self, call: CallContext) -> None:
-        call.hidden_tools.update(
-            t.name for t in self.host.toolkit if not self.config.offers(t.name)
-        )
+    def filter_tools(self, call: CallContext, tools: Sequence[ToolSchema]) -> Sequence[ToolSchema]:
+        return [t for t in tools if self.config.offers(t.name)]
 
     async def before_tool_call(
         self, call: CallContext, tool_call: ToolUseBlock, tool: Tool
