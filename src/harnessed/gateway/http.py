@@ -98,8 +98,8 @@ def create_app(
     add_channel_routes(app, state, ag_ui=ag_ui)
     if chat_page:
         add_page_routes(app.router)
-    app.add_exception_handler(RequestValidationError, _invalid)
-    app.add_exception_handler(UnknownAgentError, _unknown_agent)
+    app.exception_handler(RequestValidationError)(_invalid)
+    app.exception_handler(UnknownAgentError)(_unknown_agent)
     # the common case of the hot route skips routing and dependency resolution (same answers)
     app.add_middleware(MessageFastPath, gateway=gateway, auth=auth, start=state.start_turn)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
@@ -132,15 +132,14 @@ def _lifespan(
     return lifespan
 
 
-async def _invalid(_: Request, exc: Exception) -> Response:
+async def _invalid(_: Request, exc: RequestValidationError) -> Response:
     # ASCII-escaped JSON: the echoed input may hold text UTF-8 cannot carry (lone
     # surrogates), which the default handler would turn into a server error
-    assert isinstance(exc, RequestValidationError)
     body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True)
     return Response(body, status_code=422, media_type="application/json")
 
 
-async def _unknown_agent(_: Request, exc: Exception) -> JSONResponse:
+async def _unknown_agent(_: Request, exc: UnknownAgentError) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=404)
 
 
