@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OPTIONAL = {
     "harnessed.mcp": "mcp",
     "harnessed.gateway.http": "serve",
+    "harnessed.gateway.routes": "serve",
     "harnessed.gateway.fastpath": "serve",
     "harnessed.gateway.guard": "serve",
     "harnessed.gateway.guard_httptools": "serve",

@@ -143,106 +143,129 @@ class EventPrinter:
 
     # --------------------------------------------------------------- events
     def handle(self, event: Event) -> None:
-        if event.source is not None:  # a sub-agent's work, indented under the parent's
-            if isinstance(event, ModelCallEndEvent) and event.usage is not None:
-                self.input_tokens += event.usage.input_tokens  # a child's: counted when told
-                self.output_tokens += event.usage.output_tokens
-            for line in child_lines(event):
-                self._print_above_status(line)
+        """Print ``event`` (each kind has its handler below; a sub-agent's are indented)."""
+        if event.source is not None:
+            self._on_child(event)
             return
-        if isinstance(event, AgentStartEvent):
-            self.console.rule(
-                f"[bold]{escape(event.agent)}[/] · session {escape(event.session_id)}", style="dim"
-            )
-        elif isinstance(event, ModelCallStartEvent):
-            self._set_status(
-                f"[cyan]{escape(event.model)}[/] is thinking (step {event.iteration})…"
-            )
-        elif isinstance(event, TextDeltaEvent):
-            self._call_output.append(event.text)
-            self._set_status(None)
-            self._stream_text(event.text)
-        elif isinstance(event, ThinkingDeltaEvent):
-            self._call_output.append(event.thinking)
-            if self.show_thinking:
-                self._set_status(None)
-                if self._live is not None or self._streaming:
-                    self._end_text()
-                self._in_text = True
-                self.console.print(
-                    event.thinking, end="", style="dim italic", markup=False, highlight=False
-                )
-        elif isinstance(event, ToolCallEvent):
-            self._set_status(None)
+        for kind in type(event).__mro__:
+            handler = _HANDLERS.get(kind)
+            if handler is not None:
+                handler(self, event)
+                return
+
+    def _on_child(self, event: Event) -> None:
+        """A sub-agent's work, indented under the parent's."""
+        if isinstance(event, ModelCallEndEvent) and event.usage is not None:
+            self.input_tokens += event.usage.input_tokens  # a child's: counted when told
+            self.output_tokens += event.usage.output_tokens
+        for line in child_lines(event):
+            self._print_above_status(line)
+
+    def _on_agent_start(self, event: AgentStartEvent) -> None:
+        self.console.rule(
+            f"[bold]{escape(event.agent)}[/] · session {escape(event.session_id)}", style="dim"
+        )
+
+    def _on_model_call_start(self, event: ModelCallStartEvent) -> None:
+        self._set_status(f"[cyan]{escape(event.model)}[/] is thinking (step {event.iteration})…")
+
+    def _on_text(self, event: TextDeltaEvent) -> None:
+        self._call_output.append(event.text)
+        self._set_status(None)
+        self._stream_text(event.text)
+
+    def _on_thinking(self, event: ThinkingDeltaEvent) -> None:
+        self._call_output.append(event.thinking)
+        if not self.show_thinking:
+            return
+        self._set_status(None)
+        if self._live is not None or self._streaming:
             self._end_text()
-            args = json.dumps(dict(event.call.input), ensure_ascii=False)
-            self._call_output.append(event.call.name + args)
-            shown = "" if event.call.name in _RENDERED_TOOLS else _short(args, 160)
-            self.console.print(
-                f"[yellow]⚙ {escape(event.call.name)}[/] [dim]{escape(shown)}[/]",
-                highlight=False,
-            )
-            self._running_tools[event.call.id] = event.call.name
-        elif isinstance(event, ModelCallEndEvent):
-            self._end_text()
-            self._count_usage(event)
-            if self._running_tools:
-                names = ", ".join(sorted(set(self._running_tools.values())))
-                self._set_status(f"[yellow]running {escape(names)}[/]…")
-            else:
-                self._set_status(None)
-        elif isinstance(event, ToolResultEvent):
-            self._running_tools.pop(event.result.tool_use_id, None)
-            ending = _ending(event.result.content)
-            failed = event.result.is_error or ending is not None
-            style = "red" if failed else "green"
-            mark = "✗" if failed else "✓"
-            name = escape(event.result.name or "tool")
-            note = f" · {ending}" if ending else ""
-            self._print_above_status(
-                f"  [{style}]{mark} {name}[/] [dim]({event.duration_ms:.0f} ms{escape(note)})[/]\n"
-                f"[dim]{escape(_indented(event.result.content))}[/]"
-            )
-            if not self._running_tools:
-                self._set_status(None)
-        elif isinstance(event, CustomEvent) and event.name == "context_build":
+        self._in_text = True
+        self.console.print(
+            event.thinking, end="", style="dim italic", markup=False, highlight=False
+        )
+
+    def _on_tool_call(self, event: ToolCallEvent) -> None:
+        self._set_status(None)
+        self._end_text()
+        args = json.dumps(dict(event.call.input), ensure_ascii=False)
+        self._call_output.append(event.call.name + args)
+        shown = "" if event.call.name in _RENDERED_TOOLS else _short(args, 160)
+        self.console.print(
+            f"[yellow]⚙ {escape(event.call.name)}[/] [dim]{escape(shown)}[/]",
+            highlight=False,
+        )
+        self._running_tools[event.call.id] = event.call.name
+
+    def _on_model_call_end(self, event: ModelCallEndEvent) -> None:
+        self._end_text()
+        self._count_usage(event)
+        if self._running_tools:
+            names = ", ".join(sorted(set(self._running_tools.values())))
+            self._set_status(f"[yellow]running {escape(names)}[/]…")
+        else:
+            self._set_status(None)
+
+    def _on_tool_result(self, event: ToolResultEvent) -> None:
+        self._running_tools.pop(event.result.tool_use_id, None)
+        ending = _ending(event.result.content)
+        failed = event.result.is_error or ending is not None
+        style = "red" if failed else "green"
+        mark = "✗" if failed else "✓"
+        name = escape(event.result.name or "tool")
+        note = f" · {ending}" if ending else ""
+        self._print_above_status(
+            f"  [{style}]{mark} {name}[/] [dim]({event.duration_ms:.0f} ms{escape(note)})[/]\n"
+            f"[dim]{escape(_indented(event.result.content))}[/]"
+        )
+        if not self._running_tools:
+            self._set_status(None)
+
+    def _on_custom(self, event: CustomEvent) -> None:
+        if event.name == "context_build":
             manifest = event.data.get("context_manifest") or {}
             self._call_input = max(0, int(manifest.get("estimated_input_tokens", 0) or 0))
             self._print_above_status(_context_line(event.data))
-        elif isinstance(event, CustomEvent) and event.name == "subagent_completed":
+        elif event.name == "subagent_completed":
             self._print_above_status("  " + completed_line(event))
-        elif isinstance(event, CustomEvent) and event.name in _CUSTOM:
+        elif event.name in _CUSTOM:
             _CUSTOM[event.name](self, event.data)
-        elif isinstance(event, CustomEvent):
+        else:
             self._print_above_status(
                 f"[magenta]• {escape(event.name)}[/] [dim]{_data(event.data)}[/]"
             )
-        elif isinstance(event, ConfirmationRequestEvent):
-            self._set_status(None)
-            self._end_text()
-            args = json.dumps(dict(event.call.input), ensure_ascii=False)
-            self.console.print(
-                f"[bold yellow]? approval needed:[/] {escape(event.call.name)} "
-                f"[dim]{escape(_short(args, 200))}[/] — {escape(event.reason)}"
-            )
-        elif isinstance(event, MaxItersEvent):
-            self._end_text()
-            self.console.print(f"[bold red]stopped: reached max_iters={event.max_iters}[/]")
-        elif isinstance(event, UsageLimitEvent):
-            self._end_text()
-            self.console.print(
-                f"[bold red]stopped: {escape(event.scope)} limit {escape(event.limit)} reached "
-                f"({event.used:g} of {event.maximum:g})[/]"
-            )
-        elif isinstance(event, ErrorEvent):
-            self.close()
-            self.console.print(f"[bold red]{escape(event.error_type)}:[/] {escape(event.message)}")
-        elif isinstance(event, AgentEndEvent):
-            self.close()
-            reason = event.reply.metadata.get("reason") if event.status == "stopped" else None
-            if reason:
-                self.console.print(f"[bold yellow]stopped:[/] {escape(str(reason))}")
-            self.console.rule(f"[dim]{escape(footer(event, self))}[/]", style="dim")
+
+    def _on_confirmation_request(self, event: ConfirmationRequestEvent) -> None:
+        self._set_status(None)
+        self._end_text()
+        args = json.dumps(dict(event.call.input), ensure_ascii=False)
+        self.console.print(
+            f"[bold yellow]? approval needed:[/] {escape(event.call.name)} "
+            f"[dim]{escape(_short(args, 200))}[/] — {escape(event.reason)}"
+        )
+
+    def _on_max_iters(self, event: MaxItersEvent) -> None:
+        self._end_text()
+        self.console.print(f"[bold red]stopped: reached max_iters={event.max_iters}[/]")
+
+    def _on_usage_limit(self, event: UsageLimitEvent) -> None:
+        self._end_text()
+        self.console.print(
+            f"[bold red]stopped: {escape(event.scope)} limit {escape(event.limit)} reached "
+            f"({event.used:g} of {event.maximum:g})[/]"
+        )
+
+    def _on_error(self, event: ErrorEvent) -> None:
+        self.close()
+        self.console.print(f"[bold red]{escape(event.error_type)}:[/] {escape(event.message)}")
+
+    def _on_agent_end(self, event: AgentEndEvent) -> None:
+        self.close()
+        reason = event.reply.metadata.get("reason") if event.status == "stopped" else None
+        if reason:
+            self.console.print(f"[bold yellow]stopped:[/] {escape(str(reason))}")
+        self.console.rule(f"[dim]{escape(footer(event, self))}[/]", style="dim")
 
     def _count_usage(self, event: ModelCallEndEvent) -> None:
         """Add a request's tokens; estimate them when the server reported none."""
@@ -349,6 +372,22 @@ _CUSTOM = {
     "sandbox_acquire": EventPrinter._sandbox,
     "sandbox_snapshot": EventPrinter._sandbox,
 }
+_HANDLERS: dict[type, Callable[[EventPrinter, Any], None]] = {
+    AgentStartEvent: EventPrinter._on_agent_start,
+    ModelCallStartEvent: EventPrinter._on_model_call_start,
+    TextDeltaEvent: EventPrinter._on_text,
+    ThinkingDeltaEvent: EventPrinter._on_thinking,
+    ToolCallEvent: EventPrinter._on_tool_call,
+    ModelCallEndEvent: EventPrinter._on_model_call_end,
+    ToolResultEvent: EventPrinter._on_tool_result,
+    CustomEvent: EventPrinter._on_custom,
+    ConfirmationRequestEvent: EventPrinter._on_confirmation_request,
+    MaxItersEvent: EventPrinter._on_max_iters,
+    UsageLimitEvent: EventPrinter._on_usage_limit,
+    ErrorEvent: EventPrinter._on_error,
+    AgentEndEvent: EventPrinter._on_agent_end,
+}
+"""Each kind of event's handler (a subclass of a kind is handled as that kind)."""
 
 
 def _ending(output: str) -> str | None:

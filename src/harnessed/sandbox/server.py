@@ -22,10 +22,11 @@ container is the sandbox), or in bubblewrap inside the container (``--backend bu
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from fastapi import Body, Depends, FastAPI, HTTPException, Request, Response
+from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Request, Response
 from pydantic import BaseModel, Field
 
 from harnessed.sandbox.base import Sandbox, SandboxError, SandboxSession, SandboxSpec
@@ -36,6 +37,8 @@ from harnessed.workspace.view import ViewPolicy
 __all__ = ["ExecuteRequest", "create_app"]
 
 MAX_TIMEOUT = 3600.0
+
+T = TypeVar("T")
 
 
 class ExecuteRequest(BaseModel):
@@ -50,8 +53,7 @@ def create_app(root: str | Path, token: str, backend: Sandbox | None = None) -> 
         raise ValueError("the sandbox server needs a token of at least 16 characters")
     base = Path(root).absolute()
     base.mkdir(parents=True, exist_ok=True)
-    runner: Sandbox = backend or HostSandbox(state_dir=base)
-    sessions: dict[str, SandboxSession] = {}
+    sessions = Sessions(backend or HostSandbox(state_dir=base))
     expected = f"Bearer {token}".encode()
 
     def authorized(request: Request) -> None:
@@ -60,32 +62,51 @@ def create_app(root: str | Path, token: str, backend: Sandbox | None = None) -> 
             raise HTTPException(401, "missing or wrong bearer token")
 
     app = FastAPI(title="harnessed sandbox server", dependencies=[Depends(authorized)])
+    _add_command_routes(app.router, sessions)
+    _add_file_routes(app.router, sessions)
+    _add_archive_routes(app.router, sessions)
+    return app
 
-    async def session(session_id: str) -> SandboxSession:
+
+class Sessions:
+    """The server's sandbox sessions by id, each started on first use with ``runner``."""
+
+    def __init__(self, runner: Sandbox) -> None:
+        self.runner = runner
+        self.live: dict[str, SandboxSession] = {}
+
+    async def get(self, session_id: str) -> SandboxSession:
+        """The session (started now if new); 400 for an id that cannot name a directory."""
         try:
             encode_part(session_id, "session id")
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from exc
-        live = sessions.get(session_id)
+        live = self.live.get(session_id)
         if live is None:
             spec = SandboxSpec(("sandbox", "remote", session_id), ViewPolicy((), ()), None)
-            live = sessions[session_id] = await runner.start(spec)
+            live = self.live[session_id] = await self.runner.start(spec)
         return live
 
-    async def guarded(action: Any) -> Any:
-        try:
-            return await action
-        except SandboxError as exc:
-            raise HTTPException(_status(exc), str(exc)) from exc
 
-    @app.get("/health")
+async def _guarded(action: Awaitable[T]) -> T:
+    """``action``'s result; a :class:`SandboxError` answers with its status."""
+    try:
+        return await action
+    except SandboxError as exc:
+        raise HTTPException(_status(exc), str(exc)) from exc
+
+
+def _add_command_routes(router: APIRouter, sessions: Sessions) -> None:
+    """``GET /health`` and ``POST /sessions/{id}/execute``."""
+
+    @router.get("/health")
     async def health() -> dict[str, bool]:
         return {"ok": True}
 
-    @app.post("/sessions/{session_id}/execute")
+    @router.post("/sessions/{session_id}/execute")
     async def execute(session_id: str, request: ExecuteRequest) -> dict[str, Any]:
-        live = await session(session_id)
-        result = await guarded(
+        live = await sessions.get(session_id)
+        result = await _guarded(
             live.execute(
                 request.command, request.timeout, max_output_bytes=request.max_output_bytes
             )
@@ -100,49 +121,55 @@ def create_app(root: str | Path, token: str, backend: Sandbox | None = None) -> 
             "notes": list(result.notes),
         }
 
-    @app.put("/sessions/{session_id}/files/{path:path}", status_code=204)
+
+def _add_file_routes(router: APIRouter, sessions: Sessions) -> None:
+    """Upload, download, delete, list and test files of a session's directory."""
+
+    @router.put("/sessions/{session_id}/files/{path:path}", status_code=204)
     async def upload(session_id: str, path: str, request: Request) -> Response:
-        live = await session(session_id)
-        await guarded(live.upload(path, await request.body()))
+        live = await sessions.get(session_id)
+        await _guarded(live.upload(path, await request.body()))
         return Response(status_code=204)
 
-    @app.get("/sessions/{session_id}/files/{path:path}")
+    @router.get("/sessions/{session_id}/files/{path:path}")
     async def download(session_id: str, path: str) -> Response:
-        live = await session(session_id)
-        data = await guarded(live.download(path))
+        live = await sessions.get(session_id)
+        data = await _guarded(live.download(path))
         return Response(data, media_type="application/octet-stream")
 
-    @app.delete("/sessions/{session_id}/files/{path:path}", status_code=204)
+    @router.delete("/sessions/{session_id}/files/{path:path}", status_code=204)
     async def delete(session_id: str, path: str) -> Response:
-        live = await session(session_id)
-        await guarded(live.delete(path))
+        live = await sessions.get(session_id)
+        await _guarded(live.delete(path))
         return Response(status_code=204)
 
-    @app.get("/sessions/{session_id}/list")
+    @router.get("/sessions/{session_id}/list")
     async def listing(session_id: str, path: str = "") -> list[dict[str, Any]]:
-        live = await session(session_id)
-        entries = await guarded(live.list(path))
+        live = await sessions.get(session_id)
+        entries = await _guarded(live.list(path))
         return [{"path": e.path, "size": e.size, "modified_ns": e.modified_ns} for e in entries]
 
-    @app.get("/sessions/{session_id}/exists")
+    @router.get("/sessions/{session_id}/exists")
     async def exists(session_id: str, path: str) -> dict[str, bool]:
-        live = await session(session_id)
-        return {"exists": await guarded(live.exists(path))}
+        live = await sessions.get(session_id)
+        return {"exists": await _guarded(live.exists(path))}
 
-    @app.get("/sessions/{session_id}/snapshot")
+
+def _add_archive_routes(router: APIRouter, sessions: Sessions) -> None:
+    """A session's directory as a tar.gz, and back."""
+
+    @router.get("/sessions/{session_id}/snapshot")
     async def snapshot(session_id: str) -> Response:
-        live = await session(session_id)
-        return Response(await guarded(live.snapshot()), media_type="application/gzip")
+        live = await sessions.get(session_id)
+        return Response(await _guarded(live.snapshot()), media_type="application/gzip")
 
-    @app.post("/sessions/{session_id}/restore", status_code=204)
+    @router.post("/sessions/{session_id}/restore", status_code=204)
     async def restore(
         session_id: str, archive: Annotated[bytes, Body(media_type="application/gzip")]
     ) -> Response:
-        live = await session(session_id)
-        await guarded(live.restore(archive))
+        live = await sessions.get(session_id)
+        await _guarded(live.restore(archive))
         return Response(status_code=204)
-
-    return app
 
 
 def _status(exc: SandboxError) -> int:
