@@ -26,9 +26,9 @@ from harnessed.runtime import SessionRef
 from harnessed.stores.local.indexed import IndexedSessionLogStore
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
-from harnessed.tools.decorator import tool
+from harnessed.tools.toolset import Toolset, toolset_tool
 
-__all__ = ["SESSION_TOOL_NAMES", "session_tools"]
+__all__ = ["SESSION_TOOL_NAMES", "SessionToolset", "session_tools"]
 
 SESSION_TOOL_NAMES = ("session_list", "session_history", "session_search")
 MAX_LISTED = 100
@@ -43,26 +43,47 @@ _AGENT_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 def session_tools(
     log: IndexedSessionLogStore, *, readable_agents: Sequence[str] = ()
 ) -> list[Tool]:
+    """The three tools of a :class:`SessionToolset` over ``log``."""
+    return SessionToolset(log, readable_agents=readable_agents).tools()
+
+
+class SessionToolset(Toolset):
     """The three read-only session tools over ``log`` (the agent's session store).
 
     ``readable_agents`` names the other agents whose sessions (of the calling user) the tools
     may read besides the calling agent's own.
     """
-    others = _agent_names(readable_agents)
 
-    def agent_of(ctx: ToolContext, agent_id: str | None) -> str:
+    def __init__(self, log: IndexedSessionLogStore, *, readable_agents: Sequence[str] = ()) -> None:
+        self.log = log
+        self.others = _agent_names(readable_agents)
+
+    def finish(self, built: Tool) -> Tool:
+        if not self.others:  # agent_id could only name this agent: the model need not see it
+            return _without(built, "agent_id")
+        note = (
+            " Besides your own, you may read the sessions of these agents (pass agent_id): "
+            + ", ".join(sorted(self.others))
+            + "."
+        )
+        return dataclasses.replace(built, description=built.description + note)
+
+    def agent_of(self, ctx: ToolContext, agent_id: str | None) -> str:
+        """The agent whose sessions a call reads (the caller's own unless allowed)."""
         if agent_id is None or agent_id == ctx.agent_name:
             return ctx.agent_name
-        if agent_id not in others:
-            allowed = ", ".join([ctx.agent_name, *sorted(others - {ctx.agent_name})])
+        if agent_id not in self.others:
+            allowed = ", ".join([ctx.agent_name, *sorted(self.others - {ctx.agent_name})])
             raise ToolError(
                 f"you may not read the sessions of agent {agent_id!r}; agents you may read: "
                 f"{allowed}"
             )
         return agent_id
 
-    @tool(read_only=True)
-    async def session_list(ctx: ToolContext, limit: int = 20, agent_id: str | None = None) -> str:
+    @toolset_tool(read_only=True)
+    async def session_list(
+        self, ctx: ToolContext, limit: int = 20, agent_id: str | None = None
+    ) -> str:
         """List your earlier sessions with this agent, newest first.
 
         Each line gives the session id (for session_history and session_search), when it was
@@ -75,8 +96,8 @@ def session_tools(
         """
         if not 1 <= limit <= MAX_LISTED:
             raise ToolError(f"limit must be between 1 and {MAX_LISTED}, got {limit}")
-        agent = agent_of(ctx, agent_id)
-        infos = await log.sessions(agent, ctx.user_id)
+        agent = self.agent_of(ctx, agent_id)
+        infos = await self.log.sessions(agent, ctx.user_id)
         if not infos:
             whose = "" if agent == ctx.agent_name else f" for agent {agent}"
             return f"There are no recorded sessions{whose} yet."
@@ -84,7 +105,7 @@ def session_tools(
         lines = [f"{len(infos)} session(s){whose}, newest first:"]
         for info in infos[:limit]:
             key = SessionRef(agent, ctx.user_id, info.session_id)
-            first = await log.read(key, types=[RecordType.MESSAGE], limit=1)
+            first = await self.log.read(key, types=[RecordType.MESSAGE], limit=1)
             title = _one_line(_record_text(first[0]), _TITLE_CHARS) if first else ""
             mine = agent == ctx.agent_name and info.session_id == ctx.session_id
             here = " (this session)" if mine else ""
@@ -94,8 +115,9 @@ def session_tools(
             lines.append(f"[{len(infos) - limit} older session(s) not shown; raise limit]")
         return "\n".join(lines)
 
-    @tool(read_only=True)
+    @toolset_tool(read_only=True)
     async def session_history(
+        self,
         ctx: ToolContext,
         session_id: str | None = None,
         last_n: int = 20,
@@ -118,7 +140,7 @@ def session_tools(
             raise ToolError(f"last_n must be between 1 and {MAX_HISTORY}, got {last_n}")
         if before_seq is not None and before_seq < 1:
             raise ToolError(f"before_seq must be a positive sequence number, got {before_seq}")
-        agent = agent_of(ctx, agent_id)
+        agent = self.agent_of(ctx, agent_id)
         if agent != ctx.agent_name and not session_id:
             raise ToolError(
                 f"name the session of agent {agent} to read: session_list(agent_id={agent!r}) "
@@ -126,7 +148,7 @@ def session_tools(
             )
         sid = session_id or ctx.session_id
         key = SessionRef(agent, ctx.user_id, sid)
-        records = await log.read(key, types=[RecordType.MESSAGE])
+        records = await self.log.read(key, types=[RecordType.MESSAGE])
         if not records:
             whose = "" if agent == ctx.agent_name else f" of agent {agent}"
             raise ToolError(
@@ -150,8 +172,9 @@ def session_tools(
         )
         return "\n\n".join([header, *body, *footer])
 
-    @tool(read_only=True)
+    @toolset_tool(read_only=True)
     async def session_search(
+        self,
         ctx: ToolContext,
         query: str,
         max_results: int = 10,
@@ -177,9 +200,9 @@ def session_tools(
         """
         if not 1 <= max_results <= MAX_HITS:
             raise ToolError(f"max_results must be between 1 and {MAX_HITS}, got {max_results}")
-        agent = agent_of(ctx, agent_id)
+        agent = self.agent_of(ctx, agent_id)
         try:
-            hits = await log.search(
+            hits = await self.log.search(
                 agent,
                 ctx.user_id,
                 query,
@@ -204,16 +227,6 @@ def session_tools(
             )
             lines.append(f"- {hit.session_id}#{hit.seq} [{hit.timestamp[:19]} {who}]: {text}")
         return "\n".join(lines)
-
-    tools = [session_list, session_history, session_search]
-    if not others:  # agent_id could only name this agent: the model need not see it
-        return [_without(t, "agent_id") for t in tools]
-    note = (
-        " Besides your own, you may read the sessions of these agents (pass agent_id): "
-        + ", ".join(sorted(others))
-        + "."
-    )
-    return [dataclasses.replace(t, description=t.description + note) for t in tools]
 
 
 def _without(tool: Tool, argument: str) -> Tool:

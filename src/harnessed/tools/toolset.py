@@ -65,9 +65,14 @@ class Toolset:
         """The marked methods as tools, bound to this instance (built once, then reused)."""
         if self._built is None:
             self._built = [
-                tool(**options)(getattr(self, attr)) for attr, options in _marked(type(self))
+                self.finish(tool(**options)(getattr(self, attr)))
+                for attr, options in _marked(type(self))
             ]
         return list(self._built)
+
+    def finish(self, built: Tool) -> Tool:
+        """Adjust one built tool (its description or schema) before it is offered; once."""
+        return built
 
 
 def _marked(cls: type) -> list[tuple[str, dict[str, Any]]]:
