@@ -13,12 +13,12 @@ from harnessed.subagents.records import TaskRecord, TaskStatus, clean_label
 from harnessed.subagents.texts import finished_text, started_text
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
-from harnessed.tools.decorator import tool
+from harnessed.tools.toolset import Toolset, toolset_tool
 
 if TYPE_CHECKING:
     from harnessed.subagents.spawning import Spawning
 
-__all__ = ["MAX_TIMEOUT", "subagent_tools"]
+__all__ = ["MAX_TIMEOUT", "SubagentToolset", "subagent_tools"]
 
 MAX_TIMEOUT = 600.0
 """The longest a tool waits for a sub-agent, in seconds."""
@@ -38,9 +38,17 @@ def _call(context: ToolContext) -> CallContext:
 
 
 def subagent_tools(cap: Spawning) -> list[Tool]:
+    """The six tools of a :class:`SubagentToolset` bound to ``cap``."""
+    return SubagentToolset(cap).tools()
+
+
+class SubagentToolset(Toolset):
     """The six tools, bound to one :class:`~harnessed.subagents.Subagents` capability."""
 
-    async def outcome(call: CallContext, running: Running, timeout: float) -> str:
+    def __init__(self, cap: Spawning) -> None:
+        self.cap = cap
+
+    async def outcome(self, call: CallContext, running: Running, timeout: float) -> str:
         """Wait for a task started now; time out into the background."""
         assert running.task is not None
         task_id = running.record.task_id
@@ -50,21 +58,21 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             running.link.cancel("the parent agent's call was cancelled")
             running.task.cancel()
             raise
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         record = book.tasks[task_id]
         if running.outcome is None:
             promoted = dataclasses.replace(record, background=True)
             running.record = promoted
             book.put(promoted)
-            cap.set_section(call.state, book.data())
+            self.cap.set_section(call.state, book.data())
             return started_text(promoted, timed_out=timeout)
         if record.ended:  # another tool of this step wrote it already
             book.mark_delivered([task_id])
             ended = book.tasks[task_id]
         else:
             ended = book.finish(record, running.outcome, delivered=True)
-            cap.announce(call, ended, book)
-        cap.set_section(call.state, book.data())
+            self.cap.announce(call, ended, book)
+        self.cap.set_section(call.state, book.data())
         if ended.status is not TaskStatus.COMPLETED:
             raise ToolError(
                 f"sub-agent {ended.agent_key} {ended.status.value.lower()} "
@@ -72,8 +80,9 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             )
         return finished_text(ended)
 
-    @tool(name="agent_spawn", read_only=True, concurrency_safe=True)
+    @toolset_tool(name="agent_spawn", read_only=True, concurrency_safe=True)
     async def agent_spawn(
+        self,
         context: ToolContext,
         agent_id: str,
         task: str,
@@ -98,25 +107,25 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         wait = _timeout(timeout_seconds)
         if not task.strip():
             raise ToolError("task must not be blank: say what the sub-agent should do")
-        specs = await cap.declarations.all(*caller_ids(call))
+        specs = await self.cap.declarations.all(*caller_ids(call))
         spec = specs.get(agent_id)
         if spec is None:
             known = ", ".join(sorted(specs)) or "none"
             raise ToolError(f"no sub-agent {agent_id!r}; available: {known}")
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         try:
             chosen = clean_label(label) if label is not None else book.next_label(spec.id)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        cap.set_section(call.state, book.data())
-        running = await cap.start(call, spec, chosen, task, background=wait == 0)
+        self.cap.set_section(call.state, book.data())
+        running = await self.cap.start(call, spec, chosen, task, background=wait == 0)
         if wait == 0:
             return started_text(running.record)
-        return await outcome(call, running, wait)
+        return await self.outcome(call, running, wait)
 
-    @tool(name="agent_send", read_only=True, concurrency_safe=True)
+    @toolset_tool(name="agent_send", read_only=True, concurrency_safe=True)
     async def agent_send(
-        context: ToolContext, agent: str, message: str, timeout_seconds: float = 30
+        self, context: ToolContext, agent: str, message: str, timeout_seconds: float = 30
     ) -> str:
         """Send a follow-up message to a sub-agent session you started before (it remembers
         its earlier work). Waits like agent_spawn; 0 = background.
@@ -130,7 +139,7 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         wait = _timeout(timeout_seconds)
         if not message.strip():
             raise ToolError("message must not be blank")
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         keys = list(dict.fromkeys(r.agent_key for r in book.tasks.values()))
         if agent in keys:
             key = agent
@@ -144,20 +153,20 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             key = matches[0]
         last = book.last_of(key)
         assert last is not None
-        spec = (await cap.declarations.all(*caller_ids(call))).get(last.agent_id)
+        spec = (await self.cap.declarations.all(*caller_ids(call))).get(last.agent_id)
         if spec is None:
             raise ToolError(f"the sub-agent {last.agent_id!r} is no longer declared")
-        running = await cap.start(call, spec, last.label, message, background=wait == 0)
+        running = await self.cap.start(call, spec, last.label, message, background=wait == 0)
         if wait == 0:
             return started_text(running.record)
-        return await outcome(call, running, wait)
+        return await self.outcome(call, running, wait)
 
-    @tool(name="agent_list", read_only=True)
-    async def agent_list(context: ToolContext) -> dict[str, Any]:
+    @toolset_tool(name="agent_list", read_only=True)
+    async def agent_list(self, context: ToolContext) -> dict[str, Any]:
         """List the sub-agents you can spawn and the sub-agent sessions of this conversation."""
         call = _call(context)
-        specs = await cap.declarations.all(*caller_ids(call))
-        book = cap.book(call.state)
+        specs = await self.cap.declarations.all(*caller_ids(call))
+        book = self.cap.book(call.state)
         sessions: dict[str, TaskRecord] = {}
         for record in book.tasks.values():
             sessions[record.agent_key] = record
@@ -171,9 +180,9 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             ],
         }
 
-    @tool(name="task_output", read_only=True, concurrency_safe=True)
+    @toolset_tool(name="task_output", read_only=True, concurrency_safe=True)
     async def task_output(
-        context: ToolContext, task_id: str, block: bool = False, timeout: float = 30
+        self, context: ToolContext, task_id: str, block: bool = False, timeout: float = 30
     ) -> dict[str, Any]:
         """The status and, once finished, the result of a background task.
 
@@ -185,17 +194,17 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         call = _call(context)
         wait = _timeout(timeout, "timeout")
         owner = (call.agent_name, call.user_id, call.session_id)
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         record = book.tasks.get(task_id)
         if record is None:
             raise ToolError(f"no task {task_id!r} in this conversation (see task_list)")
-        running = cap.shared.board.get(task_id, owner)
+        running = self.cap.shared.board.get(task_id, owner)
         if not record.ended and block and running is not None:
             await wait_done(running, wait)
-            book = cap.book(call.state)  # other tools of this step may have written meanwhile
-        cap.apply_finished(book, owner, call)
+            book = self.cap.book(call.state)  # other tools of this step may have written meanwhile
+        self.cap.apply_finished(book, owner, call)
         book.mark_delivered([task_id])
-        cap.set_section(call.state, book.data())
+        self.cap.set_section(call.state, book.data())
         record = book.tasks[task_id]
         data = record.summary()
         if record.status is TaskStatus.COMPLETED:
@@ -206,8 +215,8 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             data["note"] = "still running; you are told when it finishes"
         return data
 
-    @tool(name="task_cancel", read_only=True)
-    async def task_cancel(context: ToolContext, task_id: str) -> str:
+    @toolset_tool(name="task_cancel", read_only=True)
+    async def task_cancel(self, context: ToolContext, task_id: str) -> str:
         """Stop a running task: its sub-agent ends at its next safe point (between steps).
 
         Args:
@@ -215,16 +224,16 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         """
         call = _call(context)
         owner = (call.agent_name, call.user_id, call.session_id)
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         record = book.tasks.get(task_id)
         if record is None:
             raise ToolError(f"no task {task_id!r} in this conversation (see task_list)")
         if record.ended:
             return f"Task {task_id} already ended ({record.status.value}); nothing to cancel."
-        running = cap.shared.board.get(task_id, owner)
+        running = self.cap.shared.board.get(task_id, owner)
         if running is None:
             book.put(record.moved(TaskStatus.CANCELLED, error="cancelled", delivered=True))
-            cap.set_section(call.state, book.data())
+            self.cap.set_section(call.state, book.data())
             return f"Task {task_id} was not running in this process; it is marked cancelled."
         running.link.cancel("cancelled by the parent agent (task_cancel)")
         return (
@@ -232,8 +241,10 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             "point; you are told when it has."
         )
 
-    @tool(name="task_list", read_only=True)
-    async def task_list(context: ToolContext, status: str | None = None) -> list[dict[str, Any]]:
+    @toolset_tool(name="task_list", read_only=True)
+    async def task_list(
+        self, context: ToolContext, status: str | None = None
+    ) -> list[dict[str, Any]]:
         """The sub-agent tasks of this conversation, newest first.
 
         Args:
@@ -247,11 +258,9 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             except ValueError:
                 allowed = ", ".join(s.value for s in TaskStatus)
                 raise ToolError(f"status must be one of {allowed}; got {status!r}") from None
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         owner = (call.agent_name, call.user_id, call.session_id)
-        if cap.apply_finished(book, owner, call):
-            cap.set_section(call.state, book.data())
+        if self.cap.apply_finished(book, owner, call):
+            self.cap.set_section(call.state, book.data())
         records = [r for r in reversed(book.tasks.values()) if wanted in (None, r.status)]
         return [r.summary() for r in records[:_LISTED]]
-
-    return [agent_spawn, agent_send, agent_list, task_output, task_cancel, task_list]
