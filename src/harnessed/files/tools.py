@@ -153,16 +153,15 @@ class FileToolset(Toolset):
     async def read_file(
         self, ctx: ToolContext, path: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES
     ) -> str:
-        """Read a text file from the workspace, one page at a time, with line numbers.
+        """Read a text file, one page at a time, with line numbers.
 
-        Each row starts with its line number and a tab. A line longer than 2,000 characters is
-        shown as several rows; the extra rows are numbered ``N+``. When the file goes on past
-        the page, a note at the end gives the offset to continue from.
+        A line over 2,000 characters goes on in rows numbered ``N+``; a note after the page
+        gives the offset to continue from.
 
         Args:
-            path: File path relative to the workspace root.
-            offset: Number of lines to skip before the page starts (0 = from the top).
-            limit: Most lines to show (default 2000); a page also stops at 50,000 characters.
+            path: Relative to the workspace root.
+            offset: Lines to skip.
+            limit: Most lines to show (a page also stops at 50,000 characters).
         """
         fs = self.view(ctx)
         if offset < 0:
@@ -187,13 +186,12 @@ class FileToolset(Toolset):
 
     @toolset_tool()
     async def write_file(self, ctx: ToolContext, path: str, content: str) -> str:
-        """Create a file, or replace all of an existing file's content.
+        """Create a file or replace all its content (parent directories are created).
 
-        Parent directories are created as needed. To change part of a file, prefer edit_file.
+        To change part of a file, prefer edit_file.
 
         Args:
-            path: File path relative to the workspace root.
-            content: The complete new content of the file.
+            path: Relative to the workspace root.
         """
         fs = self.view(ctx)
         rel = _where(fs, path)
@@ -207,17 +205,10 @@ class FileToolset(Toolset):
     async def edit_file(
         self, ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False
     ) -> str:
-        """Replace an exact piece of text in a file.
+        """Replace exact text in a file.
 
-        ``old`` must match the file exactly, whitespace and indentation included, and must
-        occur exactly once unless ``replace_all`` is true. Read the file first so you copy
-        the text as it is (without the line-number prefixes).
-
-        Args:
-            path: File path relative to the workspace root.
-            old: The exact text to replace.
-            new: The text to put in its place.
-            replace_all: Replace every occurrence instead of requiring a single one.
+        ``old`` must match exactly, whitespace included (copy it without read_file's line
+        numbers), and occur once unless ``replace_all``.
         """
         fs = self.view(ctx)
         result = await _call(fs.edit(path, old, new, replace_all=replace_all))
@@ -228,14 +219,12 @@ class FileToolset(Toolset):
     async def grep_files(
         self, ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = None
     ) -> str:
-        """Search file contents with a regular expression; prints ``path:line: text``.
-
-        Binary files are skipped. At most 200 matching lines are shown.
+        """Search file contents with a Python regular expression; prints ``path:line: text``
+        (at most 200 lines; binary files are skipped).
 
         Args:
-            pattern: A Python regular expression, e.g. ``def \\w+_test`` or ``(?i)todo``.
-            path: A file or directory to search, relative to the workspace root.
-            glob: Only search files matching this glob, e.g. ``*.py`` or ``src/**/*.md``.
+            path: File or directory to search.
+            glob: Only files matching this, e.g. ``*.py``.
         """
         fs = self.view(ctx)
         matches = await _call(fs.grep(pattern, path, glob=glob, limit=MAX_GREP_MATCHES + 1))
@@ -259,14 +248,11 @@ class FileToolset(Toolset):
 
     @toolset_tool(read_only=True)
     async def glob_files(self, ctx: ToolContext, pattern: str, path: str = ".") -> str:
-        """Find files by name pattern; prints one workspace-relative path per line.
-
-        ``*`` matches within one directory level, ``**`` across any number of levels
-        (``**/*.py`` finds Python files everywhere), ``{a,b}`` lists alternatives.
+        """Find files by glob pattern (``**/*.py`` at any depth, ``{a,b}`` for either); prints
+        one path per line.
 
         Args:
-            pattern: Glob pattern, relative to ``path``.
-            path: Directory to search from, relative to the workspace root.
+            path: Directory to search from.
         """
         fs = self.view(ctx)
         found = await _call(fs.glob(pattern, path, limit=MAX_GLOB_RESULTS + 1))
@@ -282,11 +268,7 @@ class FileToolset(Toolset):
 
     @toolset_tool(read_only=True)
     async def list_files(self, ctx: ToolContext, path: str = ".") -> str:
-        """List a directory: sub-directories end with ``/``, files show their size.
-
-        Args:
-            path: Directory relative to the workspace root (``.`` is the root).
-        """
+        """List a directory: sub-directories end with ``/``, files show their size."""
         fs = self.view(ctx)
         entries = await _call(fs.ls(path))
         if not entries:
