@@ -84,15 +84,11 @@ class SessionToolset(Toolset):
     async def session_list(
         self, ctx: ToolContext, limit: int = 20, agent_id: str | None = None
     ) -> str:
-        """List your earlier sessions with this agent, newest first.
-
-        Each line gives the session id (for session_history and session_search), when it was
-        last written, and how it began.
+        """List your sessions with this agent, newest first: id, last written, how it began.
 
         Args:
-            limit: How many sessions to show (1-100).
-            agent_id: Whose sessions to list: this agent's (the default) or another agent's,
-                if you are allowed to read them.
+            limit: 1-100.
+            agent_id: Another agent whose sessions you may read.
         """
         if not 1 <= limit <= MAX_LISTED:
             raise ToolError(f"limit must be between 1 and {MAX_LISTED}, got {limit}")
@@ -124,17 +120,14 @@ class SessionToolset(Toolset):
         before_seq: int | None = None,
         agent_id: str | None = None,
     ) -> str:
-        """Read messages of a session exactly as they happened, from the session log.
-
-        Tool output appears in full even where your context shortened, evicted or summarized
-        it. Each message starts with ``#seq``; pass ``before_seq`` to page further back.
+        """Read a session's messages as logged, tool output in full even where your context
+        shortened or summarized it. Each message starts with ``#seq``.
 
         Args:
-            session_id: The session to read (default: this session). See session_list.
-            last_n: How many messages to return (1-200), the newest ones before before_seq.
-            before_seq: Only messages with a sequence number below this one.
-            agent_id: Whose session to read: this agent's (the default) or another agent's,
-                if you are allowed to read them (then session_id is required).
+            session_id: Default: this session.
+            last_n: How many (1-200), the newest before before_seq.
+            before_seq: Page back: only messages before this ``#seq``.
+            agent_id: Another agent whose sessions you may read (then session_id is required).
         """
         if not 1 <= last_n <= MAX_HISTORY:
             raise ToolError(f"last_n must be between 1 and {MAX_HISTORY}, got {last_n}")
@@ -182,21 +175,15 @@ class SessionToolset(Toolset):
         session_id: str | None = None,
         agent_id: str | None = None,
     ) -> str:
-        """Search the messages of your sessions (all of them, or one), newest matches first.
-
-        Words are matched whole, ignoring case and accents (Chinese, Japanese and Korean
-        words also inside longer text). Each hit is shown as
-        ``session#seq``; read it in full with session_history(session_id, before_seq=seq+1,
-        last_n=1).
+        """Search the messages of your sessions, newest first: whole words (also inside CJK
+        text), ignoring case and accents. A hit ``session#seq`` is read in full with
+        session_history(session_id, before_seq=seq+1, last_n=1).
 
         Args:
-            query: The words to look for.
-            max_results: How many hits to return (1-50).
-            match: "phrase" (the words next to each other, in order), "all" (every word
-                somewhere in the message) or "any" (at least one word).
-            session_id: Only search this session.
-            agent_id: Whose sessions to search: this agent's (the default) or another agent's,
-                if you are allowed to read them.
+            max_results: 1-50.
+            match: phrase: the words in order; all: every word; any: one of them.
+            session_id: Only this session.
+            agent_id: Another agent whose sessions you may read.
         """
         if not 1 <= max_results <= MAX_HITS:
             raise ToolError(f"max_results must be between 1 and {MAX_HITS}, got {max_results}")
