@@ -12,7 +12,7 @@ from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.models.base import ModelRequest
 
 CTX = RuntimeContext("alice", "s1")
-TASK_TOOLS = {"agent_send", "task_output", "task_cancel", "task_list"}
+TASK_TOOLS = {"agent_list", "agent_send", "task_output", "task_cancel", "task_list"}
 
 
 def call(name: str, /, **arguments: object) -> ScriptedResponse:
@@ -61,7 +61,7 @@ async def test_a_workspace_alone_offers_its_subagents_and_skills(tmp_path: Path)
     assert reply.text == "released"
     parent = [r for r in model.requests if "You review changes" not in r.messages[0].text]
     first = parent[0]
-    assert {"load_skill", "agent_spawn", "agent_list", "web_fetch"} <= names(first)
+    assert {"load_skill", "agent_spawn", "web_fetch"} <= names(first)
     assert not names(first) & TASK_TOOLS  # no task yet: nothing for them to act on
     assert "release: How to cut a release." in first.messages[0].text
     assert any("reviewer: Reviews a change for bugs." in m.text for m in first.messages)

@@ -89,19 +89,16 @@ class SubagentToolset(Toolset):
         label: str | None = None,
         timeout_seconds: float = 30,
     ) -> str:
-        """Give a task to a sub-agent, which works on it in its own session and reports back.
+        """Give a task to a sub-agent, which works in its own session and reports back.
 
-        With timeout_seconds above 0 you wait for its answer that long; if it is not done by
-        then it goes on in the background and you get its task id. With 0 it starts in the
-        background at once. You are told when a background task finishes. Several spawns in one
-        step run at the same time.
+        You wait up to timeout_seconds for the answer; then (or at once with 0) it goes on in
+        the background and you are told when it finishes. Spawns in one step run in parallel.
 
         Args:
-            agent_id: Which sub-agent (see agent_list), e.g. "general-purpose".
-            task: Everything it needs to know: it does not see your conversation.
-            label: Names its session; spawning again with the same label (or agent_send)
-                continues that conversation. Default: a new session.
-            timeout_seconds: How long to wait for the answer, 0 to 600; 0 = background.
+            agent_id: e.g. "general-purpose".
+            task: All it needs to know: it does not see your conversation.
+            label: Names its session; spawn with it again (or agent_send) to continue there.
+            timeout_seconds: 0-600.
         """
         call = _call(context)
         wait = _timeout(timeout_seconds)
