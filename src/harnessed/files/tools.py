@@ -219,8 +219,9 @@ class FileToolset(Toolset):
     async def grep_files(
         self, ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = None
     ) -> str:
-        """Search file contents with a Python regular expression; prints ``path:line: text``
-        (at most 200 lines; binary files are skipped).
+        """Search file contents with a Python regular expression; prints ``path:line: text``.
+
+        At most 200 lines; binary files are skipped.
 
         Args:
             path: File or directory to search.
@@ -248,8 +249,9 @@ class FileToolset(Toolset):
 
     @toolset_tool(read_only=True)
     async def glob_files(self, ctx: ToolContext, pattern: str, path: str = ".") -> str:
-        """Find files by glob pattern (``**/*.py`` at any depth, ``{a,b}`` for either); prints
-        one path per line.
+        """Find files by glob pattern; prints one path per line.
+
+        ``**/*.py`` matches at any depth, ``{a,b}`` either.
 
         Args:
             path: Directory to search from.

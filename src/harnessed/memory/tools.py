@@ -27,8 +27,10 @@ def memory_tools(memory: MemoryManager) -> list[Tool]:
 
     @tool(read_only=True)
     async def memory_search(ctx: ToolContext, query: str, max_results: int = 20) -> str:
-        """Search long-term memory (MEMORY.md, memory/*.md) for lines with every word, ignoring
-        case (else with any word). A result ``path#line: text`` is read around with memory_get.
+        """Search long-term memory (MEMORY.md, memory/*.md), ignoring case.
+
+        Lines with every word match (else lines with any). A result ``path#line: text`` is read
+        around with memory_get.
 
         Args:
             max_results: 1-100.

@@ -120,8 +120,9 @@ class SessionToolset(Toolset):
         before_seq: int | None = None,
         agent_id: str | None = None,
     ) -> str:
-        """Read a session's messages as logged, tool output in full even where your context
-        shortened or summarized it. Each message starts with ``#seq``.
+        """Read a session's messages as logged, each starting with ``#seq``.
+
+        Tool output appears in full even where your context shortened or summarized it.
 
         Args:
             session_id: Default: this session.
@@ -175,9 +176,10 @@ class SessionToolset(Toolset):
         session_id: str | None = None,
         agent_id: str | None = None,
     ) -> str:
-        """Search the messages of your sessions, newest first: whole words (also inside CJK
-        text), ignoring case and accents. A hit ``session#seq`` is read in full with
-        session_history(session_id, before_seq=seq+1, last_n=1).
+        """Search the messages of your sessions, newest first.
+
+        Whole words (also inside CJK text), ignoring case and accents. A hit ``session#seq`` is
+        read in full with session_history(session_id, before_seq=seq+1, last_n=1).
 
         Args:
             max_results: 1-50.
