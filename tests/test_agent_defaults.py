@@ -121,7 +121,7 @@ async def test_a_hello_with_the_default_tools_stays_within_its_schema_budget(
     tmp_path: Path,
 ) -> None:
     """Each schema is sent with every request: the default set cost 2,258 estimated tokens
-    (16 tools) before its descriptions were trimmed and 1,684 (15 tools) after (2026-12-06)."""
+    (16 tools) before its descriptions were trimmed and 1,686 (15 tools) after (2026-12-06)."""
     model = ScriptedModel(["hi"])
     agent = HarnessAgent("dev", model, workspace=tmp_path)
     await agent.call("hello", CTX)
