@@ -7,12 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessed import HarnessAgent, RuntimeContext
+from harnessed.context.meter import Meter
 from harnessed.messages import ToolResultBlock
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.models.base import ModelRequest
+from harnessed.tokens import default_estimator
 
 CTX = RuntimeContext("alice", "s1")
-TASK_TOOLS = {"agent_send", "task_output", "task_cancel", "task_list"}
+TASK_TOOLS = {"agent_list", "agent_send", "task_output", "task_cancel", "task_list"}
 
 
 def call(name: str, /, **arguments: object) -> ScriptedResponse:
@@ -61,7 +63,7 @@ async def test_a_workspace_alone_offers_its_subagents_and_skills(tmp_path: Path)
     assert reply.text == "released"
     parent = [r for r in model.requests if "You review changes" not in r.messages[0].text]
     first = parent[0]
-    assert {"load_skill", "agent_spawn", "agent_list", "web_fetch"} <= names(first)
+    assert {"load_skill", "agent_spawn", "web_fetch"} <= names(first)
     assert not names(first) & TASK_TOOLS  # no task yet: nothing for them to act on
     assert "release: How to cut a release." in first.messages[0].text
     assert any("reviewer: Reviews a change for bugs." in m.text for m in first.messages)
@@ -113,3 +115,20 @@ async def test_without_a_workspace_nothing_is_added() -> None:
     await agent.call("hi")
     await agent.close()
     assert not names(model.requests[0]) & {"load_skill", "agent_spawn", "web_fetch"}
+
+
+async def test_a_hello_with_the_default_tools_stays_within_its_schema_budget(
+    tmp_path: Path,
+) -> None:
+    """Each schema is sent with every request: the default set cost 2,258 estimated tokens
+    (16 tools) before its descriptions were trimmed and 1,686 (15 tools) after (2026-12-06)."""
+    model = ScriptedModel(["hi"])
+    agent = HarnessAgent("dev", model, workspace=tmp_path)
+    await agent.call("hello", CTX)
+    await agent.close()
+    request = model.requests[0]
+    meter = Meter(default_estimator())
+    costs = {schema.name: meter.tools([schema]) for schema in request.tools}
+    assert {"read_file", "session_search", "memory_save", "agent_spawn"} <= set(costs)
+    assert sum(costs.values()) <= 1_800, costs
+    assert max(costs.values()) <= 200, costs

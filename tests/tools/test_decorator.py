@@ -128,3 +128,22 @@ def test_a_tool_keeps_one_schema_object_and_a_subclass_still_has_one() -> None:
 
     labelled = Labelled("t", "a tool", add.fn, add.args_model, parameters=add.parameters, label="x")
     assert labelled.schema.name == "t" and labelled.schema is labelled.schema
+
+
+def test_a_first_sentence_wrapped_over_two_lines_stays_one_paragraph() -> None:
+    @tool
+    def follow_up(message: str) -> str:
+        """Send a follow-up to a session you started before (it remembers
+        its earlier work).
+
+        Waits like the first call.
+
+        Args:
+            message: What to say.
+        """
+        return message
+
+    assert follow_up.description == (
+        "Send a follow-up to a session you started before (it remembers its earlier work)."
+        "\n\nWaits like the first call."
+    )

@@ -1,10 +1,10 @@
 """Built-in file tools over a :class:`~harnessed.workspace.Workspace`.
 
-``file_tools(workspace)`` returns ``read_file``, ``write_file``, ``edit_file``,
-``grep_files``, ``glob_files`` and ``list_files``. Every path goes through the workspace's
-filesystem, so the same confinement rules hold on every backend; a refused or failed call
-becomes a :class:`~harnessed.tools.base.ToolError` whose message names the path and the
-problem. Outputs are bounded: ``read_file`` pages, the listing tools cap their results and
+:class:`FileToolset` (``file_tools(workspace)`` for short) holds ``read_file``, ``write_file``,
+``edit_file``, ``grep_files``, ``glob_files`` and ``list_files``. Every path goes through the
+workspace's filesystem, so the same confinement rules hold on every backend; a refused or
+failed call becomes a :class:`~harnessed.tools.base.ToolError` whose message names the path and
+the problem. Outputs are bounded: ``read_file`` pages, the listing tools cap their results and
 say so, which is why the eviction of large results leaves these tools alone.
 """
 
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
-from harnessed.tools.decorator import tool
+from harnessed.tools.toolset import Toolset, toolset_tool
 from harnessed.workspace import (
     DEFAULT_PAGE_CHARS,
     DEFAULT_PAGE_LINES,
@@ -28,6 +28,7 @@ from harnessed.workspace.errors import WorkspaceError
 
 __all__ = [
     "FILE_TOOL_NAMES",
+    "FileToolset",
     "LINE_WRAP_CHARS",
     "MAX_GLOB_RESULTS",
     "MAX_GREP_MATCHES",
@@ -93,6 +94,14 @@ def format_page(page: LinePage, wrap: int = LINE_WRAP_CHARS) -> str:
     return "\n".join(rows + notes)
 
 
+def _where(fs: Filesystem, path: str) -> str:
+    """The workspace-relative form of ``path`` for messages (``.`` for the root)."""
+    try:
+        return fs.normalize(path) or "."
+    except (WorkspaceError, ValueError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
 def _human_size(size: int) -> str:
     value = float(size)
     for unit in ("B", "KB", "MB", "GB"):
@@ -105,6 +114,11 @@ def _human_size(size: int) -> str:
 def file_tools(
     workspace: Workspace, *, writable_instructions: bool | Sequence[str] = False
 ) -> list[Tool]:
+    """The six file tools of a :class:`FileToolset` over ``workspace``."""
+    return FileToolset(workspace, writable_instructions=writable_instructions).tools()
+
+
+class FileToolset(Toolset):
     """The six file tools, bound to ``workspace`` and seeing the caller's view of it.
 
     Each call works on :meth:`Workspace.view` of the calling agent, user and session: shared
@@ -114,43 +128,42 @@ def file_tools(
     ``grep_files``, ``glob_files`` and ``list_files`` are read-only (plan mode lets them run);
     ``write_file`` and ``edit_file`` change files.
     """
-    if not isinstance(workspace.fs, BaseFilesystem):
-        raise TypeError(
-            f"the file tools need a filesystem built on BaseFilesystem; {workspace.fs!r} is not "
-            "(they must be able to hide other users' data)"
-        )
 
-    def view(ctx: ToolContext) -> Filesystem:
-        return workspace.view(
+    def __init__(
+        self, workspace: Workspace, *, writable_instructions: bool | Sequence[str] = False
+    ) -> None:
+        if not isinstance(workspace.fs, BaseFilesystem):
+            raise TypeError(
+                f"the file tools need a filesystem built on BaseFilesystem; {workspace.fs!r} is "
+                "not (they must be able to hide other users' data)"
+            )
+        self.workspace = workspace
+        self.writable_instructions = writable_instructions
+
+    def view(self, ctx: ToolContext) -> Filesystem:
+        """The calling agent's, user's and session's view of the workspace."""
+        return self.workspace.view(
             ctx.agent_name,
             ctx.runtime.user_id,
             ctx.runtime.session_id or ctx.agent_name,
-            writable_instructions=writable_instructions,
+            writable_instructions=self.writable_instructions,
         )
 
-    def where(fs: Filesystem, path: str) -> str:
-        """The workspace-relative form of ``path`` for messages (``.`` for the root)."""
-        try:
-            return fs.normalize(path) or "."
-        except (WorkspaceError, ValueError) as exc:
-            raise ToolError(str(exc)) from exc
-
-    @tool(read_only=True)
+    @toolset_tool(read_only=True)
     async def read_file(
-        ctx: ToolContext, path: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES
+        self, ctx: ToolContext, path: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES
     ) -> str:
-        """Read a text file from the workspace, one page at a time, with line numbers.
+        """Read a text file, one page at a time, with line numbers.
 
-        Each row starts with its line number and a tab. A line longer than 2,000 characters is
-        shown as several rows; the extra rows are numbered ``N+``. When the file goes on past
-        the page, a note at the end gives the offset to continue from.
+        A line over 2,000 characters goes on in rows numbered ``N+``; a note after the page
+        gives the offset to continue from.
 
         Args:
-            path: File path relative to the workspace root.
-            offset: Number of lines to skip before the page starts (0 = from the top).
-            limit: Most lines to show (default 2000); a page also stops at 50,000 characters.
+            path: Relative to the workspace root.
+            offset: Lines to skip.
+            limit: Most lines to show (a page also stops at 50,000 characters).
         """
-        fs = view(ctx)
+        fs = self.view(ctx)
         if offset < 0:
             raise ToolError(f"offset must be 0 or more, got {offset}")
         if limit < 1:
@@ -171,63 +184,54 @@ def file_tools(
             )
         return format_page(page)
 
-    @tool
-    async def write_file(ctx: ToolContext, path: str, content: str) -> str:
-        """Create a file, or replace all of an existing file's content.
+    @toolset_tool()
+    async def write_file(self, ctx: ToolContext, path: str, content: str) -> str:
+        """Create a file or replace all its content (parent directories are created).
 
-        Parent directories are created as needed. To change part of a file, prefer edit_file.
+        To change part of a file, prefer edit_file.
 
         Args:
-            path: File path relative to the workspace root.
-            content: The complete new content of the file.
+            path: Relative to the workspace root.
         """
-        fs = view(ctx)
-        rel = where(fs, path)
+        fs = self.view(ctx)
+        rel = _where(fs, path)
         existed = await _call(fs.exists(rel))
         await _call(fs.write_text(rel, content))
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         verb = "Replaced" if existed else "Created"
         return f"{verb} {rel} ({len(content):,} characters, {lines:,} lines)"
 
-    @tool
+    @toolset_tool()
     async def edit_file(
-        ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False
+        self, ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False
     ) -> str:
-        """Replace an exact piece of text in a file.
+        """Replace exact text in a file.
 
-        ``old`` must match the file exactly, whitespace and indentation included, and must
-        occur exactly once unless ``replace_all`` is true. Read the file first so you copy
-        the text as it is (without the line-number prefixes).
-
-        Args:
-            path: File path relative to the workspace root.
-            old: The exact text to replace.
-            new: The text to put in its place.
-            replace_all: Replace every occurrence instead of requiring a single one.
+        ``old`` must match exactly, whitespace included (copy it without read_file's line
+        numbers), and occur once unless ``replace_all``.
         """
-        fs = view(ctx)
+        fs = self.view(ctx)
         result = await _call(fs.edit(path, old, new, replace_all=replace_all))
         plural = "occurrence" if result.replacements == 1 else "occurrences"
         return f"Edited {result.path}: replaced {result.replacements} {plural}"
 
-    @tool(read_only=True)
+    @toolset_tool(read_only=True)
     async def grep_files(
-        ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = None
+        self, ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = None
     ) -> str:
-        """Search file contents with a regular expression; prints ``path:line: text``.
+        """Search file contents with a Python regular expression; prints ``path:line: text``.
 
-        Binary files are skipped. At most 200 matching lines are shown.
+        At most 200 lines; binary files are skipped.
 
         Args:
-            pattern: A Python regular expression, e.g. ``def \\w+_test`` or ``(?i)todo``.
-            path: A file or directory to search, relative to the workspace root.
-            glob: Only search files matching this glob, e.g. ``*.py`` or ``src/**/*.md``.
+            path: File or directory to search.
+            glob: Only files matching this, e.g. ``*.py``.
         """
-        fs = view(ctx)
+        fs = self.view(ctx)
         matches = await _call(fs.grep(pattern, path, glob=glob, limit=MAX_GREP_MATCHES + 1))
         if not matches:
             scope = f" (files matching {glob!r})" if glob else ""
-            return f"No matches for {pattern!r} in {where(fs, path)}{scope}"
+            return f"No matches for {pattern!r} in {_where(fs, path)}{scope}"
         lines: list[str] = []
         used = 0
         for match in matches[:MAX_GREP_MATCHES]:
@@ -243,21 +247,19 @@ def file_tools(
             )
         return "\n".join(lines)
 
-    @tool(read_only=True)
-    async def glob_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
-        """Find files by name pattern; prints one workspace-relative path per line.
+    @toolset_tool(read_only=True)
+    async def glob_files(self, ctx: ToolContext, pattern: str, path: str = ".") -> str:
+        """Find files by glob pattern; prints one path per line.
 
-        ``*`` matches within one directory level, ``**`` across any number of levels
-        (``**/*.py`` finds Python files everywhere), ``{a,b}`` lists alternatives.
+        ``**/*.py`` matches at any depth, ``{a,b}`` either.
 
         Args:
-            pattern: Glob pattern, relative to ``path``.
-            path: Directory to search from, relative to the workspace root.
+            path: Directory to search from.
         """
-        fs = view(ctx)
+        fs = self.view(ctx)
         found = await _call(fs.glob(pattern, path, limit=MAX_GLOB_RESULTS + 1))
         if not found:
-            return f"No files match {pattern!r} under {where(fs, path)}"
+            return f"No files match {pattern!r} under {_where(fs, path)}"
         lines = [info.path for info in found[:MAX_GLOB_RESULTS]]
         if len(found) > MAX_GLOB_RESULTS:
             lines.append(
@@ -266,17 +268,13 @@ def file_tools(
             )
         return "\n".join(lines)
 
-    @tool(read_only=True)
-    async def list_files(ctx: ToolContext, path: str = ".") -> str:
-        """List a directory: sub-directories end with ``/``, files show their size.
-
-        Args:
-            path: Directory relative to the workspace root (``.`` is the root).
-        """
-        fs = view(ctx)
+    @toolset_tool(read_only=True)
+    async def list_files(self, ctx: ToolContext, path: str = ".") -> str:
+        """List a directory: sub-directories end with ``/``, files show their size."""
+        fs = self.view(ctx)
         entries = await _call(fs.ls(path))
         if not entries:
-            return f"[{where(fs, path)} is empty]"
+            return f"[{_where(fs, path)} is empty]"
         entries.sort(key=lambda e: (not e.is_dir, e.path))
         lines = [
             f"{e.path}/" if e.is_dir else f"{e.path} ({_human_size(e.size)})"
@@ -288,5 +286,3 @@ def file_tools(
                 "use glob_files to find specific files]"
             )
         return "\n".join(lines)
-
-    return [read_file, write_file, edit_file, grep_files, glob_files, list_files]

@@ -27,15 +27,13 @@ def memory_tools(memory: MemoryManager) -> list[Tool]:
 
     @tool(read_only=True)
     async def memory_search(ctx: ToolContext, query: str, max_results: int = 20) -> str:
-        """Search long-term memory (MEMORY.md and the daily ledgers in memory/).
+        """Search long-term memory (MEMORY.md, memory/*.md), ignoring case.
 
-        Lines containing every word of the query match, ignoring case; when none do, lines
-        with any of the words are shown. Each result is ``path#line: text``; read around it
-        with memory_get.
+        Lines with every word match (else lines with any). A result ``path#line: text`` is read
+        around with memory_get.
 
         Args:
-            query: Words to look for.
-            max_results: How many lines to return (1-100).
+            max_results: 1-100.
         """
         if not 1 <= max_results <= MAX_MEMORY_RESULTS:
             raise ToolError(
@@ -58,12 +56,11 @@ def memory_tools(memory: MemoryManager) -> list[Tool]:
     async def memory_get(
         ctx: ToolContext, path: str, start_line: int = 1, end_line: int | None = None
     ) -> str:
-        """Read lines of a memory file (a path shown by memory_search), with line numbers.
+        """Read lines of a memory file (a path from memory_search), with line numbers.
 
         Args:
-            path: The memory file, e.g. ``MEMORY.md`` or ``memory/2025-01-31.md``.
-            start_line: First line to show (1-based).
-            end_line: Last line to show (default: up to 500 lines from start_line).
+            path: e.g. ``MEMORY.md``.
+            end_line: Default: up to 500 lines on.
         """
         try:
             return await memory.get(ctx.runtime, path, start_line, end_line)
@@ -75,7 +72,7 @@ def memory_tools(memory: MemoryManager) -> list[Tool]:
         """Append facts to today's ledger (the model reads :func:`save_description`).
 
         Args:
-            content: The fact(s) to remember, one per line, each understandable on its own.
+            content: One fact per line, each clear on its own.
         """
         try:
             path = await memory.save(ctx.runtime, content)
@@ -90,11 +87,9 @@ def save_description(config: MemoryConfig) -> str:
     """What ``memory_save`` tells the model: it writes the daily ledger, never ``MEMORY.md``,
     and when (if ever) the ledger reaches ``MEMORY.md`` under this configuration."""
     head = (
-        "Write a fact worth remembering in later conversations to today's memory ledger "
-        "(memory/YYYY-MM-DD.md). Use it for durable things: preferences, decisions, "
-        "commitments, names, dates; each line becomes one entry. It only appends to the ledger "
-        "and never edits MEMORY.md, the curated memory shown at the start of every "
-        "conversation. Saved entries can be found with memory_search at once. "
+        "Save durable facts (preferences, decisions, commitments, names, dates) to today's "
+        "memory ledger, memory/YYYY-MM-DD.md; memory_search finds them at once. It never edits "
+        "MEMORY.md (shown at the start of every conversation). "
     )
     minutes = config.maintenance_interval_minutes
     if not config.consolidate:
@@ -104,8 +99,5 @@ def save_description(config: MemoryConfig) -> str:
     elif minutes == 0:
         tail = "A consolidation after each conversation turn merges them into MEMORY.md."
     else:
-        tail = (
-            "A consolidation merges them into MEMORY.md after a conversation turn, at most "
-            f"once every {minutes:g} minutes."
-        )
+        tail = f"A consolidation merges them into MEMORY.md at most once every {minutes:g} minutes."
     return head + tail

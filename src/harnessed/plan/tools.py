@@ -19,11 +19,11 @@ from harnessed.permissions.rules import PermissionDecision
 from harnessed.state.agent_state import AgentState, PlanState
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
-from harnessed.tools.decorator import tool
+from harnessed.tools.toolset import Toolset, toolset_tool
 from harnessed.workspace import Workspace
 from harnessed.workspace.errors import WorkspaceError
 
-__all__ = ["PLAN_PREVIEW_CHARS", "plan_exit_check", "plan_path", "plan_tools"]
+__all__ = ["PLAN_PREVIEW_CHARS", "PlanToolset", "plan_exit_check", "plan_path", "plan_tools"]
 
 PLAN_PREVIEW_CHARS = 20_000
 """How much of the plan a confirmation request carries for the application's UI."""
@@ -50,14 +50,23 @@ def current_plan(workspace: Workspace, ctx: ToolContext) -> str:
 
 
 def plan_tools(workspace: Workspace) -> list[Tool]:
+    """The three plan tools of a :class:`PlanToolset` over ``workspace``."""
+    return PlanToolset(workspace).tools()
+
+
+class PlanToolset(Toolset):
     """The three plan tools, writing the plan into the caller's scope of ``workspace``."""
 
-    def own_plan(ctx: ToolContext) -> str:
-        session = ctx.runtime.session_id or ctx.agent_name
-        return plan_path(workspace, ctx.agent_name, ctx.user_id, session)
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
 
-    @tool
-    async def plan_enter(ctx: ToolContext) -> str:
+    def own_plan(self, ctx: ToolContext) -> str:
+        """The caller's own plan file (where ``plan_write`` writes)."""
+        session = ctx.runtime.session_id or ctx.agent_name
+        return plan_path(self.workspace, ctx.agent_name, ctx.user_id, session)
+
+    @toolset_tool()
+    async def plan_enter(self, ctx: ToolContext) -> str:
         """Switch to plan mode to investigate and plan before changing anything.
 
         Use it when the work is large, risky or unclear. In plan mode only read-only tools,
@@ -65,8 +74,8 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
         """
         state = ctx.state
         if state.plan.active:
-            return f"Already in plan mode. The plan file is {current_plan(workspace, ctx)}."
-        plan_file = own_plan(ctx)
+            return f"Already in plan mode. The plan file is {current_plan(self.workspace, ctx)}."
+        plan_file = self.own_plan(ctx)
         state.set_plan(PlanState(active=True, plan_file=plan_file))
         _changed(ctx, "enter")
         return (
@@ -76,8 +85,8 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
             "run commands are blocked until then."
         )
 
-    @tool
-    async def plan_write(content: str, ctx: ToolContext) -> str:
+    @toolset_tool()
+    async def plan_write(self, content: str, ctx: ToolContext) -> str:
         """Write the plan (the whole text, replacing any earlier version) to the plan file.
 
         Args:
@@ -86,9 +95,9 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
         """
         if not content.strip():
             raise ToolError("the plan is blank; write the whole plan as markdown")
-        plan_file = own_plan(ctx)
+        plan_file = self.own_plan(ctx)
         try:
-            await workspace.fs.write_text(plan_file, content)
+            await self.workspace.fs.write_text(plan_file, content)
         except (WorkspaceError, OSError, ValueError) as exc:
             raise ToolError(f"could not write the plan to {plan_file}: {exc}") from exc
         state = ctx.state
@@ -100,8 +109,8 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
         follow = " Call plan_exit when it is ready for approval." if state.plan.active else ""
         return f"Plan saved to {plan_file} ({lines} lines).{follow}"
 
-    @tool
-    async def plan_exit(ctx: ToolContext) -> str:
+    @toolset_tool()
+    async def plan_exit(self, ctx: ToolContext) -> str:
         """Ask the user to approve the plan and leave plan mode.
 
         Write the plan with plan_write first. If the user approves, you are back in build mode
@@ -110,8 +119,8 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
         state = ctx.state
         if not state.plan.active:
             raise ToolError("not in plan mode; there is nothing to approve")
-        plan_file = current_plan(workspace, ctx)
-        if not await workspace.fs.exists(plan_file):
+        plan_file = current_plan(self.workspace, ctx)
+        if not await self.workspace.fs.exists(plan_file):
             raise ToolError(f"there is no plan yet: write it to {plan_file} with plan_write first")
         state.set_plan(PlanState(active=False, plan_file=plan_file))
         _changed(ctx, "exit", approved=True)
@@ -119,8 +128,6 @@ def plan_tools(workspace: Workspace) -> list[Tool]:
             f"The user approved the plan. You are in build mode now: carry out the plan in "
             f"{plan_file} and keep the task list current."
         )
-
-    return [plan_enter, plan_write, plan_exit]
 
 
 def plan_exit_check(workspace: Workspace) -> _PlanExitCheck:

@@ -310,15 +310,13 @@ def format_result(result: CommandOutcome, *, timeout: float, config: ShellConfig
 
 _EXECUTE_DOC = """Run a shell command (``/bin/sh -c``) in the workspace directory.
 
-Output (stdout and stderr together) is capped at {max_output} bytes, keeping the beginning
-and the end; the exit code is always reported. A command still running at the timeout is
-killed together with its child processes. Stdin is closed, so interactive commands fail
-instead of waiting; send large output to a file and read it with read_file.
+Output (stdout and stderr) is capped at {max_output} bytes, keeping the start and the end, and
+ends with the exit code. At the timeout the command is killed with its child processes. Stdin
+is closed; send large output to a file and read it with read_file.
 
 Args:
-    command: The command line, e.g. ``pytest -q tests/test_api.py``.
-    timeout: Seconds before the command is killed (default {default_timeout}, at most
-        {max_timeout}).
+    command: e.g. ``pytest -q tests``.
+    timeout: Seconds, at most {max_timeout}.
 """
 
 
@@ -370,7 +368,6 @@ def shell_tools(
 
     execute.__doc__ = _EXECUTE_DOC.format(
         max_output=f"{settings.max_output_bytes:,}",
-        default_timeout=f"{settings.default_timeout:g}",
         max_timeout=f"{settings.max_timeout:g}",
     )
     return [tool(concurrency_safe=False)(execute)]

@@ -26,9 +26,9 @@ from harnessed.runtime import SessionRef
 from harnessed.stores.local.indexed import IndexedSessionLogStore
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
-from harnessed.tools.decorator import tool
+from harnessed.tools.toolset import Toolset, toolset_tool
 
-__all__ = ["SESSION_TOOL_NAMES", "session_tools"]
+__all__ = ["SESSION_TOOL_NAMES", "SessionToolset", "session_tools"]
 
 SESSION_TOOL_NAMES = ("session_list", "session_history", "session_search")
 MAX_LISTED = 100
@@ -43,40 +43,57 @@ _AGENT_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 def session_tools(
     log: IndexedSessionLogStore, *, readable_agents: Sequence[str] = ()
 ) -> list[Tool]:
+    """The three tools of a :class:`SessionToolset` over ``log``."""
+    return SessionToolset(log, readable_agents=readable_agents).tools()
+
+
+class SessionToolset(Toolset):
     """The three read-only session tools over ``log`` (the agent's session store).
 
     ``readable_agents`` names the other agents whose sessions (of the calling user) the tools
     may read besides the calling agent's own.
     """
-    others = _agent_names(readable_agents)
 
-    def agent_of(ctx: ToolContext, agent_id: str | None) -> str:
+    def __init__(self, log: IndexedSessionLogStore, *, readable_agents: Sequence[str] = ()) -> None:
+        self.log = log
+        self.others = _agent_names(readable_agents)
+
+    def finish(self, built: Tool) -> Tool:
+        if not self.others:  # agent_id could only name this agent: the model need not see it
+            return _without(built, "agent_id")
+        note = (
+            " Besides your own, you may read the sessions of these agents (pass agent_id): "
+            + ", ".join(sorted(self.others))
+            + "."
+        )
+        return dataclasses.replace(built, description=built.description + note)
+
+    def agent_of(self, ctx: ToolContext, agent_id: str | None) -> str:
+        """The agent whose sessions a call reads (the caller's own unless allowed)."""
         if agent_id is None or agent_id == ctx.agent_name:
             return ctx.agent_name
-        if agent_id not in others:
-            allowed = ", ".join([ctx.agent_name, *sorted(others - {ctx.agent_name})])
+        if agent_id not in self.others:
+            allowed = ", ".join([ctx.agent_name, *sorted(self.others - {ctx.agent_name})])
             raise ToolError(
                 f"you may not read the sessions of agent {agent_id!r}; agents you may read: "
                 f"{allowed}"
             )
         return agent_id
 
-    @tool(read_only=True)
-    async def session_list(ctx: ToolContext, limit: int = 20, agent_id: str | None = None) -> str:
-        """List your earlier sessions with this agent, newest first.
-
-        Each line gives the session id (for session_history and session_search), when it was
-        last written, and how it began.
+    @toolset_tool(read_only=True)
+    async def session_list(
+        self, ctx: ToolContext, limit: int = 20, agent_id: str | None = None
+    ) -> str:
+        """List your sessions with this agent, newest first: id, last written, how it began.
 
         Args:
-            limit: How many sessions to show (1-100).
-            agent_id: Whose sessions to list: this agent's (the default) or another agent's,
-                if you are allowed to read them.
+            limit: 1-100.
+            agent_id: Another agent whose sessions you may read.
         """
         if not 1 <= limit <= MAX_LISTED:
             raise ToolError(f"limit must be between 1 and {MAX_LISTED}, got {limit}")
-        agent = agent_of(ctx, agent_id)
-        infos = await log.sessions(agent, ctx.user_id)
+        agent = self.agent_of(ctx, agent_id)
+        infos = await self.log.sessions(agent, ctx.user_id)
         if not infos:
             whose = "" if agent == ctx.agent_name else f" for agent {agent}"
             return f"There are no recorded sessions{whose} yet."
@@ -84,7 +101,7 @@ def session_tools(
         lines = [f"{len(infos)} session(s){whose}, newest first:"]
         for info in infos[:limit]:
             key = SessionRef(agent, ctx.user_id, info.session_id)
-            first = await log.read(key, types=[RecordType.MESSAGE], limit=1)
+            first = await self.log.read(key, types=[RecordType.MESSAGE], limit=1)
             title = _one_line(_record_text(first[0]), _TITLE_CHARS) if first else ""
             mine = agent == ctx.agent_name and info.session_id == ctx.session_id
             here = " (this session)" if mine else ""
@@ -94,31 +111,30 @@ def session_tools(
             lines.append(f"[{len(infos) - limit} older session(s) not shown; raise limit]")
         return "\n".join(lines)
 
-    @tool(read_only=True)
+    @toolset_tool(read_only=True)
     async def session_history(
+        self,
         ctx: ToolContext,
         session_id: str | None = None,
         last_n: int = 20,
         before_seq: int | None = None,
         agent_id: str | None = None,
     ) -> str:
-        """Read messages of a session exactly as they happened, from the session log.
+        """Read a session's messages as logged, each starting with ``#seq``.
 
-        Tool output appears in full even where your context shortened, evicted or summarized
-        it. Each message starts with ``#seq``; pass ``before_seq`` to page further back.
+        Tool output appears in full even where your context shortened or summarized it.
 
         Args:
-            session_id: The session to read (default: this session). See session_list.
-            last_n: How many messages to return (1-200), the newest ones before before_seq.
-            before_seq: Only messages with a sequence number below this one.
-            agent_id: Whose session to read: this agent's (the default) or another agent's,
-                if you are allowed to read them (then session_id is required).
+            session_id: Default: this session.
+            last_n: How many (1-200), the newest before before_seq.
+            before_seq: Page back: only messages before this ``#seq``.
+            agent_id: Another agent whose sessions you may read (then session_id is required).
         """
         if not 1 <= last_n <= MAX_HISTORY:
             raise ToolError(f"last_n must be between 1 and {MAX_HISTORY}, got {last_n}")
         if before_seq is not None and before_seq < 1:
             raise ToolError(f"before_seq must be a positive sequence number, got {before_seq}")
-        agent = agent_of(ctx, agent_id)
+        agent = self.agent_of(ctx, agent_id)
         if agent != ctx.agent_name and not session_id:
             raise ToolError(
                 f"name the session of agent {agent} to read: session_list(agent_id={agent!r}) "
@@ -126,7 +142,7 @@ def session_tools(
             )
         sid = session_id or ctx.session_id
         key = SessionRef(agent, ctx.user_id, sid)
-        records = await log.read(key, types=[RecordType.MESSAGE])
+        records = await self.log.read(key, types=[RecordType.MESSAGE])
         if not records:
             whose = "" if agent == ctx.agent_name else f" of agent {agent}"
             raise ToolError(
@@ -150,8 +166,9 @@ def session_tools(
         )
         return "\n\n".join([header, *body, *footer])
 
-    @tool(read_only=True)
+    @toolset_tool(read_only=True)
     async def session_search(
+        self,
         ctx: ToolContext,
         query: str,
         max_results: int = 10,
@@ -159,27 +176,22 @@ def session_tools(
         session_id: str | None = None,
         agent_id: str | None = None,
     ) -> str:
-        """Search the messages of your sessions (all of them, or one), newest matches first.
+        """Search the messages of your sessions, newest first.
 
-        Words are matched whole, ignoring case and accents (Chinese, Japanese and Korean
-        words also inside longer text). Each hit is shown as
-        ``session#seq``; read it in full with session_history(session_id, before_seq=seq+1,
-        last_n=1).
+        Whole words (also inside CJK text), ignoring case and accents. A hit ``session#seq`` is
+        read in full with session_history(session_id, before_seq=seq+1, last_n=1).
 
         Args:
-            query: The words to look for.
-            max_results: How many hits to return (1-50).
-            match: "phrase" (the words next to each other, in order), "all" (every word
-                somewhere in the message) or "any" (at least one word).
-            session_id: Only search this session.
-            agent_id: Whose sessions to search: this agent's (the default) or another agent's,
-                if you are allowed to read them.
+            max_results: 1-50.
+            match: phrase: the words in order; all: every word; any: one of them.
+            session_id: Only this session.
+            agent_id: Another agent whose sessions you may read.
         """
         if not 1 <= max_results <= MAX_HITS:
             raise ToolError(f"max_results must be between 1 and {MAX_HITS}, got {max_results}")
-        agent = agent_of(ctx, agent_id)
+        agent = self.agent_of(ctx, agent_id)
         try:
-            hits = await log.search(
+            hits = await self.log.search(
                 agent,
                 ctx.user_id,
                 query,
@@ -204,16 +216,6 @@ def session_tools(
             )
             lines.append(f"- {hit.session_id}#{hit.seq} [{hit.timestamp[:19]} {who}]: {text}")
         return "\n".join(lines)
-
-    tools = [session_list, session_history, session_search]
-    if not others:  # agent_id could only name this agent: the model need not see it
-        return [_without(t, "agent_id") for t in tools]
-    note = (
-        " Besides your own, you may read the sessions of these agents (pass agent_id): "
-        + ", ".join(sorted(others))
-        + "."
-    )
-    return [dataclasses.replace(t, description=t.description + note) for t in tools]
 
 
 def _without(tool: Tool, argument: str) -> Tool:

@@ -28,15 +28,13 @@ _logged: set[str] = set()
 
 _DOC = """Run a shell command (``/bin/sh -c``) in {where}.
 
-{isolation} Output (stdout and stderr together) is capped at {max_output} bytes, keeping the \
-beginning and the end; the exit code is always reported. A command still running at the \
-timeout is killed with every process it started{background}. Stdin is closed, so interactive \
-commands fail instead of waiting; send large output to a file and read it with read_file.
+{isolation}Output (stdout and stderr) is capped at {max_output} bytes, keeping the start and \
+the end, and ends with the exit code. At the timeout the command is killed with every process \
+it started{background}. Stdin is closed; send large output to a file and read it with read_file.
 
 Args:
-    command: The command line, e.g. ``pytest -q tests/test_api.py``.
-    timeout: Seconds before the command is killed (default {default_timeout}, at most \
-{max_timeout}).
+    command: e.g. ``pytest -q tests``.
+    timeout: Seconds, at most {max_timeout}.
 """
 
 
@@ -122,9 +120,9 @@ def execute_tool(manager: SandboxManager, config: ShellConfig | None = None) -> 
     if isolated:
         where = "a sandbox whose working directory /workspace holds your workspace files"
         network = getattr(manager.sandbox, "network", None)
-        isolation = (
-            "The sandbox has no network access. " if network == "none" else ""
-        ) + "Files outside /workspace are not kept between commands."
+        isolation = ("No network. " if network == "none" else "") + (
+            "Files outside /workspace are not kept. "
+        )
         background = " (background processes end with the command)"
     else:
         where, isolation, background = "the workspace directory", "", ""
@@ -133,7 +131,6 @@ def execute_tool(manager: SandboxManager, config: ShellConfig | None = None) -> 
         isolation=isolation,
         background=background,
         max_output=f"{settings.max_output_bytes:,}",
-        default_timeout=f"{settings.default_timeout:g}",
         max_timeout=f"{settings.max_timeout:g}",
     )
     return tool(concurrency_safe=False)(execute)

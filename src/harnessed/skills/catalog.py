@@ -4,8 +4,8 @@ A :class:`SkillLayer` is a folder whose sub-folders are skills (``<root>/<name>/
 any :class:`~harnessed.workspace.Filesystem`: a local directory, an fsspec URL, or a folder of
 the workspace. :class:`SkillCatalog` keeps what it parsed per layer. A scan lists the layer's
 folders and stats each ``SKILL.md`` (a local layer: one directory scan; another filesystem: one
-recursive listing); when the (path, size, time) fingerprint of a layer is the
-one seen last time, nothing is read or parsed again, and only changed files are re-read when
+recursive listing); when the (path, size, time) stamps of a layer are those
+seen last time, nothing is read or parsed again, and only changed files are re-read when
 it is not. Folders whose name starts with ``_`` or ``.`` (``_drafts``) are not skills.
 """
 
@@ -137,7 +137,12 @@ class SkillCatalog:
         self, layers: Sequence[SkillLayer]
     ) -> tuple[dict[str, Skill], list[SkillProblem]]:
         """Skills by name over ``layers`` (low → high), and every skipped folder."""
-        scans = await asyncio.gather(*(self.scan(layer) for layer in layers))
+        if all(isinstance(layer.fs, LocalFilesystem) for layer in layers):
+            # a local scan is a directory listing (none when the folder is missing): one task
+            # per layer would cost more than it saves
+            scans = [await self.scan(layer) for layer in layers]
+        else:  # object stores: their listings go out at once
+            scans = list(await asyncio.gather(*(self.scan(layer) for layer in layers)))
         merged: dict[str, Skill] = {}
         problems: list[SkillProblem] = []
         for scan in scans:
@@ -151,11 +156,10 @@ class SkillCatalog:
         async with lock:
             previous = self._scans.get(layer.key)
             stamps = await _stamps(layer)
-            fingerprint = _fingerprint(stamps)
-            if previous is not None and previous.fingerprint == fingerprint:
+            if previous is not None and previous.stamps == stamps:  # nothing changed
                 self._scans.move_to_end(layer.key)
                 return previous
-            scan = await self._rebuild(layer, stamps, fingerprint, previous)
+            scan = await self._rebuild(layer, stamps, _fingerprint(stamps), previous)
             self._scans[layer.key] = scan
             self._scans.move_to_end(layer.key)
             while len(self._scans) > _KEPT_LAYERS:
@@ -206,6 +210,8 @@ async def _stamps(layer: SkillLayer) -> dict[str, Stamp]:
     """Folder name → (size, modified) of its ``SKILL.md``, for every skill-like folder."""
     if isinstance(layer.fs, LocalFilesystem):  # one directory scan, no per-path resolving
         base = layer.fs.root.joinpath(*layer.root.split("/")) if layer.root else layer.fs.root
+        if not base.is_dir():  # no skills here (the usual user layer): no thread hop either
+            return {}
         return await asyncio.to_thread(_local_stamps, base)
     try:  # one recursive listing (on an object store: one paginated request, not N)
         if layer.root and not await layer.fs.exists(layer.root):

@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 __all__ = ["Subagents"]
 
 
-TASK_TOOLS = frozenset({"agent_send", "task_output", "task_cancel", "task_list"})
-"""The tools that act on tasks already started (left out while a session has none)."""
+TASK_TOOLS = frozenset({"agent_list", "agent_send", "task_output", "task_cancel", "task_list"})
+"""The tools that act on tasks already started (left out while a session has none; the
+sub-agents one can spawn are listed in the runtime state and in agent_spawn's description)."""
 
 
 class Subagents(Recovery):

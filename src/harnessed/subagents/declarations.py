@@ -43,6 +43,10 @@ def caller_ids(call: CallContext) -> tuple[str, str, str]:
     return (call.agent_name, call.runtime.user_id, call.runtime.session)
 
 
+_KEPT_FOLDERS = 1_024
+"""How many callers' ``<user>/subagents`` paths are remembered."""
+
+
 class Declarations:
     """What may be spawned, by id."""
 
@@ -73,6 +77,7 @@ class Declarations:
         self._user_files: dict[str, dict[str, SubagentSpec]] = {}
         """A user's own ``<user>/subagents/*.md`` by folder, read on the user's first use."""
         self._loading: asyncio.Lock | None = None
+        self._folders: dict[tuple[str, ...], str | None] = {}
         self.problems: list[str] = []
         """Why workspace files were skipped (one message per file)."""
 
@@ -81,8 +86,15 @@ class Declarations:
         ws = self._workspace
         if ws is None or len(ids) != 3:
             return None
+        key = tuple(ids)
+        if key in self._folders:  # asked at every request: the path is worked out once
+            return self._folders[key]
         home = posixpath.dirname(ws.memory_file(agent_id=ids[0], user_id=ids[1], session_id=ids[2]))
-        return posixpath.join(home, Workspace.SUBAGENTS_DIR) if home else None
+        folder = posixpath.join(home, Workspace.SUBAGENTS_DIR) if home else None
+        if len(self._folders) >= _KEPT_FOLDERS:
+            self._folders.clear()
+        self._folders[key] = folder
+        return folder
 
     async def all(self, *caller: str) -> dict[str, SubagentSpec]:
         """Every declaration by id (workspace files read on first use). With the caller's

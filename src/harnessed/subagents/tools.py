@@ -14,12 +14,12 @@ from harnessed.subagents.records import TaskRecord, TaskStatus, clean_label
 from harnessed.subagents.texts import finished_text, started_text
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
-from harnessed.tools.decorator import tool
+from harnessed.tools.toolset import Toolset, toolset_tool
 
 if TYPE_CHECKING:
     from harnessed.subagents.spawning import Spawning
 
-__all__ = ["MAX_TIMEOUT", "subagent_tools"]
+__all__ = ["MAX_TIMEOUT", "SubagentToolset", "subagent_tools"]
 
 MAX_TIMEOUT = 600.0
 """The longest a tool waits for a sub-agent, in seconds."""
@@ -39,9 +39,17 @@ def _call(context: ToolContext) -> CallContext:
 
 
 def subagent_tools(cap: Spawning) -> list[Tool]:
+    """The six tools of a :class:`SubagentToolset` bound to ``cap``."""
+    return SubagentToolset(cap).tools()
+
+
+class SubagentToolset(Toolset):
     """The six tools, bound to one :class:`~harnessed.subagents.Subagents` capability."""
 
-    async def outcome(call: CallContext, running: Running, timeout: float) -> str:
+    def __init__(self, cap: Spawning) -> None:
+        self.cap = cap
+
+    async def outcome(self, call: CallContext, running: Running, timeout: float) -> str:
         """Wait for a task started now; time out into the background."""
         assert running.task is not None
         task_id = running.record.task_id
@@ -51,21 +59,21 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             running.link.cancel("the parent agent's call was cancelled")
             running.task.cancel()
             raise
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         record = book.tasks[task_id]
         if running.outcome is None:
             promoted = dataclasses.replace(record, background=True)
             running.record = promoted
             book.put(promoted)
-            cap.set_section(call.state, book.data())
+            self.cap.set_section(call.state, book.data())
             return started_text(promoted, timed_out=timeout)
         if record.ended:  # another tool of this step wrote it already
             book.mark_delivered([task_id])
             ended = book.tasks[task_id]
         else:
             ended = book.finish(record, running.outcome, delivered=True)
-            cap.announce(call, ended, book)
-        cap.set_section(call.state, book.data())
+            self.cap.announce(call, ended, book)
+        self.cap.set_section(call.state, book.data())
         if ended.status is not TaskStatus.COMPLETED:
             raise ToolError(
                 f"sub-agent {ended.agent_key} {ended.status.value.lower()} "
@@ -73,51 +81,49 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             )
         return finished_text(ended)
 
-    @tool(name="agent_spawn", read_only=True, concurrency_safe=True)
+    @toolset_tool(name="agent_spawn", read_only=True, concurrency_safe=True)
     async def agent_spawn(
+        self,
         context: ToolContext,
         agent_id: str,
         task: str,
         label: str | None = None,
         timeout_seconds: float = 30,
     ) -> str:
-        """Give a task to a sub-agent, which works on it in its own session and reports back.
+        """Give a task to a sub-agent, which works in its own session and reports back.
 
-        With timeout_seconds above 0 you wait for its answer that long; if it is not done by
-        then it goes on in the background and you get its task id. With 0 it starts in the
-        background at once. You are told when a background task finishes. Several spawns in one
-        step run at the same time.
+        You wait up to timeout_seconds for the answer; then (or at once with 0) it goes on in
+        the background and you are told when it finishes. Spawns in one step run in parallel.
 
         Args:
-            agent_id: Which sub-agent (see agent_list), e.g. "general-purpose".
-            task: Everything it needs to know: it does not see your conversation.
-            label: Names its session; spawning again with the same label (or agent_send)
-                continues that conversation. Default: a new session.
-            timeout_seconds: How long to wait for the answer, 0 to 600; 0 = background.
+            agent_id: e.g. "general-purpose".
+            task: All it needs to know: it does not see your conversation.
+            label: Names its session; spawn with it again (or agent_send) to continue there.
+            timeout_seconds: 0-600.
         """
         call = _call(context)
         wait = _timeout(timeout_seconds)
         if not task.strip():
             raise ToolError("task must not be blank: say what the sub-agent should do")
-        specs = await cap.declarations.all(*caller_ids(call))
+        specs = await self.cap.declarations.all(*caller_ids(call))
         spec = specs.get(agent_id)
         if spec is None:
             known = ", ".join(sorted(specs)) or "none"
             raise ToolError(f"no sub-agent {agent_id!r}; available: {known}")
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         try:
             chosen = clean_label(label) if label is not None else book.next_label(spec.id)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        cap.set_section(call.state, book.data())
-        running = await cap.start(call, spec, chosen, task, background=wait == 0)
+        self.cap.set_section(call.state, book.data())
+        running = await self.cap.start(call, spec, chosen, task, background=wait == 0)
         if wait == 0:
             return started_text(running.record)
-        return await outcome(call, running, wait)
+        return await self.outcome(call, running, wait)
 
-    @tool(name="agent_send", read_only=True, concurrency_safe=True)
+    @toolset_tool(name="agent_send", read_only=True, concurrency_safe=True)
     async def agent_send(
-        context: ToolContext, agent: str, message: str, timeout_seconds: float = 30
+        self, context: ToolContext, agent: str, message: str, timeout_seconds: float = 30
     ) -> str:
         """Send a follow-up message to a sub-agent session you started before (it remembers
         its earlier work). Waits like agent_spawn; 0 = background.
@@ -131,7 +137,7 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         wait = _timeout(timeout_seconds)
         if not message.strip():
             raise ToolError("message must not be blank")
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         keys = list(dict.fromkeys(r.agent_key for r in book.tasks.values()))
         if agent in keys:
             key = agent
@@ -145,20 +151,20 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             key = matches[0]
         last = book.last_of(key)
         assert last is not None
-        spec = (await cap.declarations.all(*caller_ids(call))).get(last.agent_id)
+        spec = (await self.cap.declarations.all(*caller_ids(call))).get(last.agent_id)
         if spec is None:
             raise ToolError(f"the sub-agent {last.agent_id!r} is no longer declared")
-        running = await cap.start(call, spec, last.label, message, background=wait == 0)
+        running = await self.cap.start(call, spec, last.label, message, background=wait == 0)
         if wait == 0:
             return started_text(running.record)
-        return await outcome(call, running, wait)
+        return await self.outcome(call, running, wait)
 
-    @tool(name="agent_list", read_only=True)
-    async def agent_list(context: ToolContext) -> dict[str, Any]:
+    @toolset_tool(name="agent_list", read_only=True)
+    async def agent_list(self, context: ToolContext) -> dict[str, Any]:
         """List the sub-agents you can spawn and the sub-agent sessions of this conversation."""
         call = _call(context)
-        specs = await cap.declarations.all(*caller_ids(call))
-        book = cap.book(call.state)
+        specs = await self.cap.declarations.all(*caller_ids(call))
+        book = self.cap.book(call.state)
         sessions: dict[str, TaskRecord] = {}
         for record in book.tasks.values():
             sessions[record.agent_key] = record
@@ -172,9 +178,9 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             ],
         }
 
-    @tool(name="task_output", read_only=True, concurrency_safe=True)
+    @toolset_tool(name="task_output", read_only=True, concurrency_safe=True)
     async def task_output(
-        context: ToolContext, task_id: str, block: bool = False, timeout: float = 30
+        self, context: ToolContext, task_id: str, block: bool = False, timeout: float = 30
     ) -> dict[str, Any]:
         """The status and, once finished, the result of a background task.
 
@@ -186,17 +192,17 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         call = _call(context)
         wait = _timeout(timeout, "timeout")
         owner = (call.agent_name, call.user_id, call.session_id)
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         record = book.tasks.get(task_id)
         if record is None:
             raise ToolError(f"no task {task_id!r} in this conversation (see task_list)")
-        running = cap.shared.board.get(task_id, owner)
+        running = self.cap.shared.board.get(task_id, owner)
         if not record.ended and block and running is not None:
             await wait_done(running, wait)
-            book = cap.book(call.state)  # other tools of this step may have written meanwhile
-        cap.apply_finished(book, owner, call)
+            book = self.cap.book(call.state)  # other tools of this step may have written meanwhile
+        self.cap.apply_finished(book, owner, call)
         book.mark_delivered([task_id])
-        cap.set_section(call.state, book.data())
+        self.cap.set_section(call.state, book.data())
         record = book.tasks[task_id]
         data = record.summary()
         if record.status is TaskStatus.COMPLETED:
@@ -207,8 +213,8 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             data["note"] = "still running; you are told when it finishes"
         return data
 
-    @tool(name="task_cancel", read_only=True)
-    async def task_cancel(context: ToolContext, task_id: str) -> str:
+    @toolset_tool(name="task_cancel", read_only=True)
+    async def task_cancel(self, context: ToolContext, task_id: str) -> str:
         """Stop a running task: its sub-agent ends at its next safe point (between steps).
 
         Args:
@@ -216,22 +222,22 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
         """
         call = _call(context)
         owner = (call.agent_name, call.user_id, call.session_id)
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         record = book.tasks.get(task_id)
         if record is None:
             raise ToolError(f"no task {task_id!r} in this conversation (see task_list)")
         if record.ended:
             return f"Task {task_id} already ended ({record.status.value}); nothing to cancel."
-        running = cap.shared.board.get(task_id, owner)
-        runner = task_runner(cap.host)
+        running = self.cap.shared.board.get(task_id, owner)
+        runner = task_runner(self.cap.host)
         if running is None and runner is not None:  # the runtime runs it: stopped there
             await runner.cancel_task(*owner, task_id)
             book.put(record.moved(TaskStatus.CANCELLED, error="cancelled", delivered=True))
-            cap.set_section(call.state, book.data())
+            self.cap.set_section(call.state, book.data())
             return f"Task {task_id} is stopped and marked cancelled."
         if running is None:
             book.put(record.moved(TaskStatus.CANCELLED, error="cancelled", delivered=True))
-            cap.set_section(call.state, book.data())
+            self.cap.set_section(call.state, book.data())
             return f"Task {task_id} was not running in this process; it is marked cancelled."
         running.link.cancel("cancelled by the parent agent (task_cancel)")
         return (
@@ -239,8 +245,10 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             "point; you are told when it has."
         )
 
-    @tool(name="task_list", read_only=True)
-    async def task_list(context: ToolContext, status: str | None = None) -> list[dict[str, Any]]:
+    @toolset_tool(name="task_list", read_only=True)
+    async def task_list(
+        self, context: ToolContext, status: str | None = None
+    ) -> list[dict[str, Any]]:
         """The sub-agent tasks of this conversation, newest first.
 
         Args:
@@ -254,11 +262,9 @@ def subagent_tools(cap: Spawning) -> list[Tool]:
             except ValueError:
                 allowed = ", ".join(s.value for s in TaskStatus)
                 raise ToolError(f"status must be one of {allowed}; got {status!r}") from None
-        book = cap.book(call.state)
+        book = self.cap.book(call.state)
         owner = (call.agent_name, call.user_id, call.session_id)
-        if cap.apply_finished(book, owner, call):
-            cap.set_section(call.state, book.data())
+        if self.cap.apply_finished(book, owner, call):
+            self.cap.set_section(call.state, book.data())
         records = [r for r in reversed(book.tasks.values()) if wanted in (None, r.status)]
         return [r.summary() for r in records[:_LISTED]]
-
-    return [agent_spawn, agent_send, agent_list, task_output, task_cancel, task_list]

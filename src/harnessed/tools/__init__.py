@@ -6,6 +6,7 @@ from harnessed.tools.base import Tool, ToolError, ToolOutput, format_tool_output
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
 from harnessed.tools.toolkit import ToolGuard, Toolkit
+from harnessed.tools.toolset import Toolset, toolset_tool
 
 __all__ = [
     "Tool",
@@ -14,6 +15,8 @@ __all__ = [
     "ToolGuard",
     "ToolOutput",
     "Toolkit",
+    "Toolset",
     "format_tool_output",
     "tool",
+    "toolset_tool",
 ]

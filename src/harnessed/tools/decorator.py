@@ -88,9 +88,9 @@ def _build_tool(
     import pydantic
 
     doc = docstring_parser.parse(inspect.getdoc(func) or "")
-    text = description or "\n\n".join(
-        part for part in (doc.short_description, doc.long_description) if part
-    )
+    # the whole text before the sections: a first sentence wrapped over two lines stays one
+    # paragraph (the parser's "short description" is only its first line)
+    text = description or doc.description or ""
     if not text:
         raise ValueError(f"tool {tool_name!r} needs a description: add a docstring")
     text = lean_text(text)

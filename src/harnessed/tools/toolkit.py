@@ -54,6 +54,7 @@ class Toolkit:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._schemas: tuple[ToolSchema, ...] | None = None
         for t in tools:
             self.add(t)
 
@@ -63,12 +64,14 @@ class Toolkit:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._schemas = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def remove(self, name: str) -> Tool | None:
         """Unregister a tool (a tool set that changes at run time, e.g. an MCP server's)."""
+        self._schemas = None
         return self._tools.pop(name, None)
 
     def __contains__(self, name: object) -> bool:
@@ -85,7 +88,10 @@ class Toolkit:
         return list(self._tools)
 
     def schemas(self) -> tuple[ToolSchema, ...]:
-        return tuple(t.schema for t in self._tools.values())
+        """Every tool's schema, in registration order (the same tuple until tools change)."""
+        if self._schemas is None:
+            self._schemas = tuple(t.schema for t in self._tools.values())
+        return self._schemas
 
     # ------------------------------------------------------------ execution
     async def run_step(

@@ -47,12 +47,10 @@ class Web(Capability):
 
         @tool(name="web_fetch", read_only=True, concurrency_safe=True)
         async def web_fetch(url: str, offset: int = 1, limit: int = default_limit) -> str:
-            """Fetch a web page (http or https) and return its readable text, numbered lines.
+            """Fetch a web page (http or https) as readable text in numbered lines.
 
             Args:
-                url: The page's address.
-                offset: First line to return (1-based); read on with the offset shown.
-                limit: Lines to return.
+                offset: First line (1-based); read on with the offset shown.
             """
             if offset < 1 or not 1 <= limit <= _MAX_LIMIT:
                 raise ToolError(f"offset must be 1 or more and limit 1 to {_MAX_LIMIT}")

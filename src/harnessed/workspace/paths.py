@@ -84,6 +84,12 @@ def encode_part(value: str, what: str = "id") -> str:
     """
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    return _encoded(value)
+
+
+@lru_cache(maxsize=1_024)
+def _encoded(value: str) -> str:
+    """``encode_part`` of a valid id (the same few ids are encoded at every request)."""
     encoded = quote(value, safe="-_@+=,")
     # "." and ".." (and hidden names) must not mean anything on disk: encode leading dots.
     stripped = encoded.lstrip(".")
