@@ -65,7 +65,18 @@ def register(sub: Any) -> None:
     chat.add_argument(
         "--base-url", default=None, help="the server's URL, e.g. http://localhost:8000/v1"
     )
-    chat.add_argument("--workspace", default=".", help="workspace without --agent (default: .)")
+    chat.add_argument(
+        "--workspace",
+        default=None,
+        help="workspace without --agent, holding its sessions too (default: the current "
+        "directory, with sessions and state in the user's data directory)",
+    )
+    chat.add_argument(
+        "--data-dir",
+        default=None,
+        help="without --agent: where sessions and state go (default: harnessed.toml's "
+        "data_dir, else $XDG_DATA_HOME/harnessed/projects/…; inside --workspace when given)",
+    )
     chat.add_argument("--system", default="", help="system prompt without --agent")
     chat.add_argument("--session", default="chat", help="session id (default: chat)")
     chat.add_argument("--user", default="default", help="user id (default: default)")
@@ -364,13 +375,19 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _build_agent(args: argparse.Namespace) -> HarnessAgent:
     from harnessed.agent import HarnessAgent
-    from harnessed.cli.config import load_config, model_options, model_spec, sandbox_option
+    from harnessed.cli.config import (
+        cli_workspace,
+        load_config,
+        model_options,
+        model_spec,
+        sandbox_option,
+    )
     from harnessed.cli.loading import load_object
 
     if args.demo:
         from harnessed.cli.demo_chat import demo_chat_agent
 
-        return demo_chat_agent(args.workspace if args.workspace != "." else None)
+        return demo_chat_agent(args.workspace)
     if args.agent:
         agent = load_object(args.agent)
         if not isinstance(agent, HarnessAgent):
@@ -386,7 +403,7 @@ def _build_agent(args: argparse.Namespace) -> HarnessAgent:
         "harnessed",
         cli_model(model_spec(args.model, config), model_options(args.base_url, config)),
         sys_prompt=args.system,
-        workspace=args.workspace,
+        workspace=cli_workspace(args.workspace, args.data_dir, config),
         permission_mode=mode,
         max_iters=args.max_iters or 10,
         shell=sandbox_option(args.sandbox, config),
