@@ -118,8 +118,9 @@ class HistoryCompactor:
     async def compact_now(self, history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
         """Summarize now, whatever the triggers say (an application's or a user's request):
         everything before the tail the configuration keeps (before the last exchange, from
-        the last user message on, when that keeps it all). The history comes back unchanged unless a summary was made: a failed
-        summary (reported by its ``compaction_end`` event) leaves nothing half done."""
+        the last user message on, when that keeps it all). The history comes back unchanged
+        unless a summary was made: a failed summary (reported by its ``compaction_end``
+        event) leaves nothing half done."""
         config = self.compaction
         if config is None:
             return HistoryOutcome(history)
