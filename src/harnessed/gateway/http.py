@@ -8,6 +8,7 @@ does not exist.
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import json
 import re
@@ -31,6 +32,7 @@ from harnessed.gateway.limits import BodySizeLimit
 from harnessed.gateway.schemas import (
     AgentList,
     AnswerIn,
+    CompactOut,
     ConfirmationOut,
     Created,
     HistoryOut,
@@ -363,6 +365,23 @@ def create_app(
         runs (``turn_id`` is null for a turn of another server process)."""
         sent = await session.send_interrupt()
         return InterruptOut(interrupted=sent is not None, turn_id=sent.turn_id if sent else None)
+
+    @app.post(
+        "/v1/sessions/{session_id}/compact",
+        response_model=CompactOut,
+        responses={
+            **_NOT_FOUND,
+            409: {"model": Problem, "description": "A turn of the session is running here."},
+        },
+        tags=["sessions"],
+    )
+    async def compact(session: Owned) -> CompactOut:
+        """Summarize the session's earlier history now (``/compact``): what it summarized and
+        the working history's size before and after. The message history keeps every original
+        message; a summary that fails changes nothing (``status`` failed, with ``error``)."""
+        if session.running is not None:
+            raise HTTPException(409, "a turn of this session is running: compact after it ends")
+        return CompactOut(**dataclasses.asdict(await session.agent.compact(session.ctx)))
 
     @app.get(
         "/v1/sessions/{session_id}/confirmations",
