@@ -151,8 +151,9 @@ async def _cost(term: ChatTerminal, arg: str) -> bool:
 
 
 async def _compact(term: ChatTerminal, arg: str) -> bool:
-    if _busy(term):
-        return True
+    if term.session.running is not None:  # or just ending: the summary comes after it
+        _say(term, "waiting for the running turn to end (Ctrl-C stops it)…")
+        await term.session.wait_idle()
     used = term.context.get("estimated_input_tokens")
     limit = term.context.get("input_limit")
     if isinstance(used, int) and isinstance(limit, int) and limit > 0:

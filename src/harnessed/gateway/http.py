@@ -379,7 +379,8 @@ def create_app(
         """Summarize the session's earlier history now (``/compact``): what it summarized and
         the working history's size before and after. The message history keeps every original
         message; a summary that fails changes nothing (``status`` failed, with ``error``)."""
-        if session.running is not None:
+        turn = session.running
+        if turn is not None and not turn.done:  # one that just ended gives its lease back
             raise HTTPException(409, "a turn of this session is running: compact after it ends")
         return CompactOut(**dataclasses.asdict(await session.agent.compact(session.ctx)))
 
