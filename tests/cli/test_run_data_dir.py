@@ -83,3 +83,16 @@ def test_harnessed_toml_data_dir_keeps_the_sessions_in_the_project(
     assert (project / ".harnessed-data" / "agents" / "harnessed").is_dir()
     assert not (project / "agents").exists()
     assert not project_data_dir(project).exists()
+
+
+def test_a_project_with_sessions_of_its_own_keeps_them(
+    project: Path, http_server: LocalServer
+) -> None:
+    """Sessions an earlier version (or ``--workspace .``) kept in the project are continued."""
+    http_server.queue(_reply("Kept inside."), _reply("Still inside."))
+    args = ["--model", "openai:gpt-test", "--session", "s1", "--yes"]
+    assert main(["run", "hi", "--workspace", ".", *args]) == 0
+    assert main(["run", "again", *args]) == 0
+    second = http_server.requests[1].json()["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert not project_data_dir(project).exists()

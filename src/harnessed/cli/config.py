@@ -32,6 +32,7 @@ __all__ = [
     "ConfigError",
     "cli_workspace",
     "data_location",
+    "holds_sessions",
     "runtime_root",
     "load_config",
     "model_options",
@@ -136,7 +137,8 @@ def data_location(
 ) -> Path | None:
     """Where the runtime data of an agent working in ``workspace`` goes (``None``: inside the
     workspace, the library's own layout). ``--data-dir`` wins; an explicit ``--workspace``
-    is a harnessed workspace that holds its own data; then ``data_dir`` of the files; else
+    is a harnessed workspace that holds its own data; then ``data_dir`` of the files; then a
+    directory that already holds session logs keeps them (:func:`holds_sessions`); else
     the user's data directory, one folder per project (nothing is written to the project)."""
     if flag:
         return Path(flag).expanduser()
@@ -145,6 +147,8 @@ def data_location(
     config = config if config is not None else load_config()
     if config.data_dir is not None:
         return Path(config.data_dir).expanduser()
+    if holds_sessions(Path.cwd()):
+        return None  # a workspace with sessions of its own (an earlier version's, --workspace .)
     from harnessed.cli.paths import project_data_dir
 
     return project_data_dir(Path.cwd())
@@ -169,3 +173,8 @@ DATA_DIR_HELP = (
     "where run and chat keep the sessions (default: as they chose it: inside --workspace "
     "when given, else harnessed.toml's data_dir or $XDG_DATA_HOME/harnessed/projects/…)"
 )
+
+
+def holds_sessions(directory: Path) -> bool:
+    """Whether ``directory`` holds harnessed session logs of its own (``agents/*/sessions``)."""
+    return any(p.is_dir() for p in (directory / "agents").glob("*/sessions"))
