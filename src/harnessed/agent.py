@@ -59,6 +59,7 @@ from harnessed.turns.control import TurnControl
 from harnessed.workspace import Filesystem, Workspace
 
 if TYPE_CHECKING:
+    from harnessed.compaction.manual import CompactionReport
     from harnessed.turns.gate import TurnGate  # loaded with the first turn
 
 __all__ = ["AgentInput", "HarnessAgent"]
@@ -285,6 +286,35 @@ class HarnessAgent(AgentHost):
             async with contextlib.aclosing(run.execute(messages)) as events:
                 async for event in events:
                     yield event
+
+    async def compact(self, ctx: RuntimeContext | None = None) -> CompactionReport:
+        """Summarize the session's earlier history now, as the automatic compaction does when
+        its trigger is reached: everything before the tail the ``compaction`` configuration
+        keeps (before the last user message when that keeps it all) becomes one summary message.
+
+        Waits for a running turn of the session to end (and keeps the next from starting until
+        done). The session log records it as it records an automatic compaction and keeps every
+        original message; a summary that fails changes nothing (status ``failed``). Returns a
+        :class:`~harnessed.compaction.CompactionReport`: what was summarized, and the working
+        history's messages and estimated tokens before and after.
+        """
+        from harnessed.compaction.manual import compact_session
+        from harnessed.compaction.pipeline import HistoryCompactor
+
+        ctx = (ctx or RuntimeContext()).resolved(self.name)
+        compactor = self.compiler.compactor
+        async with (
+            self._sessions.call_lease(ctx, None),
+            self._locks.hold(self.name, ctx.user_id, ctx.session),
+        ):
+            return await compact_session(
+                compactor if isinstance(compactor, HistoryCompactor) else None,
+                self.compiler,
+                self.conversation,
+                self.model,
+                self.name,
+                ctx,
+            )
 
     async def close(self) -> None:
         """Close the capabilities (memory waits for its background work), then release what

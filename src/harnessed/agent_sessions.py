@@ -39,7 +39,7 @@ class SessionAccess:
         if self._turn_gate is None:
             from harnessed.stores.local.turn_gate import default_turn_gate  # imported on first use
 
-            root = self.workspace.local_root if self.workspace is not None else None
+            root = self.workspace.data_root if self.workspace is not None else None
             self._turn_gate = default_turn_gate(root)
         return self._turn_gate
 

@@ -8,6 +8,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,11 @@ def harnessed_process(
         text=True,
         **popen,
     )
+
+
+def make_agent_when_released() -> HarnessAgent:
+    """:func:`make_agent` once the file $CHAT_TEST_RELEASE exists (an agent slow to build)."""
+    release = Path(os.environ["CHAT_TEST_RELEASE"])
+    while not release.exists():
+        time.sleep(0.01)
+    return make_agent()

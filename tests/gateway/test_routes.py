@@ -69,6 +69,15 @@ OPERATIONS = [
         "path:session_id query:agent",
     ),
     (
+        "POST",
+        S + "/compact",
+        "compact",
+        None,
+        "sessions",
+        "200 404 409 422",
+        "path:session_id query:agent",
+    ),
+    (
         "GET",
         S + "/confirmations",
         "confirmations",

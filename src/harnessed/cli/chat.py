@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from harnessed.cli.render import EventPrinter
     from harnessed.events import ConfirmationRequestEvent, Event
     from harnessed.sessions import AgentSession
-from harnessed.permissions.answers import QuestionAnswerError, is_question
 
 __all__ = ["ChatTerminal", "register"]
 
@@ -65,7 +64,18 @@ def register(sub: Any) -> None:
     chat.add_argument(
         "--base-url", default=None, help="the server's URL, e.g. http://localhost:8000/v1"
     )
-    chat.add_argument("--workspace", default=".", help="workspace without --agent (default: .)")
+    chat.add_argument(
+        "--workspace",
+        default=None,
+        help="workspace without --agent, holding its sessions too (default: the current "
+        "directory, with sessions and state in the user's data directory)",
+    )
+    chat.add_argument(
+        "--data-dir",
+        default=None,
+        help="without --agent: where sessions and state go (default: harnessed.toml's "
+        "data_dir, else $XDG_DATA_HOME/harnessed/projects/…; inside --workspace when given)",
+    )
     chat.add_argument("--system", default="", help="system prompt without --agent")
     chat.add_argument("--session", default="chat", help="session id (default: chat)")
     chat.add_argument("--user", default="default", help="user id (default: default)")
@@ -129,6 +139,8 @@ class ChatTerminal:
     # ------------------------------------------------------------------ prompt
     def prompt_text(self) -> str:
         if self.asking is not None:
+            from harnessed.permissions.answers import is_question
+
             if is_question(self.asking.details):
                 return "your answer: "
             return f"Allow {self.asking.call.name}? [y/N] "
@@ -230,6 +242,8 @@ class ChatTerminal:
         self._set_status(None)
 
     async def _answer(self, text: str) -> None:
+        from harnessed.permissions.answers import is_question
+
         request, self.asking = self.asking, None
         self._changed()
         assert request is not None
@@ -244,6 +258,8 @@ class ChatTerminal:
 
     async def _answer_question(self, request: ConfirmationRequestEvent, text: str) -> None:
         """A number picks a choice; a question with a schema takes JSON; empty declines."""
+        from harnessed.permissions.answers import QuestionAnswerError
+
         if not text:
             with contextlib.suppress(Exception):
                 await self.session.respond(request.request_id, False)
@@ -322,6 +338,8 @@ class ChatTerminal:
 
 
 def _prompt(event: ConfirmationRequestEvent) -> str:
+    from harnessed.permissions.answers import is_question
+
     if not is_question(event.details):
         return f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) " + escape(
             "[y/N]"
@@ -364,13 +382,19 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _build_agent(args: argparse.Namespace) -> HarnessAgent:
     from harnessed.agent import HarnessAgent
-    from harnessed.cli.config import load_config, model_options, model_spec, sandbox_option
+    from harnessed.cli.config import (
+        cli_workspace,
+        load_config,
+        model_options,
+        model_spec,
+        sandbox_option,
+    )
     from harnessed.cli.loading import load_object
 
     if args.demo:
         from harnessed.cli.demo_chat import demo_chat_agent
 
-        return demo_chat_agent(args.workspace if args.workspace != "." else None)
+        return demo_chat_agent(args.workspace)
     if args.agent:
         agent = load_object(args.agent)
         if not isinstance(agent, HarnessAgent):
@@ -386,7 +410,7 @@ def _build_agent(args: argparse.Namespace) -> HarnessAgent:
         "harnessed",
         cli_model(model_spec(args.model, config), model_options(args.base_url, config)),
         sys_prompt=args.system,
-        workspace=args.workspace,
+        workspace=cli_workspace(args.workspace, args.data_dir, config),
         permission_mode=mode,
         max_iters=args.max_iters or 10,
         shell=sandbox_option(args.sandbox, config),
@@ -394,29 +418,15 @@ def _build_agent(args: argparse.Namespace) -> HarnessAgent:
 
 
 async def _main(args: argparse.Namespace, console: Console) -> int:
-    from harnessed.runtime import RuntimeContext
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return await _interactive(args)
+    return await _piped(args)
 
+
+async def _piped(args: argparse.Namespace) -> int:
+    """Input from a pipe: lines are read as they come, and echoed."""
     agent = _build_agent(args)
-    session = agent.session(RuntimeContext(args.user, args.session))
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    if interactive:
-        from harnessed.cli.chat_input import LineBuffered
-
-        console = Console(
-            file=cast("TextIO", LineBuffered(lambda: sys.stdout)),
-            force_terminal=True,
-            highlight=False,
-        )
-    else:
-        console = Console(highlight=False)
-    terminal = ChatTerminal(
-        agent,
-        session,
-        console,
-        show_thinking=not args.no_thinking,
-        model_options=_model_options(args),
-        echo=not interactive,
-    )
+    terminal = _terminal(args, agent, Console(highlight=False), echo=True)
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[str | None] = asyncio.Queue()
 
@@ -426,44 +436,110 @@ async def _main(args: argparse.Namespace, console: Console) -> int:
 
     loop.add_signal_handler(signal.SIGINT, interrupted)
     try:
-        if not interactive:
-            threading.Thread(target=_read_pipe, args=(loop, lines), daemon=True).start()
-            return await terminal.run(lines)
-        return await _interactive(terminal, lines, history=not args.no_history)
+        threading.Thread(target=_read_pipe, args=(loop, lines), daemon=True).start()
+        return await terminal.run(lines)
     finally:
-        from harnessed.cli.windows_cache import remember_window
-
         loop.remove_signal_handler(signal.SIGINT)
-        remember_window(agent.model)
-        await agent.close()
+        await _done(agent)
 
 
-async def _interactive(
-    terminal: ChatTerminal, lines: asyncio.Queue[str | None], *, history: bool
-) -> int:
+def _terminal(
+    args: argparse.Namespace, agent: HarnessAgent, console: Console, *, echo: bool
+) -> ChatTerminal:
+    from harnessed.runtime import RuntimeContext
+
+    return ChatTerminal(
+        agent,
+        agent.session(RuntimeContext(args.user, args.session)),
+        console,
+        show_thinking=not args.no_thinking,
+        model_options=_model_options(args),
+        echo=echo,
+    )
+
+
+async def _done(agent: HarnessAgent) -> None:
+    from harnessed.cli.windows_cache import remember_window
+
+    remember_window(agent.model)
+    await agent.close()
+
+
+_STARTING = "starting the agent…"
+
+
+async def _interactive(args: argparse.Namespace) -> int:
+    """In a terminal: the prompt is drawn first and the agent is built (its modules imported)
+    in a thread meanwhile, so typing can start at once; what is sent before the agent is
+    ready waits for it. Ctrl-C or Ctrl-D while it starts leaves."""
     from prompt_toolkit.patch_stdout import patch_stdout
 
     from harnessed.cli.chat_commands import COMMANDS
-    from harnessed.cli.chat_input import make_prompt, read_lines
+    from harnessed.cli.chat_input import LineBuffered, make_prompt, read_lines
 
-    path = data_dir() / "chat_history" if history else None
+    console = Console(
+        file=cast("TextIO", LineBuffered(lambda: sys.stdout)),
+        force_terminal=True,
+        highlight=False,
+    )
+    ready: list[ChatTerminal] = []
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
     prompt = make_prompt(
         COMMANDS,
-        path,
-        lambda: terminal.status,
-        lambda: terminal.asking is not None or terminal.leaving,
+        data_dir() / "chat_history" if not args.no_history else None,
+        lambda: ready[0].status if ready else _STARTING,
+        lambda: bool(ready) and (ready[0].asking is not None or ready[0].leaving),
     )
-    terminal.on_change = prompt.app.invalidate
+    drawn = asyncio.Event()
+    prompt.app.after_render += lambda _: drawn.set()
+    agent: HarnessAgent | None = None
+    loop = asyncio.get_running_loop()
     with patch_stdout(raw=True):
         reader = asyncio.create_task(
-            read_lines(prompt, terminal.prompt_text, lines, terminal.on_interrupt)
+            read_lines(
+                prompt,
+                lambda: ready[0].prompt_text() if ready else YOU,
+                lines,
+                lambda: ready[0].on_interrupt() if ready else True,
+            )
         )
         try:
-            return await terminal.run(lines)
+            # the prompt first: the build's imports would otherwise share the CPU with it
+            waiting = asyncio.ensure_future(drawn.wait())
+            await asyncio.wait({waiting, reader}, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            building = asyncio.ensure_future(asyncio.to_thread(_build_agent, args))
+            await asyncio.wait({building, reader}, return_when=asyncio.FIRST_COMPLETED)
+            if not building.done():  # left while starting
+                building.add_done_callback(_close_unused)
+                return 0
+            agent = building.result()
+            terminal = _terminal(args, agent, console, echo=False)
+            terminal.on_change = prompt.app.invalidate
+            ready.append(terminal)
+            prompt.app.invalidate()
+
+            def interrupted() -> None:
+                if terminal.on_interrupt():
+                    lines.put_nowait(None)
+
+            loop.add_signal_handler(signal.SIGINT, interrupted)
+            try:
+                return await terminal.run(lines)
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
+            if agent is not None:
+                await _done(agent)
+
+
+def _close_unused(building: asyncio.Future[HarnessAgent]) -> None:
+    """An agent finished building after the user left: nothing was started on it."""
+    if not building.cancelled():
+        building.exception()  # retrieved: a failed build after leaving is not reported
 
 
 def _chat(args: argparse.Namespace, console: Console) -> int:

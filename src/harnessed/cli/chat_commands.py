@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "/clear": "start a new, empty session",
     "/model": "[PROVIDER:MODEL]: show the model, or switch to another",
     "/cost": "tokens used in this chat",
-    "/compact": "how full the context window is, and when history is summarized",
+    "/compact": "summarize the earlier history now (the log keeps every message)",
     "/quit": "leave (Ctrl-D too)",
 }
 
@@ -151,21 +151,32 @@ async def _cost(term: ChatTerminal, arg: str) -> bool:
 
 
 async def _compact(term: ChatTerminal, arg: str) -> bool:
+    if term.session.running is not None:  # or just ending: the summary comes after it
+        _say(term, "waiting for the running turn to end (Ctrl-C stops it)…")
+        await term.session.wait_idle()
     used = term.context.get("estimated_input_tokens")
     limit = term.context.get("input_limit")
     if isinstance(used, int) and isinstance(limit, int) and limit > 0:
-        _say(term, f"context: {used:,} of {limit:,} tokens ({100 * used // limit}%)", "")
-    else:
-        _say(term, "context: not measured yet (send a message first)", "")
-    config = getattr(term.agent, "compaction", None)
-    if config is None:
-        _say(term, "history summaries are off for this agent")
-    else:
+        _say(term, f"context before: {used:,} of {limit:,} tokens ({100 * used // limit}%)", "")
+    _say(term, "summarizing the earlier history…")
+    try:
+        report = await term.agent.compact(term.session.ctx)
+    except Exception as exc:  # the model or the store failed: say so, keep chatting
+        _say(term, f"could not compact: {type(exc).__name__}: {exc}", "red")
+        return True
+    if report.status == "compacted":
         _say(
             term,
-            f"earlier history is summarized once it reaches {config.trigger_messages} messages "
-            "or its token trigger; the log keeps every original message",
+            f"summarized {report.summarized_messages} earlier message(s): the history went "
+            f"from {report.messages_before} to {report.messages_after} messages, "
+            f"~{report.tokens_before:,} to ~{report.tokens_after:,} tokens "
+            "(the session log keeps every original message)",
+            "green",
         )
+    elif report.status == "failed":
+        _say(term, f"the summary failed, nothing was changed: {report.error}", "red")
+    else:
+        _say(term, report.note)
     return True
 
 

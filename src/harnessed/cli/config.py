@@ -9,6 +9,8 @@ over everything. Keys::
     base_url = "http://localhost:8000/v1"
     permission_mode = "accept_edits"   # default, accept_edits, explore, bypass, dont_ask
     sandbox = "host"                   # host, bubblewrap or none
+    data_dir = ".harnessed-data"       # where sessions and state go (default: the user's
+                                       # data directory; "." keeps them in the project)
 """
 
 from __future__ import annotations
@@ -17,14 +19,21 @@ import os
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessed.cli.paths import config_dir
+
+if TYPE_CHECKING:
+    from harnessed.workspace.layout import Workspace
 
 __all__ = [
     "DEFAULT_MODEL",
     "CliConfig",
     "ConfigError",
+    "cli_workspace",
+    "data_location",
+    "holds_sessions",
+    "runtime_root",
     "load_config",
     "model_options",
     "model_spec",
@@ -49,6 +58,7 @@ class CliConfig:
     base_url: str | None = None
     permission_mode: str | None = None
     sandbox: str | None = None
+    data_dir: str | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -120,3 +130,51 @@ def model_options(flag: str | None, config: CliConfig) -> dict[str, Any]:
     """Keyword arguments of the model's adapter: the base URL of ``--base-url`` or the file."""
     url = flag or config.base_url
     return {"base_url": url} if url else {}
+
+
+def data_location(
+    workspace: str | None, flag: str | None, config: CliConfig | None = None
+) -> Path | None:
+    """Where the runtime data of an agent working in ``workspace`` goes (``None``: inside the
+    workspace, the library's own layout). ``--data-dir`` wins; an explicit ``--workspace``
+    is a harnessed workspace that holds its own data; then ``data_dir`` of the files; then a
+    directory that already holds session logs keeps them (:func:`holds_sessions`); else
+    the user's data directory, one folder per project (nothing is written to the project)."""
+    if flag:
+        return Path(flag).expanduser()
+    if workspace is not None:
+        return None
+    config = config if config is not None else load_config()
+    if config.data_dir is not None:
+        return Path(config.data_dir).expanduser()
+    if holds_sessions(Path.cwd()):
+        return None  # a workspace with sessions of its own (an earlier version's, --workspace .)
+    from harnessed.cli.paths import project_data_dir
+
+    return project_data_dir(Path.cwd())
+
+
+def cli_workspace(workspace: str | None, data_flag: str | None, config: CliConfig) -> Workspace:
+    """The workspace of ``run`` and ``chat``: ``--workspace`` (default: the current directory),
+    its runtime data where :func:`data_location` says."""
+    from harnessed.workspace.layout import Workspace
+
+    return Workspace(workspace or ".", data_dir=data_location(workspace, data_flag, config))
+
+
+def runtime_root(workspace: str | None, data_flag: str | None) -> Path:
+    """The local directory holding the runtime data (``agents/``, ``.harnessed/``) that
+    ``run`` and ``chat`` wrote with the same ``--workspace`` and ``--data-dir``."""
+    return data_location(workspace, data_flag) or Path(workspace or ".")
+
+
+WORKSPACE_HELP = "the agent's workspace (default: the current directory)"
+DATA_DIR_HELP = (
+    "where run and chat keep the sessions (default: as they chose it: inside --workspace "
+    "when given, else harnessed.toml's data_dir or $XDG_DATA_HOME/harnessed/projects/…)"
+)
+
+
+def holds_sessions(directory: Path) -> bool:
+    """Whether ``directory`` holds harnessed session logs of its own (``agents/*/sessions``)."""
+    return any(p.is_dir() for p in (directory / "agents").glob("*/sessions"))

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from harnessed.cli.config import DATA_DIR_HELP, WORKSPACE_HELP, ConfigError, data_location
 from harnessed.cli.recording import last_request_path
 from harnessed.context.manifest import ContextManifest
 from harnessed.context.meter import Meter
@@ -89,7 +90,8 @@ def register(sub: Any) -> None:
     inspect = sub.add_parser(
         "inspect", help="show what the model saw: per-request budget breakdown of a session"
     )
-    inspect.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    inspect.add_argument("--workspace", default=None, help=WORKSPACE_HELP)
+    inspect.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     inspect.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
     inspect.add_argument("--user", default="default", help="user id (default: default)")
     inspect.add_argument(
@@ -106,15 +108,22 @@ def register(sub: Any) -> None:
 
 
 def inspect_command(args: argparse.Namespace, console: Console) -> int:
-    root = Path(args.workspace)
+    root = Path(args.workspace or ".")
     if not root.is_dir():
         console.print(f"[red]no workspace at {escape(str(root))}[/]")
         return 2
     if args.last < 1:
         console.print("[red]--last must be at least 1[/]")
         return 2
-    store = JsonlSessionLogStore(root.resolve() / Workspace.AGENTS_DIR)
-    return asyncio.run(_inspect(store, Workspace(root), args, console))
+    try:
+        data = data_location(args.workspace, args.data_dir)
+    except ConfigError as exc:
+        console.print(str(exc), style="red", markup=False)
+        return 2
+    workspace = Workspace(root, data_dir=data)
+    assert workspace.data_root is not None  # a local directory
+    store = JsonlSessionLogStore(workspace.data_root / Workspace.AGENTS_DIR)
+    return asyncio.run(_inspect(store, workspace, args, console))
 
 
 async def _inspect(

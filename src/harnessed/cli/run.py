@@ -27,6 +27,7 @@ from harnessed.agent import HarnessAgent
 from harnessed.cli.approvals import TerminalApprover
 from harnessed.cli.config import (
     DEFAULT_MODEL,
+    cli_workspace,
     load_config,
     model_options,
     model_spec,
@@ -70,7 +71,18 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--base-url", default=None, help="the server's URL, e.g. http://localhost:8000/v1"
     )
-    run.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    run.add_argument(
+        "--workspace",
+        default=None,
+        help="the agent's workspace, holding its sessions too (default: the current directory, "
+        "with sessions and state in the user's data directory)",
+    )
+    run.add_argument(
+        "--data-dir",
+        default=None,
+        help="where sessions and state go (default: harnessed.toml's data_dir, else "
+        "$XDG_DATA_HOME/harnessed/projects/…; inside --workspace when that is given)",
+    )
     which = run.add_mutually_exclusive_group()
     which.add_argument("--session", default=None, help="continue this session (default: new)")
     which.add_argument(
@@ -157,7 +169,7 @@ def _limits(
 
 
 def _wants_subagents(args: argparse.Namespace) -> bool:
-    return bool(args.subagents) or (Path(args.workspace) / "subagents").is_dir()
+    return bool(args.subagents) or (Path(args.workspace or ".") / "subagents").is_dir()
 
 
 def new_session_id() -> str:
@@ -199,7 +211,7 @@ def _agent(args: argparse.Namespace) -> HarnessAgent:
         args.agent,
         cli_model(model_spec(args.model, config), model_options(args.base_url, config)),
         sys_prompt=args.system,
-        workspace=args.workspace,
+        workspace=cli_workspace(args.workspace, args.data_dir, config),
         max_iters=args.max_iters,
         permission_mode=mode,
         enable_task_list=args.tasks,

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harnessed.cli.config import DATA_DIR_HELP, WORKSPACE_HELP, ConfigError, runtime_root
 from harnessed.log.search import MatchMode, SearchIndex, query_words, snippet
 from harnessed.stores.local.indexed import IndexedSessionLogStore
 from harnessed.stores.local.jsonl import JsonlSessionLogStore
@@ -30,7 +31,8 @@ __all__ = ["list_sessions", "open_log", "register", "reindex", "search"]
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    parser.add_argument("--workspace", default=None, help=WORKSPACE_HELP)
+    parser.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     parser.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
 
 
@@ -66,9 +68,13 @@ def register(sub: Any) -> None:
 
 
 def sessions_command(args: argparse.Namespace, console: Console) -> int:
-    root = Path(args.workspace)
-    if not root.is_dir():
-        console.print(f"[red]no workspace at {escape(str(root))}[/]")
+    if not Path(args.workspace or ".").is_dir():
+        console.print(f"[red]no workspace at {escape(str(args.workspace))}[/]")
+        return 2
+    try:
+        root = runtime_root(args.workspace, args.data_dir)
+    except ConfigError as exc:
+        console.print(str(exc), style="red", markup=False)
         return 2
     if args.command == "search" and not 1 <= args.limit <= 200:
         console.print("[red]--limit must be between 1 and 200[/]")

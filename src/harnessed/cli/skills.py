@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harnessed.cli.config import DATA_DIR_HELP, WORKSPACE_HELP, ConfigError, data_location
 from harnessed.runtime import RuntimeContext
 from harnessed.skills import (
     SKILL_FILE_NAMES,
@@ -26,6 +27,7 @@ from harnessed.skills import (
 )
 from harnessed.skills.drafts import AmbiguousDraftError
 from harnessed.workspace import Workspace
+from harnessed.workspace.errors import WorkspaceError
 
 __all__ = ["list_drafts", "list_skills", "register", "review_draft", "validate_skills"]
 
@@ -34,7 +36,8 @@ def register(sub: Any) -> None:
     skills = sub.add_parser("skills", help="list the skills an agent sees, or validate skills")
     skills_sub = skills.add_subparsers(dest="skills_command", required=True)
     listing = skills_sub.add_parser("list", help="the skills of a workspace and skill folders")
-    listing.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    listing.add_argument("--workspace", default=None, help=WORKSPACE_HELP)
+    listing.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     listing.add_argument(
         "--skill-dir", action="append", default=[], help="an application skill folder or URL"
     )
@@ -59,34 +62,47 @@ def register(sub: Any) -> None:
 
 
 def _workspace_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", default=".", help="the agent's workspace (default: .)")
+    parser.add_argument("--workspace", default=None, help=WORKSPACE_HELP)
+    parser.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     parser.add_argument("--agent", default="harnessed", help="agent name (default: harnessed)")
 
 
 def skills_command(args: argparse.Namespace, console: Console) -> int:
     if args.skills_command == "validate":
         return validate_skills(Path(args.path), console)
+    root = Path(args.workspace or ".")
+    try:
+        data = data_location(args.workspace, args.data_dir)
+    except ConfigError as exc:
+        console.print(str(exc), style="red", markup=False)
+        return 2
     if args.skills_command == "drafts":
-        return list_drafts(Path(args.workspace), args.agent, console)
+        return list_drafts(root, args.agent, console, data)
     if args.skills_command in ("promote", "reject"):
         return review_draft(
-            Path(args.workspace),
+            root,
             args.agent,
             args.name,
             console,
             user=args.user,
             promote=args.skills_command == "promote",
             replace=getattr(args, "replace", False),
+            data=data,
         )
-    return list_skills(Path(args.workspace), args.skill_dir, args.agent, args.user, console)
+    return list_skills(root, args.skill_dir, args.agent, args.user, console, data)
 
 
 def list_skills(
-    workspace: Path, skill_dirs: list[str], agent: str, user: str, console: Console
+    workspace: Path,
+    skill_dirs: list[str],
+    agent: str,
+    user: str,
+    console: Console,
+    data: Path | None = None,
 ) -> int:
     """Print the skills an agent's user sees, and the folders skipped as invalid."""
     skills = Skills(skill_dirs)
-    skills.bind(Workspace(workspace) if workspace.is_dir() else None, agent)
+    skills.bind(Workspace(workspace, data_dir=data) if workspace.is_dir() else None, agent)
     ctx = RuntimeContext(user).resolved(agent)
     catalog_log = logging.getLogger("harnessed.skills.catalog")
     level = catalog_log.level
@@ -131,27 +147,31 @@ def validate_skills(path: Path, console: Console) -> int:
     return 1 if failed else 0
 
 
-def _bound(workspace: Path, agent: str, console: Console) -> Skills | None:
+def _bound(
+    workspace: Path, agent: str, console: Console, data: Path | None
+) -> tuple[Skills, Workspace] | None:
     if not workspace.is_dir():
         console.print(f"[red]no workspace at {escape(str(workspace))}[/]")
         return None
     skills = Skills()
-    skills.bind(Workspace(workspace), agent)
-    return skills
+    bound = Workspace(workspace, data_dir=data)
+    skills.bind(bound, agent)
+    return skills, bound
 
 
-def list_drafts(workspace: Path, agent: str, console: Console) -> int:
+def list_drafts(workspace: Path, agent: str, console: Console, data: Path | None = None) -> int:
     """Print the drafts waiting for review: name, proposer, session, when, what they grant."""
-    skills = _bound(workspace, agent, console)
-    if skills is None:
+    found = _bound(workspace, agent, console, data)
+    if found is None:
         return 1
+    skills, bound = found
     drafts = asyncio.run(skills.drafts())
     if not drafts:
         console.print("no drafts")
         return 0
     table = Table("draft", "proposed by", "session", "when (UTC)", "allowed-tools", "description")
     for draft in drafts:
-        meta = draft_meta(workspace, draft.folder)
+        meta = draft_meta(bound, draft.folder)
         when = (
             datetime.fromtimestamp(draft.proposed_at, UTC).strftime("%Y-%m-%d %H:%M")
             if draft.proposed_at is not None
@@ -169,12 +189,12 @@ def list_drafts(workspace: Path, agent: str, console: Console) -> int:
     return 0
 
 
-def draft_meta(workspace: Path, folder: str) -> SkillMeta | None:
+def draft_meta(workspace: Workspace, folder: str) -> SkillMeta | None:
     """The draft's front matter, or ``None`` when its ``SKILL.md`` is not valid."""
-    path = workspace.joinpath(*folder.split("/"), "SKILL.md")
     try:
-        meta, _ = parse_skill_md(path.read_text(encoding="utf-8"), path.parent.name, where=folder)
-    except (OSError, UnicodeDecodeError, SkillFormatError):
+        text = asyncio.run(workspace.fs.read_text(f"{folder}/SKILL.md"))
+        meta, _ = parse_skill_md(text, folder.rsplit("/", 1)[-1], where=folder)
+    except (OSError, UnicodeDecodeError, SkillFormatError, WorkspaceError):
         return None
     return meta
 
@@ -188,11 +208,13 @@ def review_draft(
     user: str | None,
     promote: bool,
     replace: bool = False,
+    data: Path | None = None,
 ) -> int:
     """Promote or reject one draft, saying whose it was; 1 when that cannot be done."""
-    skills = _bound(workspace, agent, console)
-    if skills is None:
+    found = _bound(workspace, agent, console, data)
+    if found is None:
         return 1
+    skills = found[0]
     try:
         if promote:
             draft = asyncio.run(skills.promote(name, user=user, replace=replace))

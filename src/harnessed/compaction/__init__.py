@@ -5,6 +5,8 @@
 * :class:`HistoryCompactor` prunes old tool output (``PruneConfig``), truncates old tool
   arguments (``TruncateArgsConfig``) and summarizes the earlier history (``CompactionConfig``),
   cheap steps first.
+* :func:`compact_session` (``HarnessAgent.compact``) summarizes on request, between turns
+  (:class:`CompactionReport` says what it did).
 
 Both plug into the context compiler's history hooks; nothing they do is stored unless the
 request they shaped is valid, and the session log always keeps the original messages. Summary
@@ -21,6 +23,7 @@ from harnessed.compaction.config import (
     TruncateArgsConfig,
 )
 from harnessed.compaction.eviction import OFFLOAD_TRANSFORM, ToolResultEvictor
+from harnessed.compaction.manual import CompactionReport, compact_session
 from harnessed.compaction.markers import (
     ARGS_TRUNCATED_KEY,
     OFFLOAD_KEY,
@@ -52,6 +55,7 @@ __all__ = [
     "SUMMARY_NAME",
     "TRUNCATE_TRANSFORM",
     "CompactionConfig",
+    "CompactionReport",
     "EmptySummaryError",
     "HistoryCompactor",
     "HistoryTransforms",
@@ -62,6 +66,7 @@ __all__ = [
     "ToolResultEvictionConfig",
     "ToolResultEvictor",
     "TruncateArgsConfig",
+    "compact_session",
     "history_transforms",
     "is_summary",
     "overflow_not_recovered",

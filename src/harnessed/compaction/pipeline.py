@@ -121,6 +121,35 @@ class HistoryCompactor:
                     run.prune(self.prune, protect=0, minimum=0)
         return HistoryOutcome(run.history, tuple(run.transforms))
 
+    async def compact_now(self, history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
+        """Summarize now, whatever the triggers say (an application's or a user's request):
+        everything before the tail the configuration keeps (before the last exchange, from
+        the last user message on, when that keeps it all). The history comes back unchanged
+        unless a summary was made: a failed summary (reported by its ``compaction_end``
+        event) leaves nothing half done."""
+        config = self.compaction
+        if config is None:
+            return HistoryOutcome(history)
+        run = _Run(list(history), budget, PruneMemo())
+        cut = self._cut(run, config, forced=False)
+        if cut == 0 or (cut == 1 and is_summary(run.history[0])):
+            cut = _last_exchange_start(run.history)
+        prefix = run.history[:cut]
+        if not prefix or (len(prefix) == 1 and is_summary(prefix[0])):
+            return HistoryOutcome(history)
+        if config.truncate_args is not None:
+            truncated = truncate_tool_args(run.history, config.truncate_args, cut)
+            if truncated.calls:
+                run.update(truncated.history, TRUNCATE_TRANSFORM)
+        if self.prune is not None and self.prune.cache_aware:
+            run.prune(self.prune, protect=0, minimum=0, before=cut)
+        await self._summarize(run, config, cut, "manual")
+        if not run.summarized:
+            return HistoryOutcome(history)
+        session = (budget.info.agent_name, budget.info.runtime.user_id, budget.info.runtime.session)
+        self.backoff.succeeded(session)
+        return HistoryOutcome(run.history, tuple(run.transforms))
+
     # ------------------------------------------------------------- stages
     def _due(self, run: _Run, config: CompactionConfig) -> str | None:
         if len(run.history) >= config.trigger_messages:
@@ -263,6 +292,15 @@ class HistoryCompactor:
                 "duration_ms": round((time.monotonic() - started) * 1000, 3),
             },
         )
+
+
+def _last_exchange_start(history: Sequence[Msg]) -> int:
+    """Where the last exchange begins: the last user message that is not a summary."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.role == "user" and not is_summary(message):
+            return index
+    return 0
 
 
 def _represented(message: Msg) -> int:

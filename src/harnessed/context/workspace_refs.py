@@ -297,7 +297,7 @@ class WorkspaceRefsLoader:
         )
         home = posixpath.dirname(scoped)  # the caller's own folder ("" in the global scope)
         own_agents: tuple[str, ...] = (posixpath.join(home, ws.AGENTS_MD),) if home else ()
-        root = ws.local_root
+        root = ws.data_root  # the caller's own folder is runtime data
         if own_agents and root is not None and not (root / own_agents[0]).is_file():
             own_agents = ()  # one stat instead of a guarded walk for the usual case: none
         return await load_workspace_refs(

@@ -11,6 +11,7 @@ from harnessed.gateway.identity import SESSION_ID_PATTERN
 __all__ = [
     "AgentList",
     "AnswerIn",
+    "CompactOut",
     "ConfirmationOut",
     "Created",
     "HistoryOut",
@@ -109,6 +110,19 @@ class HistoryOut(BaseModel):
 class SteerOut(BaseModel):
     message_id: str
     turn_id: str | None
+
+
+class CompactOut(BaseModel):
+    """What a compaction on request did (``status``: compacted, unchanged or failed)."""
+
+    status: str
+    summarized_messages: int
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    note: str = ""
+    error: str | None = None
 
 
 class InterruptOut(BaseModel):

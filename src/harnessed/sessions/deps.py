@@ -21,6 +21,7 @@ from harnessed.turns.control import TurnControl
 from harnessed.turns.gate import TurnGate
 
 if TYPE_CHECKING:
+    from harnessed.compaction.manual import CompactionReport
     from harnessed.sessions.session import AgentSession
 
 __all__ = ["SessionHost"]
@@ -74,3 +75,5 @@ class SessionHost(Protocol):
     async def session_usage(self, ctx: RuntimeContext | None = None) -> UsageTotals: ...
 
     async def sessions(self, user_id: str = "default") -> list[SessionInfo]: ...
+
+    async def compact(self, ctx: RuntimeContext | None = None) -> CompactionReport: ...

@@ -352,8 +352,8 @@ class Skills(Capability):
 
     def _copies_dir(self) -> Path:
         ws = self.workspace
-        if ws is not None and ws.local_root is not None:
-            return ws.local_root.joinpath(".harnessed", "skill-copies")
+        if ws is not None and ws.data_root is not None:
+            return ws.data_root.joinpath(".harnessed", "skill-copies")
         return Path(tempfile.gettempdir()) / "harnessed-skill-copies"
 
 

@@ -23,16 +23,16 @@ __all__ = ["default_search_index", "default_session_store", "indexed_session_sto
 def default_session_store(workspace: Workspace | None) -> SessionLogStore:
     if workspace is None:
         return InMemorySessionLogStore()
-    if workspace.local_root is not None:
-        return JsonlSessionLogStore(workspace.local_root / Workspace.AGENTS_DIR)
+    if workspace.data_root is not None:
+        return JsonlSessionLogStore(workspace.data_root / Workspace.AGENTS_DIR)
     return FilesystemSessionLogStore(workspace.fs, Workspace.AGENTS_DIR)
 
 
 def default_search_index(workspace: Workspace | None, store: SessionLogStore) -> SearchIndex:
-    if workspace is not None and workspace.local_root is not None:
+    if workspace is not None and workspace.data_root is not None:
         from harnessed.stores.local.sqlite_index import SqliteSearchIndex
 
-        return SqliteSearchIndex(workspace.local_root / Workspace.AGENTS_DIR)
+        return SqliteSearchIndex(workspace.data_root / Workspace.AGENTS_DIR)
     return ScanSearchIndex(store)
 
 

@@ -20,6 +20,6 @@ STATE_DIR = ".harnessed/state"
 def default_state_store(workspace: Workspace | None) -> AgentStateStore:
     if workspace is None:
         return InMemoryStateStore()
-    if workspace.local_root is not None:
-        return JsonFileStateStore(workspace.local_root / STATE_DIR)
+    if workspace.data_root is not None:
+        return JsonFileStateStore(workspace.data_root / STATE_DIR)
     return FilesystemStateStore(workspace.fs, STATE_DIR)

@@ -263,10 +263,10 @@ def build_child(
 def isolated_dir(parent: Delegate, user_id: str, child_session: str) -> Path | None:
     """Where the private workspace of an isolated sub-agent session lives (``None``: memory)."""
     ws = parent.workspace
-    if ws is None or ws.local_root is None:
+    if ws is None or ws.data_root is None:
         return None
     return (
-        ws.local_root
+        ws.data_root
         / ".harnessed"
         / "subagent-workspaces"
         / encode_part(parent.name, "agent name")

@@ -36,10 +36,10 @@ def default_wakeup_store(host: CapabilityHost) -> WakeupScheduler:
         if isinstance(shared, PostgresStore):  # only then is the postgres extra loaded
             return PostgresWakeupStore(shared)
     workspace = host.workspace
-    if workspace is not None and workspace.local_root is not None:
+    if workspace is not None and workspace.data_root is not None:
         from harnessed.wakeups.sqlite import SqliteWakeupStore
 
-        return SqliteWakeupStore(workspace.local_root / ".harnessed" / "wakeups.sqlite3")
+        return SqliteWakeupStore(workspace.data_root / ".harnessed" / "wakeups.sqlite3")
     return MemoryWakeupStore()
 
 

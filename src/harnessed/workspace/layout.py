@@ -25,7 +25,10 @@ between the users of one agent; ``"global"`` shares everything:
 * large tool results: global ``large_tool_results``, agent ``large_tool_results/A``, user
   ``large_tool_results/A/U``, session ``large_tool_results/A/U/S``
 
-The global memory home is exactly the classic layout. Ids used as path segments are encoded
+The global memory home is exactly the classic layout. ``Workspace(root, data_dir=...)`` keeps
+the runtime folders (``.harnessed``, ``agents``, ``large_tool_results``, and ``sessions`` in
+the global scope) in another local directory: same paths for the harness, nothing of it in
+``root`` (what a command line wants for a user's project). Ids used as path segments are encoded
 (``/``, ``..`` and leading dots cannot address anything else), see
 :func:`~harnessed.workspace.paths.encode_part`.
 """
@@ -84,11 +87,24 @@ class Workspace:
         *,
         scope: IsolationScope = "user",
         storage_options: dict[str, Any] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if scope not in _SCOPES:
             raise ValueError(f"Workspace scope must be one of {', '.join(_SCOPES)}; got {scope!r}")
         self.scope: IsolationScope = scope
         fs = _make_filesystem(root, storage_options or {})
+        if data_dir is not None:
+            if not isinstance(fs, LocalFilesystem) or fs.data_root is not None:
+                raise ValueError(
+                    f"data_dir needs a workspace root that is a local directory, got {root!r}"
+                )
+            names = (*self.runtime_roots, self.LARGE_TOOL_RESULTS_DIR)
+            fs = LocalFilesystem(
+                fs.root,
+                data_root=data_dir,
+                data_names=names,
+                metadata_inline=fs.metadata_inline,
+            )
         if isinstance(fs, BaseFilesystem):  # a local one: no link into the runtime data
             fs = fs.with_link_check(runtime_link_check(self.runtime_roots))
         self.fs: Filesystem = fs
@@ -98,9 +114,15 @@ class Workspace:
             self.fs.root if isinstance(self.fs, LocalFilesystem) else None
         )
         """The local directory of the workspace, or ``None`` for remote and memory backends."""
+        self.data_root: Path | None = (
+            (self.fs.data_root or self.fs.root) if isinstance(self.fs, LocalFilesystem) else None
+        )
+        """The local directory that holds the runtime data (``.harnessed/``, ``agents/``...):
+        ``data_dir`` when given, else :attr:`local_root`; ``None`` for remote backends."""
 
     def __repr__(self) -> str:
-        return f"Workspace({self.fs!r}, scope={self.scope!r})"
+        data = f", data_dir={str(self.data_root)!r}" if self.data_root != self.local_root else ""
+        return f"Workspace({self.fs!r}, scope={self.scope!r}{data})"
 
     @property
     def runtime_roots(self) -> tuple[str, ...]:

@@ -13,6 +13,11 @@ with :class:`~harnessed.workspace.errors.PathOutsideWorkspaceError`. An absolute
 accepted only when it lies inside the root, and is then treated as the matching relative path.
 Writes go to a temporary file beside the target and are renamed over it, so readers never see
 half a file. Walks never follow directory symlinks, and skip file symlinks that lead outside.
+
+``data_root`` with ``data_names`` keeps some top-level folders elsewhere: a path whose first
+component is one of ``data_names`` lives under ``data_root`` instead of the root (the same
+relative path below it). Workspaces use it to keep the harness's runtime data (session logs,
+state) out of a user's project; listings and walks of the root show only the root's own files.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import os
 import posixpath
 import shutil
 import stat as stat_mod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +92,8 @@ class LocalFilesystem(BaseFilesystem):
         create: bool = True,
         link_check: LinkCheck | None = None,
         metadata_inline: bool = True,
+        data_root: str | os.PathLike[str] | None = None,
+        data_names: Collection[str] = (),
     ) -> None:
         super().__init__()
         if not isinstance(metadata_inline, bool):
@@ -101,6 +108,22 @@ class LocalFilesystem(BaseFilesystem):
         """The resolved workspace directory."""
         self._given = Path(os.path.normpath(given))
         self._link_check = link_check
+        self.data_root: Path | None = None
+        """Where the top-level folders of :attr:`data_names` live (``None``: in the root)."""
+        self.data_names: frozenset[str] = frozenset(data_names)
+        if data_root is not None:
+            if not self.data_names:
+                raise ValueError("data_root needs data_names: the folders that live there")
+            for name in self.data_names:
+                if not name or "/" in name or name in (".", ".."):
+                    raise ValueError(f"data_names must be top-level folder names, got {name!r}")
+            self.data_root = Path(data_root).expanduser().absolute()
+            if self.data_root.exists():
+                self.data_root = self.data_root.resolve()
+            if self.data_root == self.root:
+                self.data_root = None  # the root itself: nothing is elsewhere
+        elif self.data_names:
+            raise ValueError("data_names without data_root: say where those folders live")
 
     def __repr__(self) -> str:
         return f"LocalFilesystem({str(self.root)!r})"
@@ -114,6 +137,8 @@ class LocalFilesystem(BaseFilesystem):
             create=False,
             link_check=link_check if previous is None else _both(previous, link_check),
             metadata_inline=self.metadata_inline,
+            data_root=self.data_root,
+            data_names=self.data_names if self.data_root is not None else (),
         )
         checked._given = self._given  # absolute links through the given path still resolve
         checked._locks = self._locks
@@ -127,6 +152,11 @@ class LocalFilesystem(BaseFilesystem):
 
     def _relative(self, absolute_text: str, shown: str) -> str:
         absolute = Path(os.path.normpath(absolute_text))
+        data = self.data_root
+        if data is not None and absolute.is_relative_to(data) and absolute != data:
+            rel = absolute.relative_to(data).as_posix()
+            if rel.split("/", 1)[0] in self.data_names:
+                return paths.normalize_path(rel)
         for base in (self.root, self._given):
             if absolute == base or absolute.is_relative_to(base):
                 return paths.normalize_path(absolute.relative_to(base).as_posix())
@@ -150,7 +180,23 @@ class LocalFilesystem(BaseFilesystem):
         """The real local path of a workspace path, after the policy and symlink checks."""
         located = self._locate(self.normalize(path))
         located.close()
-        return self.root / located.real if located.real else self.root
+        return self._base(located.real) / located.real if located.real else self.root
+
+    def _base(self, rel: str) -> Path:
+        """The directory ``rel`` (workspace-relative) is below: the root or :attr:`data_root`."""
+        if self.data_root is not None and rel.split("/", 1)[0] in self.data_names:
+            return self.data_root
+        return self.root
+
+    def _open_top(self, parts: list[str], create: bool) -> int:
+        base = self._base(parts[0]) if parts else self.root
+        try:
+            return os.open(base, _DIR)
+        except FileNotFoundError:
+            if base == self.root or not create:
+                raise
+        base.mkdir(parents=True, exist_ok=True)  # the data root, made with its first write
+        return os.open(base, _DIR)
 
     # ------------------------------------------------------------ the walk
     def _locate(self, rel: str, *, create: bool = False, follow: bool = True) -> _Located:
@@ -181,7 +227,7 @@ class LocalFilesystem(BaseFilesystem):
         Returns the open directory reached, the names walked, and a new path to walk instead
         when a symlink was met (the directory is then the one holding the link).
         """
-        fd = os.open(self.root, _DIR)
+        fd = self._open_top(parts, create)
         done: list[str] = []
         try:
             for index, name in enumerate(parts[:-1]):
@@ -380,7 +426,7 @@ class LocalFilesystem(BaseFilesystem):
                 mode = stat_mod.S_IMODE(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
             except FileNotFoundError:
                 mode = _FILE_MODE
-            parent = self.root / posixpath.dirname(located.real)
+            parent = self._base(located.real) / posixpath.dirname(located.real)
             write_atomically_at(fd, name, data, mode, directory=parent)
         finally:
             located.close()

@@ -1,6 +1,7 @@
 """A session's turns: start one with a message, resume one, follow one's events, steer or
 interrupt the running one."""
 
+import dataclasses
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path
@@ -9,7 +10,14 @@ from fastapi.responses import StreamingResponse
 from harnessed.gateway.routes.common import NOT_FOUND, SSE
 from harnessed.gateway.routes.state import STREAM_HEADERS, AppState
 from harnessed.gateway.routes.streaming import EventStreamResponse
-from harnessed.gateway.schemas import InterruptOut, MessageIn, Problem, SteerIn, SteerOut
+from harnessed.gateway.schemas import (
+    CompactOut,
+    InterruptOut,
+    MessageIn,
+    Problem,
+    SteerIn,
+    SteerOut,
+)
 from harnessed.gateway.sse import feed_stream
 from harnessed.sessions import AgentSession, NothingToResumeError, SessionIdleError
 from harnessed.turns.feed import remote_turn
@@ -67,7 +75,8 @@ def add_turn_routes(router: APIRouter, state: AppState) -> None:
 
 
 def add_control_routes(router: APIRouter, state: AppState) -> None:
-    """``POST …/steer`` and ``POST …/interrupt``: reach the running turn wherever it runs."""
+    """``POST …/steer`` and ``POST …/interrupt``: reach the running turn wherever it runs;
+    ``POST …/compact``: summarize the session's earlier history between turns."""
     Owned = Annotated[AgentSession, Depends(state.owned)]
 
     @router.post(
@@ -105,3 +114,21 @@ def add_control_routes(router: APIRouter, state: AppState) -> None:
         runs (``turn_id`` is null for a turn of another server process)."""
         sent = await session.send_interrupt()
         return InterruptOut(interrupted=sent is not None, turn_id=sent.turn_id if sent else None)
+
+    @router.post(
+        "/v1/sessions/{session_id}/compact",
+        response_model=CompactOut,
+        responses={
+            **NOT_FOUND,
+            409: {"model": Problem, "description": "A turn of the session is running here."},
+        },
+        tags=["sessions"],
+    )
+    async def compact(session: Owned) -> CompactOut:
+        """Summarize the session's earlier history now (``/compact``): what it summarized and
+        the working history's size before and after. The message history keeps every original
+        message; a summary that fails changes nothing (``status`` failed, with ``error``)."""
+        turn = session.running
+        if turn is not None and not turn.done:  # one that just ended gives its lease back
+            raise HTTPException(409, "a turn of this session is running: compact after it ends")
+        return CompactOut(**dataclasses.asdict(await session.agent.compact(session.ctx)))
