@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from harnessed.models import ScriptedModel
 from harnessed.questions import ASK_USER, AskUser
 from harnessed.subagents import Subagents, SubagentSpec
 from tests.subagents.helpers import calls, spawn, tool_results, wait_for_tasks
+from tests.subagents.nested_restart_app import CTX, build
 from tests.subagents.test_nested_approvals import acting, touch, touched
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,4 +160,52 @@ async def test_a_background_childs_question_is_answered_from_a_second_process(
     await wait_for_tasks(agent, ctx, 1)
     (task,) = await agent.capability(Subagents).tasks(ctx)  # type: ignore[union-attr]
     assert task.result is not None and "The user answered: us" in task.result
+    await agent.close()
+
+
+def run_until_asked_then_kill(workspace: Path) -> str:
+    """Run the app until its background sub-agent's request is open, kill -9 it; returns the
+    request id."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.subagents.nested_restart_app", str(workspace)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (asked := list((workspace / "marks").glob("asked-*"))):
+            if proc.poll() is not None:
+                raise AssertionError(f"the app exited early: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
+            if time.monotonic() > deadline:
+                raise AssertionError("the sub-agent never asked")
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return asked[0].name.removeprefix("asked-")
+
+
+async def test_after_kill_9_the_old_request_is_closed_when_the_parent_runs_again(
+    tmp_path: Path,
+) -> None:
+    old = run_until_asked_then_kill(tmp_path)
+    probe = build(tmp_path, [])
+    # the killed process cannot close it: listed until the parent session runs again
+    assert [r.request_id for r in await probe.pending_confirmations(CTX)] == [old]
+    await probe.close()
+
+    agent = build(tmp_path, ["The deploy is under way."])
+    _ = [e async for e in agent.stream_events("how is the deploy?", CTX)]
+    assert await agent.pending_confirmations(CTX) == []
+    said = await answer_elsewhere(tmp_path, CTX.session, True)
+    assert said.startswith("IndexError")  # nothing waits any more
+    # the resumed task learns that its call did not finish (the log cannot tell that it
+    # never started: it waited for approval), and the call never ran
+    await wait_for_tasks(agent, CTX, 1)
+    (task,) = await agent.capability(Subagents).tasks(CTX)  # type: ignore[union-attr]
+    assert task.result is not None and "interrupted" in task.result
+    assert not (tmp_path / "marks" / "deployed-web").exists()
     await agent.close()

@@ -81,10 +81,16 @@ class ForwardedLog:
         self.log = log
         self.ref = SessionRef(*session)
 
-    async def announce(self, forwarded: ForwardedRequest) -> int:
-        """Log the request; returns its record's sequence number."""
+    async def announce(self, forwarded: ForwardedRequest, task_id: str) -> int:
+        """Log the request of the sub-agent task ``task_id``; returns its record's sequence
+        number."""
         (stored,) = await self._append(
-            {"action": FORWARDED, "source": forwarded.source, **forwarded.request.to_dict()}
+            {
+                "action": FORWARDED,
+                "source": forwarded.source,
+                "task_id": task_id,
+                **forwarded.request.to_dict(),
+            }
         )
         return stored.seq
 
@@ -103,8 +109,18 @@ class ForwardedLog:
 
     async def open_requests(self) -> list[PendingConfirmation]:
         """The logged requests nobody answered yet and whose sub-agent still waits."""
+        return [request for request, _ in await self._open()]
+
+    async def close_tasks(self, task_ids: set[str]) -> None:
+        """Close the open requests of these tasks (their process stopped: a resumed task asks
+        again)."""
+        for request, task_id in await self._open():
+            if task_id in task_ids:
+                await self.close(request.request_id)
+
+    async def _open(self) -> list[tuple[PendingConfirmation, str | None]]:
         records = await self.log.tail(self.ref, LOOK_BACK, types=[RecordType.PERMISSION_CHANGED])
-        found: dict[str, PendingConfirmation] = {}
+        found: dict[str, tuple[PendingConfirmation, str | None]] = {}
         for record in records:
             action = record.payload.get("action")
             if action == FORWARDED:
@@ -112,7 +128,8 @@ class ForwardedLog:
                     request = PendingConfirmation.from_dict(record.payload)
                 except (KeyError, TypeError, ValueError):
                     continue
-                found[request.request_id] = request
+                task_id = record.payload.get("task_id")
+                found[request.request_id] = (request, task_id if isinstance(task_id, str) else None)
             elif action in (FORWARDED_ANSWERED, FORWARDED_CLOSED):
                 found.pop(str(record.payload.get("request_id")), None)
         return list(found.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from harnessed.capabilities.base import CallContext
 from harnessed.cost.meter import METER_KEY
 from harnessed.messages import Msg
+from harnessed.permissions.forwarded import ForwardedLog
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.subagents.board import Running, TaskBook
 from harnessed.subagents.child import LINK_KEY, ChildOutcome, ChildRun
@@ -21,7 +22,7 @@ from harnessed.subagents.core import (
 from harnessed.subagents.declarations import caller_ids
 from harnessed.subagents.delegate import Delegate
 from harnessed.subagents.records import TaskRecord, TaskStatus
-from harnessed.subagents.spawning import Spawning
+from harnessed.subagents.spawning import Spawning, approvals_of
 from harnessed.subagents.spec import SubagentSpec
 
 __all__ = ["Recovery"]
@@ -40,6 +41,10 @@ class Recovery(Spawning):
         book = self.book(call.state)
         stale = [r for r in book.tasks.values() if not r.ended and r.task_id not in board.running]
         specs = await self.declarations.all(*caller_ids(call))
+        # requests the stopped process forwarded are closed: a resumed task asks again
+        await ForwardedLog(self.host.session_store, owner_of(call)).close_tasks(
+            {r.task_id for r in stale}
+        )
         for record in stale:
             try:
                 await self._resume(call, book, record, specs.get(record.agent_id))
@@ -70,7 +75,9 @@ class Recovery(Spawning):
         started = any(m.role == "user" for m in since)
         record = background(record)
         book.put(record)
-        running = Running(record, owner_of(call), call.runtime, link)
+        running = Running(
+            record, owner_of(call), call.runtime, link, approvals=approvals_of(call, spec)
+        )
         last = since[-1] if since else None
         call.record(RESUMED, {"task_id": record.task_id, "child_session": record.child_session})
         if started and last is not None and last.role == "assistant" and not last.tool_uses:

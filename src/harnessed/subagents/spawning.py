@@ -133,11 +133,7 @@ class Spawning(SubagentsCore):
         record = record.moved(TaskStatus.RUNNING)
         self._settle(call, record)
         call.record(SPAWNED, spawned)
-        attended = call.values.get(MODE_KEY) == "wait"  # someone answers while the call runs
-        approvals = spec.on_approval
-        if approvals == "forward" and not attended:
-            approvals = "fail"
-        running = Running(record, owner, call.runtime, link, approvals=approvals)
+        running = Running(record, owner, call.runtime, link, approvals=approvals_of(call, spec))
         self._launch(running, child, child_ctx, text)
         return running
 
@@ -162,7 +158,9 @@ class Spawning(SubagentsCore):
         answerable = running.approvals == "forward"
         top = running.link.depth == 1  # nested ones reach the top through their parents
         log = ForwardedLog(self.host.session_store, running.owner) if top else None
-        routes = _Routes(self.host.approval_gate.forwarded, running.owner, key, log)
+        routes = _Routes(
+            self.host.approval_gate.forwarded, running.owner, key, log, running.record.task_id
+        )
 
         def forward(event: Event) -> None:
             live = self._live.get(running.owner)
@@ -285,15 +283,28 @@ class Spawning(SubagentsCore):
         return child
 
 
+def approvals_of(call: CallContext, spec: SubagentSpec) -> str:
+    """What a task's requests become: the spec's ``on_approval``, except that forwarding
+    needs someone who answers while the parent's call runs (a parent in ``call()`` parks)."""
+    attended = call.values.get(MODE_KEY) == "wait"
+    return "fail" if spec.on_approval == "forward" and not attended else spec.on_approval
+
+
 class _Routes:
     """A child's forwarded requests in the parent's gate, under the parent's session, and —
     for a sub-agent of a top-level call (``log`` set) — in that session's log, watched for an
     answer given in another process."""
 
     def __init__(
-        self, forwarded: ForwardedRequests, owner: Owner, path: str, log: ForwardedLog | None
+        self,
+        forwarded: ForwardedRequests,
+        owner: Owner,
+        path: str,
+        log: ForwardedLog | None,
+        task_id: str,
     ) -> None:
         self.forwarded, self.owner, self.path, self.log = forwarded, owner, path, log
+        self.task_id = task_id
         self._logged: dict[str, asyncio.Task[int | None]] = {}
         """The append of each request's record (its sequence number; ``None``: failed)."""
         self._watchers: dict[str, asyncio.Task[None]] = {}
@@ -325,7 +336,7 @@ class _Routes:
     async def _announce(self, forwarded: ForwardedRequest) -> int | None:
         assert self.log is not None
         try:
-            return await self.log.announce(forwarded)
+            return await self.log.announce(forwarded, self.task_id)
         except Exception:
             logger.warning("cannot log request %s", forwarded.request.request_id, exc_info=True)
             return None
