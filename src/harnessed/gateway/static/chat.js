@@ -146,11 +146,22 @@ function toolResult(result) {
   }
 }
 
+function fromSubagent(box, event) {
+  // a sub-agent's request, forwarded: say which one asks (answering it lets it go on)
+  if (!event.source) return;
+  const line = document.createElement("div");
+  line.className = "source";
+  line.textContent = "asked by sub-agent " + event.source;
+  box.appendChild(line);
+}
+
 function question(event) {
   // the model asks the user (ask_user): pick a choice, or type an answer (JSON for a schema)
   const details = event.details || {};
-  const box = add("confirm question", details.question + " ");
+  const box = add("confirm question", "");
   box.dataset.requestId = event.request_id;
+  fromSubagent(box, event);
+  box.append(details.question + " ");
   const path = sessionPath("/confirmations/" + encodeURIComponent(event.request_id));
   const answer = async (body, said) => {
     box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
@@ -201,6 +212,7 @@ function confirmation(event) {
   if (event.details && event.details.kind === "question") return question(event);
   const box = add("confirm", "");
   box.dataset.requestId = event.request_id;
+  fromSubagent(box, event);
   const asks = document.createElement("div");
   const name = document.createElement("strong");
   name.textContent = event.call.name;
@@ -240,6 +252,7 @@ function confirmation(event) {
 
 function handle(type, data) {
   if (type === "text_delta") {
+    if (data.source) return; // a sub-agent's text: its result reaches the reply through the parent
     if (!state.bubble) state.bubble = assistant("");
     state.bubble.dataset.raw += data.text;
     state.bubble.replaceChildren(MD.render(state.bubble.dataset.raw));
