@@ -182,6 +182,8 @@ class ContextCompiler:
             "state": self.meter.message(state_msg) if state_msg else 0,
             "tools": self.meter.tools(request.tools),
         }
+        if request.output is not None:  # the native structured output's schema is sent too
+            fixed["output"] = self.meter.output(request.output)
         count = self.meter.message
         evicted = await self.evictor(state.history, HistoryBudget(raw_limit, count, info, state))
         build.transforms.extend(evicted.transforms)
@@ -291,6 +293,7 @@ class ContextCompiler:
             metadata=request.metadata,
             cache_key=request.cache_key,
             cache_points=tuple(sorted(set(points))),
+            output=request.output,
         )
 
     def _summary_request(

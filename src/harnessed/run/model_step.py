@@ -266,8 +266,10 @@ class ModelSteps(RunBase):
             draft = dataclasses.replace(
                 draft, tools=tuple(t for t in draft.tools if t.name not in hidden)
             )
+        shape = getattr(self, "_shape", None)  # the typed final answer (OutputSteps)
+        if shape is not None:  # before the context is compiled: its schema counts too
+            draft = shape(draft)
         async for event in self._pump(self.agent.prepare(self.state, draft, info), out):
             yield event
-        shape = getattr(self, "_shape", None)  # the typed final answer (OutputSteps)
-        if shape is not None:
+        if shape is not None:  # kept when a capability's prepare rebuilt the request
             out[0] = shape(out[0])
