@@ -82,7 +82,12 @@ class Recovery(Spawning):
         call.record(RESUMED, {"task_id": record.task_id, "child_session": record.child_session})
         if started and last is not None and last.role == "assistant" and not last.tool_uses:
             # it had finished; only its parent never heard
-            outcome = ChildOutcome("COMPLETED", result=last.text.strip(), reply=last)
+            outcome = ChildOutcome(
+                "COMPLETED",
+                result=last.text.strip(),
+                reply=last,
+                output=last.metadata.get("output"),
+            )
             call.record(COMPLETED, completed_payload(book.finish(record, outcome, delivered=False)))
             return
         self._launch(running, child, ctx, None if started else record.task)
