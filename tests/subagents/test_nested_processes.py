@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, Event
 from harnessed.models import ScriptedModel
-from harnessed.questions import ASK_USER, AskUser
+from harnessed.questions import ASK_USER, AskUser, QuestionAnswerError
 from harnessed.subagents import Subagents, SubagentSpec
 from tests.subagents.helpers import calls, spawn, tool_results, wait_for_tasks
 from tests.subagents.nested_restart_app import CTX, build
@@ -116,6 +117,8 @@ async def test_a_sync_childs_question_is_answered_from_a_second_process(tmp_path
     async for event in agent.stream_events("go", ctx):
         if isinstance(event, ConfirmationRequestEvent):
             assert event.source == "worker:1"
+            with pytest.raises(QuestionAnswerError):  # wrong here: still open everywhere
+                await agent.respond(ctx, event.request_id, True, answer=0)
             refused = await answer_elsewhere(tmp_path, "question", True, 99)
             said = await answer_elsewhere(tmp_path, "question", True, 3)
     assert "QuestionAnswerError" in refused and "maximum" in refused

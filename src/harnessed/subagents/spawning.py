@@ -318,9 +318,9 @@ class _Routes:
         request_id = request.request_id
 
         async def answered_here(approved: bool, feedback: str | None, answer: Any) -> None:
+            await relay(approved, feedback, answer)  # a wrong answer raises: still open
             self._answered.add(request_id)
             self._stop(request_id)
-            await relay(approved, feedback, answer)
             if await self._seq(request_id) is not None:  # other processes stop listing it
                 assert self.log is not None
                 await self.log.answer(request_id, approved, feedback)
