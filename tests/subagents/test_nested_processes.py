@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, Event
 from harnessed.models import ScriptedModel
