@@ -122,7 +122,7 @@ class PermissionControls:
         session; call the agent again without input to continue. ``feedback`` is passed on to
         the model when the call is declined. A sub-agent's request shown in this session's
         stream (``source`` set) is answered in the sub-agent, which goes on — also from another
-        process sharing the stores (the request is in the session's log). Raises
+        process sharing the stores (the request is logged beside the session's log). Raises
         :class:`~harnessed.permissions.ConfirmationError` for an unknown request or one
         already answered differently.
 

@@ -3,7 +3,7 @@ its parent's stream (tagged with its source) and answered by the parent's ``resp
 
 The sub-agent's run waits for the answer in its own broker; the parent's gate keeps, per parent
 session, how to hand an answer on (:class:`ForwardedRequest`) until it is given or the
-sub-agent's task ends. The request is also logged in the parent session's log
+sub-agent's task ends. The request is also logged beside the parent session's log
 (:class:`ForwardedLog`), so another process sharing the stores lists it and answers it there.
 """
 
@@ -68,18 +68,24 @@ POLL_SECONDS = 0.25
 """How often a process whose sub-agent waits looks for an answer given in another process."""
 
 LOOK_BACK = 1000
-"""How many ``permission/changed`` records of the session are read to find open requests."""
+"""How many records of the side log are read to find open requests."""
+
+SIDE_AGENT = "{agent}#requests"
+"""The agent id of the side log that holds a session's forwarded requests: a log of their own
+(two small records per request) is read whole in a moment, where the session's log can be
+megabytes; and no listing of the agent's sessions shows it."""
 
 
 class ForwardedLog:
-    """Forwarded requests in the parent session's log, so that any process sharing the stores
-    lists and answers them: the process whose sub-agent waits logs the request
+    """Forwarded requests in a side log of the parent session, so that any process sharing the
+    stores lists and answers them: the process whose sub-agent waits logs the request
     (:meth:`announce`), another logs its answer (:meth:`answer`), and the first, which watches
     the log meanwhile (:meth:`watch`), hands the answer on to the sub-agent."""
 
     def __init__(self, log: SessionLogStore, session: SessionId) -> None:
         self.log = log
-        self.ref = SessionRef(*session)
+        agent, user, session_id = session
+        self.ref = SessionRef(SIDE_AGENT.format(agent=agent), user, session_id)
 
     async def announce(self, forwarded: ForwardedRequest, task_id: str) -> int:
         """Log the request of the sub-agent task ``task_id``; returns its record's sequence

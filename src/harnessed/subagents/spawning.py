@@ -292,7 +292,7 @@ def approvals_of(call: CallContext, spec: SubagentSpec) -> str:
 
 class _Routes:
     """A child's forwarded requests in the parent's gate, under the parent's session, and —
-    for a sub-agent of a top-level call (``log`` set) — in that session's log, watched for an
+    for a sub-agent of a top-level call (``log`` set) — in that session's side log, watched for an
     answer given in another process."""
 
     def __init__(
