@@ -168,6 +168,7 @@ function question(event) {
     try {
       await api("POST", path, body);
       box.append(" " + said);
+      if (event.parked) resumable("answered; the turn can go on");
     } catch (e) {
       status(e.message, true);
       box.querySelectorAll("button, input").forEach((b) => { b.disabled = false; });
@@ -243,11 +244,33 @@ function confirmation(event) {
         answer.className = "answer";
         answer.textContent = approved ? "approved" : "declined";
         box.append(answer);
+        if (event.parked) resumable("answered; the turn can go on");
       } catch (e) { status(e.message, true); }
     };
     box.appendChild(button);
   }
   state.bubble = null;
+}
+
+async function showWaiting() {
+  // requests waiting without a turn to stream them: a step left waiting, or a background
+  // sub-agent that asked after the turn ended
+  try {
+    const waiting = await (await api("GET", sessionPath("/confirmations"))).json();
+    for (const c of waiting) {
+      const shown = [...document.querySelectorAll("#log [data-request-id]")].some((n) => n.dataset.requestId === c.request_id);
+      if (shown) continue;
+      const details = c.details || {};
+      confirmation({
+        request_id: c.request_id,
+        call: { id: "", name: c.tool, input: c.arguments || {} },
+        reason: c.reason,
+        details,
+        source: details.source || null,
+        parked: !details.source,  // the agent's own step: answered, it goes on when resumed
+      });
+    }
+  } catch (e) { status(e.message, true); }
 }
 
 function handle(type, data) {
@@ -296,6 +319,7 @@ function handle(type, data) {
     if (data.status === "interrupted") resumable("turn interrupted");
     else if (data.status !== "completed") status("turn " + data.status);
     else status("done");
+    showWaiting();
   } else if (type === "error") {
     activity("");
     status((data.error_type || "error") + ": " + data.message, true);
@@ -398,7 +422,7 @@ async function openSession(id) {
       // a turn is running (sent from another tab, or before a reload): follow it from its start
       state.replay = true;
       await runTurn("/turns/" + encodeURIComponent(running) + "/events", undefined, "GET");
-    }
+    } else await showWaiting();
   } catch (e) { status(e.message, true); }
 }
 
