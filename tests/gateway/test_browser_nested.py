@@ -3,9 +3,10 @@ which sub-agent asks, and answering it there lets the sub-agent go on."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from harnessed import HarnessAgent
+from harnessed import HarnessAgent, RuntimeContext
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.questions import ASK_USER, AskUser
 from harnessed.subagents import Subagents, SubagentSpec
@@ -23,9 +24,14 @@ def answered(request: ModelRequest) -> bool:
 
 
 def lead(request: ModelRequest) -> str | ScriptedResponse:
+    said = last_user_text(request)
     if answered(request):
+        if said.startswith("background"):
+            return "Started it in the background."
         return "Worker: " + tool_results(request)[-1].split("\n\n[sub-agent")[0]
-    return calls(spawn("worker", last_user_text(request)))
+    if said.startswith("background"):
+        return calls(spawn("worker", said, timeout_seconds=0))
+    return calls(spawn("worker", said))
 
 
 def work(request: ModelRequest) -> str | ScriptedResponse:
@@ -34,7 +40,8 @@ def work(request: ModelRequest) -> str | ScriptedResponse:
     if "ask" in last_user_text(request):
         args = {"question": "Which file?", "choices": ["a.py", "b.py"]}
         return ScriptedResponse(tool_calls=[ScriptedToolCall(ASK_USER, args)])
-    return ScriptedResponse(tool_calls=[ScriptedToolCall("touch", {"name": "web"})])
+    name = "db" if "db" in last_user_text(request) else "web"
+    return ScriptedResponse(tool_calls=[ScriptedToolCall("touch", {"name": name})])
 
 
 async def test_a_sub_agents_requests_are_answered_on_the_page(
@@ -90,6 +97,76 @@ async def test_a_sub_agents_requests_are_answered_on_the_page(
                 await expect(page.locator(".assistant").last).to_have_text(
                     "Worker: tool said: The user answered: b.py"
                 )
+
+                # a background sub-agent asks after the turn ended: shown when the session is
+                # opened again, answered there, and it goes on
+                await page.fill("#input", "background: touch the db marker")
+                await page.press("#input", "Enter")
+                await expect(page.locator(".status").last).to_have_text("done")
+                ctx = RuntimeContext(
+                    "alice", await page.locator("#sessions li").get_attribute("data-id") or ""
+                )
+                for _ in range(6000):
+                    if await agent.pending_confirmations(ctx):
+                        break
+                    await asyncio.sleep(0.01)
+                await page.locator("#sessions li").first.click()
+                card = page.locator(".confirm").last
+                await expect(card.locator(".source")).to_have_text("asked by sub-agent worker:3")
+                await card.locator(".approve").click()
+                await expect(card.locator(".answer")).to_have_text("approved")
+                for _ in range(6000):
+                    if "db" in touched:
+                        break
+                    await asyncio.sleep(0.01)
+                assert touched == ["web", "db"]
                 await page.screenshot(path=str(tmp_path / "nested.png"))
+            finally:
+                await browser.close()
+
+
+async def test_a_step_left_waiting_is_answered_on_the_page_and_resumed(
+    tmp_path: Path,
+    chromium: str,  # noqa: F811
+) -> None:
+    """A call that ended with status pending (answered nowhere yet): opening the session shows
+    its request; once answered, Resume lets the turn go on."""
+    from playwright.async_api import async_playwright, expect
+
+    touched.clear()
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[ScriptedToolCall("touch", {"name": "parked"})]), "Done."]
+    )
+    agent = HarnessAgent(
+        "lead",
+        model,
+        workspace=tmp_path,
+        tools=[touch],
+        permission_mode="default",
+        shell=False,
+        memory=False,
+    )
+    ctx = RuntimeContext("alice", "waiting")
+    first = await agent.call("touch the parked marker", ctx)
+    assert first.status == "pending"
+    with uvicorn_server(make_app(agent)) as url:
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(
+                executable_path=chromium,
+                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
+            )
+            try:
+                page = await browser.new_page()
+                await page.goto(url + "/")
+                await page.fill("#token", "alice-token-123")
+                await page.dispatch_event("#token", "change")
+                await page.locator("#sessions li", has_text="waiting").click()
+                card = page.locator(".confirm").last
+                await expect(card).to_contain_text("Allow touch?")
+                await expect(card.locator(".source")).to_have_count(0)  # the agent's own
+                await card.locator(".approve").click()
+                await page.locator(".status .resume").click()
+                await expect(page.locator(".assistant").last).to_have_text("Done.")
+                assert touched == ["parked"]
             finally:
                 await browser.close()
