@@ -9,25 +9,18 @@ from typing import Any
 
 from harnessed.capabilities.base import CallContext, Capability
 from harnessed.cost.meter import METER_KEY
-from harnessed.events import ConfirmationRequestEvent, Event
+from harnessed.events import Event
 from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import new_id
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
-from harnessed.permissions.answers import decode_answer, is_question
-from harnessed.permissions.controls import NO_ANSWER
-from harnessed.permissions.forwarded import (
-    ForwardedLog,
-    ForwardedRequest,
-    ForwardedRequests,
-    Relay,
-)
+from harnessed.permissions.forwarded import ForwardedLog
 from harnessed.questions import ASK_USER, AskUser
 from harnessed.run.deps import MODE_KEY
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
-from harnessed.state.parked import PENDING_KEY, PendingConfirmation
-from harnessed.subagents.board import Owner, Running
+from harnessed.state.parked import PENDING_KEY
+from harnessed.subagents.board import Running
 from harnessed.subagents.child import (
     LINK_KEY,
     ChildOutcome,
@@ -42,6 +35,7 @@ from harnessed.subagents.child import (
 from harnessed.subagents.core import COMPLETED, SPAWNED, SubagentsCore, owner_of
 from harnessed.subagents.delegate import Delegate
 from harnessed.subagents.records import TaskRecord, TaskStatus, child_session_id
+from harnessed.subagents.routes import ForwardingRoutes
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.tools.base import ToolError
 
@@ -158,7 +152,7 @@ class Spawning(SubagentsCore):
         answerable = running.approvals == "forward"
         top = running.link.depth == 1  # nested ones reach the top through their parents
         log = ForwardedLog(self.host.session_store, running.owner) if top else None
-        routes = _Routes(
+        routes = ForwardingRoutes(
             self.host.approval_gate.forwarded, running.owner, key, log, running.record.task_id
         )
 
@@ -288,105 +282,3 @@ def approvals_of(call: CallContext, spec: SubagentSpec) -> str:
     needs someone who answers while the parent's call runs (a parent in ``call()`` parks)."""
     attended = call.values.get(MODE_KEY) == "wait"
     return "fail" if spec.on_approval == "forward" and not attended else spec.on_approval
-
-
-class _Routes:
-    """A child's forwarded requests in the parent's gate, under the parent's session, and —
-    for a sub-agent of a top-level call (``log`` set) — in that session's side log, watched for an
-    answer given in another process."""
-
-    def __init__(
-        self,
-        forwarded: ForwardedRequests,
-        owner: Owner,
-        path: str,
-        log: ForwardedLog | None,
-        task_id: str,
-    ) -> None:
-        self.forwarded, self.owner, self.path, self.log = forwarded, owner, path, log
-        self.task_id = task_id
-        self._logged: dict[str, asyncio.Task[int | None]] = {}
-        """The append of each request's record (its sequence number; ``None``: failed)."""
-        self._watchers: dict[str, asyncio.Task[None]] = {}
-        self._answered: set[str] = set()
-
-    def add(self, event: ConfirmationRequestEvent, relay: Relay) -> None:
-        source = self.path if event.source is None else f"{self.path}/{event.source}"
-        request = PendingConfirmation(
-            event.request_id, event.call, event.reason, {**event.details, "source": source}
-        )
-        request_id = request.request_id
-
-        async def answered_here(approved: bool, feedback: str | None, answer: Any) -> None:
-            await relay(approved, feedback, answer)  # a wrong answer raises: still open
-            self._answered.add(request_id)
-            self._stop(request_id)
-            if await self._seq(request_id) is not None:  # other processes stop listing it
-                assert self.log is not None
-                await self.log.answer(request_id, approved, feedback)
-
-        forwarded = ForwardedRequest(request, source, answered_here)
-        self.forwarded.add(self.owner, forwarded)
-        if self.log is not None:
-            self._logged[request_id] = asyncio.ensure_future(self._announce(forwarded))
-            self._watchers[request_id] = asyncio.create_task(
-                self._watch(forwarded, relay), name=f"forwarded:{request_id}"
-            )
-
-    async def _announce(self, forwarded: ForwardedRequest) -> int | None:
-        assert self.log is not None
-        try:
-            return await self.log.announce(forwarded, self.task_id)
-        except Exception:
-            logger.warning("cannot log request %s", forwarded.request.request_id, exc_info=True)
-            return None
-
-    async def _seq(self, request_id: str) -> int | None:
-        """The sequence number of the request's record once it is written (never cancelled
-        half-way: an answer or close is always logged after the request)."""
-        logged = self._logged.get(request_id)
-        return None if logged is None else await asyncio.shield(logged)
-
-    async def _watch(self, forwarded: ForwardedRequest, relay: Relay) -> None:
-        """Wait for an answer logged by another process and hand it on."""
-        assert self.log is not None
-        request = forwarded.request
-        seq = await self._seq(request.request_id)
-        if seq is None:
-            return
-        try:
-            answer = await self.log.watch(request.request_id, seq)
-        except Exception:
-            logger.warning("cannot watch request %s", request.request_id, exc_info=True)
-            return
-        if answer is None or request.request_id in self._answered:
-            return
-        self._answered.add(request.request_id)
-        self.forwarded.discard(self.owner, request.request_id)
-        given = (
-            decode_answer(answer.feedback or "")
-            if answer.approved and is_question(request.details)
-            else NO_ANSWER
-        )
-        try:
-            await relay(answer.approved, answer.feedback, given)
-        except Exception:
-            logger.warning("cannot hand on the answer to %s", request.request_id, exc_info=True)
-
-    def _stop(self, request_id: str) -> None:
-        watcher = self._watchers.pop(request_id, None)
-        if watcher is not None and watcher is not asyncio.current_task():
-            watcher.cancel()
-
-    async def discard(self, request_id: str) -> None:
-        self.forwarded.discard(self.owner, request_id)
-        self._stop(request_id)
-        seq = await self._seq(request_id)
-        self._logged.pop(request_id, None)
-        if seq is not None and request_id not in self._answered:
-            assert self.log is not None
-            try:  # the task ended without an answer: other processes stop listing it
-                await self.log.close(request_id)
-            except Exception:
-                logger.warning("cannot log the end of request %s", request_id, exc_info=True)
-        self._answered.discard(request_id)
