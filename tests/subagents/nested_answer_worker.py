@@ -3,7 +3,7 @@
 
 usage: python -m tests.subagents.nested_answer_worker WORKSPACE SESSION APPROVED [ANSWER_JSON]
 Prints each waiting request as "SOURCE REQUEST_ID TOOL", then "answered", or the error's type
-and text.
+and text ("nothing waiting" when nothing is).
 """
 
 from __future__ import annotations
@@ -23,18 +23,28 @@ def answering_agent(workspace: str) -> HarnessAgent:
 
 async def main(workspace: str, session: str, approved: str, *answer: str) -> None:
     agent = answering_agent(workspace)
-    ctx = RuntimeContext("u", session)
     try:
-        pending = await agent.pending_confirmations(ctx)
-        for request in pending:
-            print(request.details.get("source"), request.request_id, request.call.name, flush=True)
-        given = {"answer": json.loads(answer[0])} if answer else {}
-        await agent.respond(ctx, pending[0].request_id, approved == "yes", **given)
+        print(await answer_first(agent, RuntimeContext("u", session), approved == "yes", answer))
+    finally:
+        await agent.close()
+
+
+async def answer_first(
+    agent: HarnessAgent, ctx: RuntimeContext, approved: bool, answer: tuple[str, ...]
+) -> str:
+    """List what waits and answer the first request; returns the lines to print."""
+    pending = await agent.pending_confirmations(ctx)
+    if not pending:
+        return "nothing waiting"
+    lines = [f"{r.details.get('source')} {r.request_id} {r.call.name}" for r in pending]
+    given = {"answer": json.loads(answer[0])} if answer else {}
+    try:
+        await agent.respond(ctx, pending[0].request_id, approved, **given)
     except Exception as exc:
-        print(f"{type(exc).__name__}: {exc}", flush=True)
+        lines.append(f"{type(exc).__name__}: {exc}")
     else:
-        print("answered", flush=True)
-    await agent.close()
+        lines.append("answered")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
