@@ -176,3 +176,32 @@ def test_chat_answers_a_question_the_model_asks(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_sub_agents_request_says_which_sub_agent_asks() -> None:
+    from harnessed.cli.approvals import TerminalApprover
+    from harnessed.cli.chat import _prompt
+    from harnessed.events import ConfirmationRequestEvent
+    from harnessed.messages import ToolUseBlock
+
+    asked = ConfirmationRequestEvent(
+        request_id="perm_1",
+        call=ToolUseBlock("c1", "deploy", {}),
+        reason="changes things",
+        source="worker:1/helper:2",
+        run_id="run_1",
+        session_id="s",
+    )
+    printed = io.StringIO()
+    console = Console(file=printed, width=100)
+    console.print(_prompt(asked))
+    assert printed.getvalue().splitlines() == [
+        "asked by sub-agent worker:1/helper:2",
+        "Allow deploy? (changes things) [y/N]",
+    ]
+    printed.truncate(0)
+    printed.seek(0)
+    approver = TerminalApprover(console, read=lambda _: "y")
+    answer = asyncio.run(approver.answer(asked))
+    assert answer is not None and answer.approved
+    assert printed.getvalue().splitlines() == ["asked by sub-agent worker:1/helper:2"]

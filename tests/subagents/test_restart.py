@@ -15,15 +15,15 @@ import pytest
 from harnessed.models.scripted import ScriptedToolCall
 from harnessed.subagents import Subagents
 from tests.subagents.helpers import calls
-from tests.subagents.restart_app import CTX, build
+from tests.subagents.restart_app import CTX, JobReport, build
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_and_kill(workspace: Path) -> None:
+def run_and_kill(workspace: Path, *flags: str) -> None:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.subagents.restart_app", str(workspace)],
+        [sys.executable, "-m", "tests.subagents.restart_app", str(workspace), *flags],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -74,6 +74,28 @@ async def test_a_running_task_is_resumed_from_its_log(killed: Path) -> None:
     assert marks.count("step-3") == 1
     log = await agent.session_log(CTX, types=["subagent/resumed", "subagent/completed"])
     assert [r.type for r in log] == ["subagent/resumed", "subagent/completed"]
+    await agent.close()
+
+
+async def test_a_typed_task_resumed_after_kill_9_returns_its_typed_answer(tmp_path: Path) -> None:
+    run_and_kill(tmp_path, "typed")
+    probe = build(tmp_path, [], hang=False, typed=True)
+    (running,) = await probe.capability(Subagents).tasks(CTX)  # type: ignore[union-attr]
+    await probe.close()
+
+    script = [
+        calls(
+            ScriptedToolCall(
+                "task_output", {"task_id": running.task_id, "block": True, "timeout": 20}
+            )
+        ),
+        "The job is done.",
+    ]
+    agent = build(tmp_path, script, hang=False, typed=True)
+    await agent.call("how is the job going?", CTX)
+    (task,) = await agent.capability(Subagents).tasks(CTX)  # type: ignore[union-attr]
+    assert task.status.value == "COMPLETED"
+    assert JobReport.model_validate(task.output) == JobReport(steps=3, ok=True)
     await agent.close()
 
 
@@ -141,5 +163,57 @@ async def test_a_task_that_finished_unheard_is_completed_from_the_childs_log(
     assert [(t.status.value, t.result, t.delivered) for t in tasks] == [
         ("COMPLETED", "the answer is 42", True)
     ]
+    assert len(child_model.requests) == 1  # not asked again
+    await second.close()
+
+
+async def test_a_typed_task_that_finished_unheard_keeps_its_typed_answer(tmp_path: Path) -> None:
+    import asyncio
+
+    from harnessed import HarnessAgent, RuntimeContext
+    from harnessed.models import ScriptedModel
+    from harnessed.models.scripted import ScriptedResponse
+    from harnessed.output import FINAL_TOOL
+    from harnessed.subagents import SubagentSpec
+    from tests.subagents.helpers import spawn
+
+    answer = ScriptedResponse(tool_calls=[ScriptedToolCall(FINAL_TOOL, {"steps": 1, "ok": True})])
+    child_model = ScriptedModel([answer], name="child")
+
+    def build_agent(parent_script: list[object]) -> HarnessAgent:
+        spec = SubagentSpec("oracle", "Knows.", model=child_model, output_type=JobReport)
+        return HarnessAgent(
+            "boss",
+            ScriptedModel(parent_script),  # type: ignore[arg-type]
+            workspace=tmp_path,
+            capabilities=[Subagents([spec])],
+        )
+
+    ctx = RuntimeContext(user_id="u", session_id="lost-typed")
+    first = build_agent([calls(spawn("oracle", "report", timeout_seconds=0)), "asked"])
+    await first.call("ask the oracle", ctx)
+    cap = first.capability(Subagents)
+    assert cap is not None
+    for _ in range(2000):  # the background child answers: wait for its record
+        if (await cap.tasks(ctx))[0].status.value == "COMPLETED":
+            break
+        await asyncio.sleep(0.01)
+
+    def forget(state):  # type: ignore[no-untyped-def]
+        section = dict(state.sections["subagents"])
+        section["tasks"] = [
+            {**t, "status": "RUNNING", "result": None, "output": None} for t in section["tasks"]
+        ]
+        state.set_section("subagents", section)
+        return [("test/forgot", {})]
+
+    await first.change_state(ctx, forget)
+    await first.close()
+
+    second = build_agent(["It reported."])
+    await second.call("what did it report?", ctx)
+    (task,) = await second.capability(Subagents).tasks(ctx)  # type: ignore[union-attr]
+    assert task.status.value == "COMPLETED"
+    assert task.output == {"steps": 1, "ok": True}
     assert len(child_model.requests) == 1  # not asked again
     await second.close()

@@ -99,6 +99,7 @@ class TerminalApprover:
         choice, JSON for a schema, an empty line declines); ``False`` when input has ended."""
         details = event.details
         choices = list(details.get("choices") or [])
+        self._source(event)
         self.console.print(f"[bold]? {escape(str(details.get('question')))}[/]")
         for i, choice in enumerate(choices, 1):
             self.console.print(f"  {i}. {escape(str(choice))}")
@@ -122,12 +123,17 @@ class TerminalApprover:
             except QuestionAnswerError as exc:
                 self.console.print(f"[yellow]{escape(str(exc))}[/]")
 
+    def _source(self, event: ConfirmationRequestEvent) -> None:
+        if event.source is not None:  # a sub-agent's request, forwarded to this session
+            self.console.print(f"[blue]asked by sub-agent {escape(event.source)}[/]")
+
     async def answer(self, event: ConfirmationRequestEvent) -> Answer | None:
         """The user's answer; ``None`` when input has ended (no one can answer)."""
         name = event.call.name
         if name in self.always:
             self.console.print(f"[dim]  allowed: {escape(name)} (always, for this session)[/]")
             return Answer(True, always=True)
+        self._source(event)
         question = f"Allow {name} ({event.reason})? [y]es / [a]lways this session / [N]o: "
         while True:
             line = await _in_daemon_thread(self.read, question)

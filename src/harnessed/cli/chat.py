@@ -340,11 +340,16 @@ class ChatTerminal:
 def _prompt(event: ConfirmationRequestEvent) -> str:
     from harnessed.permissions.answers import is_question
 
+    who = (
+        f"[blue]asked by sub-agent {escape(event.source)}[/]\n" if event.source is not None else ""
+    )
     if not is_question(event.details):
-        return f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) " + escape(
-            "[y/N]"
+        return (
+            who
+            + f"[bold]Allow {escape(event.call.name)}?[/] ({escape(event.reason)}) "
+            + escape("[y/N]")
         )
-    lines = [f"[bold]{escape(str(event.details.get('question')))}[/]"]
+    lines = [f"{who}[bold]{escape(str(event.details.get('question')))}[/]"]
     choices = event.details.get("choices") or []
     lines.extend(f"  {i}. {escape(str(c))}" for i, c in enumerate(choices, 1))
     schema = event.details.get("schema")

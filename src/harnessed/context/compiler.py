@@ -187,6 +187,8 @@ class ContextCompiler:
             "state": self._tokens(state_msg),
             "tools": self.meter.tools(request.tools),
         }
+        if request.output is not None:  # the native structured output's schema is sent too
+            fixed["output"] = self.meter.output(request.output)
         history = await self._evict(state, info, raw_limit, build)
         memo = self._memo(session)
         history_tokens = self.meter.history(memo, history)
@@ -405,6 +407,7 @@ class ContextCompiler:
             metadata=request.metadata,
             cache_key=request.cache_key,
             cache_points=tuple(sorted(set(points))),
+            output=request.output,
         )
 
     def _tokens(self, message: Msg | None) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from harnessed.messages import Msg, shared_prefix
-from harnessed.models.base import ToolSchema
+from harnessed.models.base import OutputFormat, ToolSchema
 from harnessed.tokens import TokenEstimator
 
 __all__ = ["HistoryMemo", "Meter", "shared_prefix"]
@@ -114,6 +114,10 @@ class Meter:
                 _remember(self._schemas, key, count, 1_024)
             total += count
         return total
+
+    def output(self, fmt: OutputFormat) -> int:
+        """The tokens of a native structured output's schema (sent with the request)."""
+        return self.tools((ToolSchema(fmt.name, fmt.description, fmt.schema),))
 
     # ----------------------------------------------------------- calibration
     def ratio(self, session: tuple[str, ...]) -> float:

@@ -154,8 +154,14 @@ class ScriptedModel:
         return len(self.script)
 
     def estimate(self, request: ModelRequest) -> int:
-        """The estimated input size of ``request`` in tokens (messages plus tool schemas)."""
-        return sum(map(self._size, request.messages)) + sum(map(self._size, request.tools))
+        """The estimated input size of ``request`` in tokens (messages, tool schemas and a
+        native output schema)."""
+        total = sum(map(self._size, request.messages)) + sum(map(self._size, request.tools))
+        if request.output is not None:  # sent with the request like a tool's schema
+            out = request.output
+            total += self.estimator.count_text(f"{out.name} {out.description}")
+            total += self.estimator.count_text(str(dict(out.schema)))
+        return total
 
     def _size(self, item: Msg | ToolSchema) -> int:
         known = self._sizes.get(id(item))

@@ -20,6 +20,7 @@ from harnessed.permissions.answers import (
     is_question,
 )
 from harnessed.permissions.broker import Answer, ConfirmationError, Posted, SessionId
+from harnessed.permissions.forwarded import ForwardedLog
 from harnessed.permissions.gate import ApprovalGate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.runtime import RuntimeContext
@@ -93,10 +94,17 @@ class PermissionControls:
         session = _session(self.name, ctx)
         live = self.approval_gate.broker.waiting(session)
         live += [f.request for f in self.approval_gate.forwarded.waiting(session)]
+        seen = {r.request_id for r in live}
+        # sub-agents' requests waiting in another process sharing the stores
+        logged = await self._forwarded_log(ctx).open_requests()
+        live += [r for r in logged if r.request_id not in seen]
         parked = ParkedStep.load((await self._editor.read(ctx)).permissions)
         seen = {r.request_id for r in live}
         stored = [r for r in (parked.open_requests if parked else []) if r.request_id not in seen]
         return [*live, *stored]
+
+    def _forwarded_log(self, ctx: RuntimeContext) -> ForwardedLog:
+        return ForwardedLog(self._editor.session_store, _session(self.name, ctx))
 
     async def respond(
         self,
@@ -113,7 +121,8 @@ class PermissionControls:
         on. For a call that ended with status ``pending`` the answer is stored with the
         session; call the agent again without input to continue. ``feedback`` is passed on to
         the model when the call is declined. A sub-agent's request shown in this session's
-        stream (``source`` set) is answered in the sub-agent, which goes on. Raises
+        stream (``source`` set) is answered in the sub-agent, which goes on — also from another
+        process sharing the stores (the request is logged beside the session's log). Raises
         :class:`~harnessed.permissions.ConfirmationError` for an unknown request or one
         already answered differently.
 
@@ -131,6 +140,12 @@ class PermissionControls:
             return
         if approved or answer is not NO_ANSWER:
             feedback = await self._question_answer(ctx, request_id, approved, feedback, answer)
+        logged = self._forwarded_log(ctx)
+        if await logged.find(request_id) is not None:
+            # a sub-agent's request waiting in another process: that process watches the
+            # log and hands the answer on
+            await logged.answer(request_id, approved, feedback)
+            return
         session = _session(self.name, ctx)
         broker = self.approval_gate.broker
         live = {r.request_id for r in broker.waiting(session)}

@@ -329,8 +329,10 @@ class ModelSteps(RunBase):
             offered = self.caps.run_filter_tools(self.call, draft.tools)
             if offered is not draft.tools:
                 draft = dataclasses.replace(draft, tools=offered)
+        shape = getattr(self, "_shape", None)  # the typed final answer (OutputSteps)
+        if shape is not None:  # before the context is compiled: its schema counts too
+            draft = shape(draft)
         async for event in self._pump(self.agent.prepare(self.state, draft, info), out):
             yield event
-        shape = getattr(self, "_shape", None)  # the typed final answer (OutputSteps)
-        if shape is not None:
+        if shape is not None:  # kept when a capability's prepare rebuilt the request
             out[0] = shape(out[0])

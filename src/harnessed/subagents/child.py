@@ -154,7 +154,7 @@ async def run_child(
     finally:
         if routes is not None:
             for request_id in opened:
-                routes.discard(request_id)
+                await routes.discard(request_id)
     outcome = _ending(end, link_of(ctx))
     outcome.input_tokens, outcome.output_tokens = usage.input_tokens, usage.output_tokens
     return outcome
@@ -168,7 +168,9 @@ class Routes(Protocol):
 
     def add(self, event: ConfirmationRequestEvent, relay: Relay) -> None: ...
 
-    def discard(self, request_id: str) -> None: ...
+    async def discard(self, request_id: str) -> None:
+        """The child stopped waiting for it (answered, or its task ended)."""
+        ...
 
 
 def _relay(agent: Delegate, ctx: RuntimeContext, request_id: str) -> Relay:

@@ -10,6 +10,7 @@ from harnessed.capabilities.base import CallContext
 from harnessed.cost.meter import METER_KEY
 from harnessed.log.record import SessionRecord
 from harnessed.messages import Msg
+from harnessed.permissions.forwarded import ForwardedLog
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.subagents.board import Running, TaskBook
 from harnessed.subagents.child import LINK_KEY, ChildOutcome, ChildRun, run_child
@@ -27,7 +28,7 @@ from harnessed.subagents.declarations import caller_ids
 from harnessed.subagents.delegate import Delegate
 from harnessed.subagents.durable import task_runner
 from harnessed.subagents.records import TaskRecord, TaskStatus
-from harnessed.subagents.spawning import Spawning
+from harnessed.subagents.spawning import Spawning, approvals_of
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.tools.base import ToolError
 
@@ -55,6 +56,10 @@ class Recovery(Spawning):
             self.set_section(call.state, book.data())
             return
         specs = await self.declarations.all(*caller_ids(call))
+        # requests the stopped process forwarded are closed: a resumed task asks again
+        await ForwardedLog(self.host.session_store, owner_of(call)).close_tasks(
+            {r.task_id for r in stale}
+        )
         for record in stale:
             try:
                 await self._resume(call, book, record, specs.get(record.agent_id))
@@ -85,12 +90,19 @@ class Recovery(Spawning):
         started = any(m.role == "user" for m in since)
         record = background(record)
         book.put(record)
-        running = Running(record, owner_of(call), call.runtime, link)
+        running = Running(
+            record, owner_of(call), call.runtime, link, approvals=approvals_of(call, spec)
+        )
         last = since[-1] if since else None
         call.record(RESUMED, {"task_id": record.task_id, "child_session": record.child_session})
         if started and last is not None and last.role == "assistant" and not last.tool_uses:
             # it had finished; only its parent never heard
-            outcome = ChildOutcome("COMPLETED", result=last.text.strip(), reply=last)
+            outcome = ChildOutcome(
+                "COMPLETED",
+                result=last.text.strip(),
+                reply=last,
+                output=last.metadata.get("output"),
+            )
             call.record(COMPLETED, completed_payload(book.finish(record, outcome, delivered=False)))
             return
         self._launch(running, child, ctx, None if started else record.task)

@@ -9,18 +9,18 @@ from typing import Any
 
 from harnessed.capabilities.base import CallContext, Capability
 from harnessed.cost.meter import METER_KEY, UsageMeter
-from harnessed.events import ConfirmationRequestEvent, Event
+from harnessed.events import Event
 from harnessed.log.record import NewRecord, RecordType
 from harnessed.messages import new_id
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
-from harnessed.permissions.forwarded import ForwardedRequest, ForwardedRequests, Relay
+from harnessed.permissions.forwarded import ForwardedLog
 from harnessed.questions import ASK_USER, AskUser
 from harnessed.run.deps import MODE_KEY
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
-from harnessed.state.parked import PENDING_KEY, PendingConfirmation
-from harnessed.subagents.board import Owner, Running
+from harnessed.state.parked import PENDING_KEY
+from harnessed.subagents.board import Running
 from harnessed.subagents.child import (
     LINK_KEY,
     ChildOutcome,
@@ -36,6 +36,7 @@ from harnessed.subagents.core import COMPLETED, SPAWNED, SubagentsCore, owner_of
 from harnessed.subagents.delegate import Delegate
 from harnessed.subagents.durable import task_runner
 from harnessed.subagents.records import TaskRecord, TaskStatus, child_session_id
+from harnessed.subagents.routes import ForwardingRoutes
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.tools.base import ToolError
 
@@ -127,11 +128,7 @@ class Spawning(SubagentsCore):
         record = record.moved(TaskStatus.RUNNING)
         self._settle(call, record)
         call.record(SPAWNED, spawned)
-        attended = call.values.get(MODE_KEY) == "wait"  # someone answers while the call runs
-        approvals = spec.on_approval
-        if approvals == "forward" and not attended:
-            approvals = "fail"
-        running = Running(record, owner, call.runtime, link, approvals=approvals)
+        running = Running(record, owner, call.runtime, link, approvals=approvals_of(call, spec))
         runner = task_runner(self.host) if background else None
         if runner is not None:  # the runtime runs it, on any of its workers
             try:
@@ -165,7 +162,11 @@ class Spawning(SubagentsCore):
     ) -> ChildOutcome:
         key = running.record.agent_key
         answerable = running.approvals == "forward"
-        routes = _Routes(self.host.approval_gate.forwarded, running.owner, key)
+        top = running.link.depth == 1  # nested ones reach the top through their parents
+        log = ForwardedLog(self.host.session_store, running.owner) if top else None
+        routes = ForwardingRoutes(
+            self.host.approval_gate.forwarded, running.owner, key, log, running.record.task_id
+        )
 
         def forward(event: Event) -> None:
             live = self._live.get(running.owner)
@@ -291,18 +292,8 @@ class Spawning(SubagentsCore):
         return child
 
 
-class _Routes:
-    """A child's forwarded requests in the parent's gate, under the parent's session."""
-
-    def __init__(self, forwarded: ForwardedRequests, owner: Owner, path: str) -> None:
-        self.forwarded, self.owner, self.path = forwarded, owner, path
-
-    def add(self, event: ConfirmationRequestEvent, relay: Relay) -> None:
-        source = self.path if event.source is None else f"{self.path}/{event.source}"
-        request = PendingConfirmation(
-            event.request_id, event.call, event.reason, {**event.details, "source": source}
-        )
-        self.forwarded.add(self.owner, ForwardedRequest(request, source, relay))
-
-    def discard(self, request_id: str) -> None:
-        self.forwarded.discard(self.owner, request_id)
+def approvals_of(call: CallContext, spec: SubagentSpec) -> str:
+    """What a task's requests become: the spec's ``on_approval``, except that forwarding
+    needs someone who answers while the parent's call runs (a parent in ``call()`` parks)."""
+    attended = call.values.get(MODE_KEY) == "wait"
+    return "fail" if spec.on_approval == "forward" and not attended else spec.on_approval

@@ -146,17 +146,29 @@ function toolResult(result) {
   }
 }
 
+function fromSubagent(box, event) {
+  // a sub-agent's request, forwarded: say which one asks (answering it lets it go on)
+  if (!event.source) return;
+  const line = document.createElement("div");
+  line.className = "source";
+  line.textContent = "asked by sub-agent " + event.source;
+  box.appendChild(line);
+}
+
 function question(event) {
   // the model asks the user (ask_user): pick a choice, or type an answer (JSON for a schema)
   const details = event.details || {};
-  const box = add("confirm question", details.question + " ");
+  const box = add("confirm question", "");
   box.dataset.requestId = event.request_id;
+  fromSubagent(box, event);
+  box.append(details.question + " ");
   const path = sessionPath("/confirmations/" + encodeURIComponent(event.request_id));
   const answer = async (body, said) => {
     box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
     try {
       await api("POST", path, body);
       box.append(" " + said);
+      if (event.parked) resumable("answered; the turn can go on");
     } catch (e) {
       status(e.message, true);
       box.querySelectorAll("button, input").forEach((b) => { b.disabled = false; });
@@ -201,6 +213,7 @@ function confirmation(event) {
   if (event.details && event.details.kind === "question") return question(event);
   const box = add("confirm", "");
   box.dataset.requestId = event.request_id;
+  fromSubagent(box, event);
   const asks = document.createElement("div");
   const name = document.createElement("strong");
   name.textContent = event.call.name;
@@ -231,6 +244,7 @@ function confirmation(event) {
         answer.className = "answer";
         answer.textContent = approved ? "approved" : "declined";
         box.append(answer);
+        if (event.parked) resumable("answered; the turn can go on");
       } catch (e) { status(e.message, true); }
     };
     box.appendChild(button);
@@ -238,8 +252,30 @@ function confirmation(event) {
   state.bubble = null;
 }
 
+async function showWaiting() {
+  // requests waiting without a turn to stream them: a step left waiting, or a background
+  // sub-agent that asked after the turn ended
+  try {
+    const waiting = await (await api("GET", sessionPath("/confirmations"))).json();
+    for (const c of waiting) {
+      const shown = [...document.querySelectorAll("#log [data-request-id]")].some((n) => n.dataset.requestId === c.request_id);
+      if (shown) continue;
+      const details = c.details || {};
+      confirmation({
+        request_id: c.request_id,
+        call: { id: "", name: c.tool, input: c.arguments || {} },
+        reason: c.reason,
+        details,
+        source: details.source || null,
+        parked: !details.source,  // the agent's own step: answered, it goes on when resumed
+      });
+    }
+  } catch (e) { status(e.message, true); }
+}
+
 function handle(type, data) {
   if (type === "text_delta") {
+    if (data.source) return; // a sub-agent's text: its result reaches the reply through the parent
     if (!state.bubble) state.bubble = assistant("");
     state.bubble.dataset.raw += data.text;
     state.bubble.replaceChildren(MD.render(state.bubble.dataset.raw));
@@ -283,6 +319,7 @@ function handle(type, data) {
     if (data.status === "interrupted") resumable("turn interrupted");
     else if (data.status !== "completed") status("turn " + data.status);
     else status("done");
+    showWaiting();
   } else if (type === "error") {
     activity("");
     status((data.error_type || "error") + ": " + data.message, true);
@@ -385,7 +422,7 @@ async function openSession(id) {
       // a turn is running (sent from another tab, or before a reload): follow it from its start
       state.replay = true;
       await runTurn("/turns/" + encodeURIComponent(running) + "/events", undefined, "GET");
-    }
+    } else await showWaiting();
   } catch (e) { status(e.message, true); }
 }
 
