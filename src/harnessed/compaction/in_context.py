@@ -13,6 +13,11 @@ still the start of the current one and reaches at least to the cut, and the summ
 by the agent's own model (a different model has no cache of this conversation). Otherwise, or
 when the request is too large or the answer has no text, the caller falls back to the
 transcript summary (:mod:`harnessed.compaction.summarize`).
+
+The same request can carry memory's flush of the replaced part (a
+:class:`~harnessed.capabilities.hooks.FactsRequest`): the model reads the conversation once and
+answers with the note and then the facts in ``<memory_facts>`` tags. When the output room of
+both does not fit, the summary is asked for alone and memory flushes on its own.
 """
 
 from __future__ import annotations
