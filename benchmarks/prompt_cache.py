@@ -111,6 +111,8 @@ async def run(window: int, name: str) -> Outcome:
     def respond(request: ModelRequest) -> str | ScriptedResponse:
         nonlocal taken
         if request.purpose == "summary":
+            if "<memory_facts>" in request.messages[-1].text:  # memory's flush folded in
+                return f"{SUMMARY}\n<memory_facts>\nNOTHING\n</memory_facts>"
             return SUMMARY
         if taken >= STEPS:
             return "All items inspected; no anomalies."

@@ -134,8 +134,13 @@ async def test_another_memory_model_flushes_a_transcript_and_the_summary_stays_i
 async def test_a_missing_or_unreadable_facts_part_is_flushed_from_a_transcript(
     tmp_path: Path,
 ) -> None:
-    for answer in (SUMMARY_1, with_facts("I could not find anything of the kind, sorry.")):
+    for answer in (
+        SUMMARY_1,
+        with_facts("I could not find anything of the kind, sorry."),
+        f"{SUMMARY_1}\n\n<memory_facts>\n- I could not find anything of",  # cut off
+    ):
         root = tmp_path / str(len(answer))
+        assert not root.exists()
         transcripts: list[ModelRequest] = []
 
         def respond(

@@ -123,9 +123,10 @@ _FACTS = re.compile(rf"<{FACTS_TAG}>(.*?)</{FACTS_TAG}>", re.DOTALL)
 
 
 def _split(answer: str) -> tuple[str, str | None]:
-    """The note and the facts part (``None`` when the answer has no complete one)."""
+    """The note and the facts part (``None`` when the answer has no complete one: a part cut
+    off by the output limit is left out of the note too)."""
     parts = list(_FACTS.finditer(answer))
     if not parts:
-        return answer, None
+        return answer.split(f"<{FACTS_TAG}>", 1)[0], None
     last = parts[-1]
     return answer[: last.start()] + answer[last.end() :], last[1].strip()
