@@ -7,7 +7,8 @@ The shape of ``long_horizon.py`` (one tool call per step, two every tenth; repor
   output are prunable, a little at every few steps; summaries of a separate transcript; results
   written out only over 80,000 characters);
 * harnessed: the current defaults (pruning in rare, large batches; summaries written in
-  context, repeating the cached prefix; see docs/cost.md);
+  context, repeating the cached prefix, with memory's flush asked for in the same request; see
+  docs/cost.md);
 * transcript: the defaults, but summaries of a separate transcript
   (``CompactionConfig(in_context=False)``);
 * share off: the defaults but ``ToolResultEvictionConfig(max_window_share=None)``: only results
@@ -111,6 +112,8 @@ async def run(window: int, name: str) -> Outcome:
     def respond(request: ModelRequest) -> str | ScriptedResponse:
         nonlocal taken
         if request.purpose == "summary":
+            if "<memory_facts>" in request.messages[-1].text:  # memory's flush folded in
+                return f"{SUMMARY}\n<memory_facts>\nNOTHING\n</memory_facts>"
             return SUMMARY
         if taken >= STEPS:
             return "All items inspected; no anomalies."

@@ -35,8 +35,13 @@ async def test_compact_summarizes_now_and_logs_it_like_an_automatic_compaction(
         assert report.summarized_messages == 4
         assert report.tokens_after < report.tokens_before
         [summary_request] = summaries(model)
-        assert "question 0" in summary_request.messages[-1].text
-        assert "question 3" not in summary_request.messages[-1].text
+        # written in context: the last request repeated (cached), then the instruction
+        *repeated, instruction = summary_request.messages
+        assert instruction.text.startswith("[Context compaction")
+        assert [m.text for m in repeated[-8:]] == [
+            m.text for m in reasoning(model)[-1].messages[-8:]
+        ]
+        assert any("question 0" in m.text for m in repeated)
 
         types = [r.type for r in await agent.session_log(CTX)]
         start = types.index(RecordType.COMPACTION_START)

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import genai_prices
 import pytest
 
 from harnessed import (
+    AgentEndEvent,
     CompactionConfig,
     ContextBlock,
     ContextRequest,
@@ -18,6 +20,7 @@ from harnessed import (
     RuntimeContext,
     tool,
 )
+from harnessed.memory import MemoryConfig
 from harnessed.messages import Msg
 from harnessed.models.anthropic import AnthropicModel
 from harnessed.models.base import ModelRequest
@@ -301,3 +304,50 @@ async def test_anthropic_a_summary_request_repeats_the_cached_prefix_of_the_last
     assert len(markers(summary)) <= 4
     # the request after it starts from the summary
     assert "Look cities up." in json.dumps(after["messages"][0])
+
+
+async def test_anthropic_the_memory_flush_before_a_summary_rides_on_the_cached_prefix(
+    http_server: LocalServer, tmp_path: Path
+) -> None:
+    fact = "The user always wants the temperature in Celsius."
+    http_server.queue(
+        tool_reply("toolu_1", "Paris"),
+        tool_reply("toolu_2", "Rome"),
+        tool_reply("toolu_3", "Oslo", cache_read_input_tokens=900),
+        text_reply(  # the summary, then memory's facts, in one answer
+            f"## Session intent\nLook cities up.\n\n<memory_facts>\n- {fact}\n</memory_facts>"
+        ),
+        text_reply("done"),
+    )
+    agent = HarnessAgent(
+        "cache",
+        claude(http_server),
+        sys_prompt="You look cities up.",
+        tools=[lookup],
+        workspace=tmp_path,
+        memory=MemoryConfig(timezone="UTC", maintenance_interval_minutes=None),
+        compaction=CompactionConfig(trigger_messages=6, keep_messages=2, keep_tokens=0),
+    )
+    events = [
+        e
+        async for e in agent.stream_events(
+            "Paris, Rome, Oslo (in Celsius)", RuntimeContext("u", "s")
+        )
+    ]
+    await agent.close()
+    # no memory request of its own: five requests, the fourth both summary and flush
+    bodies = [r.json() for r in http_server.requests]
+    assert len(bodies) == 5
+    last_reasoning, summary, after = bodies[2], bodies[3], bodies[4]
+    assert _cached_part(summary) == _cached_part(last_reasoning)
+    instruction = summary["messages"][-1]["content"][-1]
+    assert instruction["type"] == "text" and "cache_control" not in instruction
+    assert "handover note" in instruction["text"] and "<memory_facts>" in instruction["text"]
+    assert len(markers(summary)) <= 4
+    # the note goes on, the fact goes to today's ledger, the request is paid by the call
+    assert "Look cities up." in json.dumps(after["messages"][0])
+    assert fact not in json.dumps(after["messages"][0])
+    [ledger] = (tmp_path / "agents" / "cache" / "users" / "u" / "memory").glob("*.md")
+    assert fact in ledger.read_text()
+    [end] = [e for e in events if isinstance(e, AgentEndEvent)]
+    assert end.usage is not None and end.usage.requests == 5

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from harnessed.capabilities.seam import PrepareInfo
 from harnessed.messages import Msg
 from harnessed.state.agent_state import AgentState
 
 __all__ = [
+    "FactsInContext",
+    "FactsRequest",
     "HistoryBudget",
     "HistoryOutcome",
     "HistoryTransform",
@@ -83,3 +85,32 @@ class MemoryFlusher(Protocol):
     """
 
     async def flush(self, messages: Sequence[Msg], info: PrepareInfo, *, reason: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FactsRequest:
+    """A memory flush folded into a summary written in context (see :class:`FactsInContext`).
+
+    ``instruction`` asks for the facts of the part being summarized (it is added to the summary
+    request, after the summary instruction); ``max_output_tokens`` is the room the answer
+    needs. ``save`` is given that part of the answer and writes the facts; it returns ``False``
+    when the answer could not be read, and the caller then flushes from a transcript.
+    """
+
+    instruction: str
+    max_output_tokens: int
+    save: Callable[[str], Awaitable[bool]]
+
+
+@runtime_checkable
+class FactsInContext(Protocol):
+    """A :class:`MemoryFlusher` that can read the conversation from the summary request itself.
+
+    Before a summary written in context, compaction asks it for a :class:`FactsRequest`
+    (``None``: not this time, e.g. memory uses another model than ``info.model``, which has
+    no cache of the conversation); with one, the summary request asks for the facts too and
+    no separate flush request is sent. Without one, or when the summary falls back to a
+    transcript, :meth:`MemoryFlusher.flush` is called as usual.
+    """
+
+    async def facts_request(self, info: PrepareInfo) -> FactsRequest | None: ...

@@ -13,16 +13,22 @@ still the start of the current one and reaches at least to the cut, and the summ
 by the agent's own model (a different model has no cache of this conversation). Otherwise, or
 when the request is too large or the answer has no text, the caller falls back to the
 transcript summary (:mod:`harnessed.compaction.summarize`).
+
+The same request can carry memory's flush of the replaced part (a
+:class:`~harnessed.capabilities.hooks.FactsRequest`): the model reads the conversation once and
+answers with the note and then the facts in ``<memory_facts>`` tags. When the output room of
+both does not fit, the summary is asked for alone and memory flushes on its own.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from harnessed.capabilities.hooks import HistoryBudget
+from harnessed.capabilities.hooks import FactsRequest, HistoryBudget
 from harnessed.capabilities.seam import USAGE_SINK, PrepareInfo
-from harnessed.compaction.prompts import in_context_summary_prompt
+from harnessed.compaction.prompts import FACTS_TAG, in_context_summary_prompt
 from harnessed.compaction.summarize import EmptySummaryError, SummaryResult
 from harnessed.context.prefix import equal_prefix
 from harnessed.messages import Msg, new_id
@@ -40,9 +46,14 @@ async def summarize_in_context(
     cut: int,
     budget: HistoryBudget,
     max_tokens: int,
+    facts: FactsRequest | None = None,
 ) -> SummaryResult | None:
     """A summary of ``history[:cut]`` from a request that repeats the cached prefix, or
     ``None`` when the last request's prefix cannot be reused (see the module docstring).
+
+    With ``facts`` the request asks for memory's facts of the same part too (after the note,
+    in ``<memory_facts>`` tags, with room for both in its output); they come back in
+    :attr:`SummaryResult.facts`, the note without them in ``text``.
 
     Raises what the request raises (a context overflow, a budget error, :class:`
     EmptySummaryError` for an answer without text); the caller falls back on those.
@@ -70,13 +81,21 @@ async def summarize_in_context(
         emit=parent.emit,
         run_cache=parent.run_cache,
     )
-    instruction = Msg.user(in_context_summary_prompt(len(sent) - cut))
     meter = compiler.meter
-    size = meter.messages(stable) + meter.tools(last.tools) + meter.message(instruction)
     session = (parent.agent_name, parent.runtime.user_id, parent.runtime.session)
-    limit = compiler.policy.input_limit(model.context_window, max_tokens)
-    if meter.calibrated(size, session) > limit:
+    prefix = meter.messages(stable) + meter.tools(last.tools)
+    kept = len(sent) - cut
+    for asked in (facts, None) if facts is not None else (None,):
+        output = max_tokens + (asked.max_output_tokens if asked else 0)
+        instruction = Msg.user(
+            in_context_summary_prompt(kept, asked.instruction if asked else None)
+        )
+        size = meter.calibrated(prefix + meter.message(instruction), session)
+        if size <= compiler.policy.input_limit(model.context_window, output):
+            break  # fits (without the facts, memory flushes on its own)
+    else:
         return None  # the last request left less room for output than a summary needs
+    facts, max_tokens = asked, output
     draft = ModelRequest(
         messages=(*stable, instruction),
         tools=last.tools,
@@ -91,9 +110,23 @@ async def summarize_in_context(
     count = parent.run_cache.get(USAGE_SINK)
     if callable(count):  # the summary is paid for by the call it was made for
         count(response.usage, (response.model, model.name), getattr(model, "provider_name", None))
-    text = response.message.text.strip()
+    text, found = _split(response.message.text) if facts else (response.message.text, None)
+    text = text.strip()
     if not text:
         raise EmptySummaryError(
             f"the model {model.name!r} answered the summary request without text"
         )
-    return SummaryResult(text, 1, in_context=True)
+    return SummaryResult(text, 1, in_context=True, facts=found)
+
+
+_FACTS = re.compile(rf"<{FACTS_TAG}>(.*?)</{FACTS_TAG}>", re.DOTALL)
+
+
+def _split(answer: str) -> tuple[str, str | None]:
+    """The note and the facts part (``None`` when the answer has no complete one: a part cut
+    off by the output limit is left out of the note too)."""
+    parts = list(_FACTS.finditer(answer))
+    if not parts:
+        return answer.split(f"<{FACTS_TAG}>", 1)[0], None
+    last = parts[-1]
+    return answer[: last.start()] + answer[last.end() :], last[1].strip()

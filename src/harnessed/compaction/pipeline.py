@@ -9,11 +9,12 @@ history budget. In order, stopping as soon as the history no longer meets a trig
    ``cache_aware=False``, prune again without the minimum (if it was the token trigger); then
    truncate old tool arguments (if configured);
 3. summarize everything before the kept tail into one summary message (chained with the
-   summary before it), after letting the memory flusher see that prefix. The summary request
-   repeats the last reasoning request's cached prefix when it can
-   (:mod:`harnessed.compaction.in_context`); otherwise it reads a transcript, and cache-aware
-   pruning (the default) shortens that prefix's long output first, since the summary
-   replaces it;
+   summary before it), letting the memory flusher save that prefix's facts. The summary
+   request repeats the last reasoning request's cached prefix when it can
+   (:mod:`harnessed.compaction.in_context`), and asks for memory's facts too when memory can
+   read them from there (:mod:`harnessed.compaction.flush`); otherwise memory flushes first on
+   its own and the summary reads a transcript, and cache-aware pruning (the default) shortens
+   that prefix's long output first, since the summary replaces it;
 4. if the history still exceeds the budget, prune harder (all old output, then the last step's).
 
 A forced run (overflow recovery) skips the triggers and keeps only the last message group plus
@@ -40,6 +41,7 @@ from harnessed.capabilities.hooks import HistoryBudget, HistoryOutcome, MemoryFl
 from harnessed.compaction.backoff import SummaryBackoff
 from harnessed.compaction.config import CompactionConfig, PruneConfig
 from harnessed.compaction.cut import cut_for_messages, cut_for_tokens, last_group_start
+from harnessed.compaction.flush import PreSummaryFlush
 from harnessed.compaction.in_context import summarize_in_context
 from harnessed.compaction.markers import SUMMARY_KEY, SUMMARY_NAME, is_summary
 from harnessed.compaction.prompts import summary_message_text
@@ -186,27 +188,40 @@ class HistoryCompactor:
         )
         return cut_for_tokens(run.history, run.budget.count, keep)
 
+    def _in_context(self, config: CompactionConfig, reason: str) -> bool:
+        """Whether a summary is first tried in context (it may still fall back)."""
+        assert self.summarizer is not None
+        return config.in_context and reason != "overflow" and self.summarizer.model is None
+
     async def _summary(
-        self, run: _Run, config: CompactionConfig, cut: int, reason: str, max_tokens: int
+        self,
+        run: _Run,
+        config: CompactionConfig,
+        cut: int,
+        reason: str,
+        max_tokens: int,
+        flush: PreSummaryFlush,
     ) -> SummaryResult:
         """The summary of ``run.history[:cut]``: in context (from the cached prefix) when it
-        applies, else from a transcript of the prefix."""
+        applies, memory's facts asked for in the same request when memory can; else memory
+        flushes on its own and the summary is written from a transcript of the prefix."""
         assert self.summarizer is not None
         budget = run.budget
         summaries = self.summaries()
-        if (
-            config.in_context
-            and reason != "overflow"
-            and self.summarizer.model is None
-            and isinstance(summaries, ContextCompiler)  # a custom preparer keeps no prefixes
-        ):
+        if self._in_context(config, reason) and isinstance(summaries, ContextCompiler):
+            # (a custom preparer keeps no prefixes: its summaries read transcripts)
+            facts = await flush.facts_request()
             try:
-                result = await summarize_in_context(summaries, run.history, cut, budget, max_tokens)
+                result = await summarize_in_context(
+                    summaries, run.history, cut, budget, max_tokens, facts
+                )
             except (ContextOverflowError, ContextBudgetExceededError, EmptySummaryError) as exc:
                 logger.info("in-context summary not possible (%s); summarizing a transcript", exc)
             else:
                 if result is not None:
+                    await flush.save(facts, result.facts)
                     return result
+        await flush.on_its_own()
         prune = self.prune
         if prune is not None and prune.cache_aware and reason != "overflow":
             # the summary replaces the prefix, so shortening its output first breaks no cached
@@ -231,21 +246,14 @@ class HistoryCompactor:
         )
         started = time.monotonic()
         end: dict[str, Any] = {"model_call_id": info.model_call_id, "reason": reason, **before}
-        if config.flush_before_compact:
-            flusher = self.flusher()
-            if flusher is not None:
-                try:
-                    await flusher.flush(
-                        [m for m in prefix if not is_summary(m)], info, reason="compaction"
-                    )
-                except Exception as exc:
-                    logger.warning("memory flush before compaction failed (ignored): %s", exc)
-                    end["flush_error"] = type(exc).__name__
+        flusher = self.flusher() if config.flush_before_compact else None
+        flush = PreSummaryFlush(flusher, prefix, info, end)
         max_tokens = min(config.max_summary_tokens, max(budget.tokens // 4, 64))
         kept = run.history
         try:
-            result = await self._summary(run, config, cut, reason, max_tokens)
+            result = await self._summary(run, config, cut, reason, max_tokens, flush)
         except Exception as exc:
+            await flush.on_its_own()  # facts are kept even when the summary fails
             logger.warning("summary for compaction failed; history left unchanged: %s", exc)
             if run.history is not kept:
                 run.revert(kept)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
+    "FACTS_TAG",
     "MESSAGES_PLACEHOLDER",
     "SUMMARY_SYSTEM",
     "eviction_header",
@@ -75,10 +76,16 @@ What remains to be done, in order, including anything left open, failing or unve
 """
 
 
-def in_context_summary_prompt(kept: int) -> str:
+FACTS_TAG = "memory_facts"
+"""The tag around the facts part of a summary answer that carries a memory flush too."""
+
+
+def in_context_summary_prompt(kept: int, facts: str | None = None) -> str:
     """The request that ends a conversation's own prefix when it is summarized in place: the
     model reads the conversation as it is (served from the provider's cache) and writes the
-    note that will replace its older part; ``kept`` messages at its end stay as they are."""
+    note that will replace its older part; ``kept`` messages at its end stay as they are.
+    ``facts``: memory's instruction for a flush of the same part, answered after the note
+    inside ``<memory_facts>`` tags."""
     if kept > 0:
         scope = (
             f"Everything above except its last {kept} message(s) is about to be replaced by a "
@@ -93,8 +100,15 @@ def in_context_summary_prompt(kept: int) -> str:
         "note leaves out is gone from your view (the session log keeps it).\n\n"
         "Use exactly these four markdown sections:\n\n"
         f"{_SECTIONS}\n"
-        "Only state what the conversation supports. Do not call any tool. Reply with the note "
-        "alone."
+        "Only state what the conversation supports. Do not call any tool. "
+        + (
+            "Reply with the note alone."
+            if facts is None
+            else (
+                f"Reply with the note, then a second part inside <{FACTS_TAG}> and "
+                f"</{FACTS_TAG}> tags, for which:\n\n{facts}"
+            )
+        )
     )
 
 

@@ -43,6 +43,9 @@ class SummaryResult:
     """How many summary requests it took (more than one for a chunked prefix)."""
     in_context: bool = False
     """Written by a request that repeated the conversation's cached prefix."""
+    facts: str | None = None
+    """The memory facts part of an in-context answer that was asked for one (``None``: not
+    asked, or missing from the answer)."""
 
 
 class Summarizer:

@@ -1,6 +1,8 @@
 """The context compiler: every model request rebuilt from state, fitted, validated, explained."""
 
 from harnessed.capabilities.hooks import (
+    FactsInContext,
+    FactsRequest,
     HistoryBudget,
     HistoryOutcome,
     HistoryTransform,
@@ -42,6 +44,8 @@ __all__ = [
     "ContextRequest",
     "ContextSource",
     "ContextSourceError",
+    "FactsInContext",
+    "FactsRequest",
     "HistoryBudget",
     "HistoryOutcome",
     "HistoryTransform",

@@ -4,27 +4,50 @@ The model sees the newest messages (up to ``flush_window_tokens``; summaries lef
 their facts were flushed before the messages they replaced), what ``MEMORY.md`` says and what
 today's ledger already noted. Its new bullets are appended to today's ledger under a heading
 naming the time, the session and the reason; an answer without new bullets writes nothing.
+
+Before a summary written in context, the flush can instead be a part of that summary request
+(:func:`facts_in_context`): the model has the whole conversation in front of it, served from the
+provider's cache, and no transcript is sent.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from harnessed.capabilities.hooks import FactsRequest
 from harnessed.compaction.markers import is_summary
 from harnessed.context.workspace_refs import fit_to_tokens
 from harnessed.memory.auxiliary import AuxiliaryModel, Emit
 from harnessed.memory.config import MemoryConfig
 from harnessed.memory.ledger import Ledger
-from harnessed.memory.prompts import FLUSH_INSTRUCTIONS, flush_prompt, parse_facts, transcript
+from harnessed.memory.prompts import (
+    FLUSH_INSTRUCTIONS,
+    flush_prompt,
+    in_context_flush_prompt,
+    parse_facts,
+    readable_facts,
+    transcript,
+)
 from harnessed.messages import Msg
 from harnessed.runtime import RuntimeContext
 from harnessed.tokens import TokenEstimator
 
-__all__ = ["FlushResult", "flush_window", "flush_windows", "run_flush"]
+__all__ = [
+    "FlushResult",
+    "facts_in_context",
+    "flush_window",
+    "flush_windows",
+    "known_memory",
+    "run_flush",
+    "write_facts",
+]
+
+logger = logging.getLogger(__name__)
 
 FlushStatus = Literal["written", "nothing", "empty", "failed"]
 
@@ -124,6 +147,26 @@ async def run_flush(
     conversation = transcript(window)
     if not conversation.strip():
         return FlushResult("empty")
+    known_parts, today_text = await known_memory(ledger, config, estimator, clock)
+    answer = await aux.ask(
+        runtime,
+        FLUSH_INSTRUCTIONS,
+        flush_prompt(conversation, "\n\n".join(known_parts), today_text),
+        max_output_tokens=config.max_output_tokens,
+        emit=emit,
+        run_cache=run_cache,
+    )
+    facts = parse_facts(answer, [*known_parts, today_text])
+    return await write_facts(
+        facts, ledger=ledger, runtime=runtime, clock=clock, reason=reason, write_lock=write_lock
+    )
+
+
+async def known_memory(
+    ledger: Ledger, config: MemoryConfig, estimator: TokenEstimator, clock: Callable[[], datetime]
+) -> tuple[list[str], str]:
+    """What a flush is shown of memory: the curated files (each within
+    ``known_memory_tokens``) and the end of today's ledger."""
     budget = config.known_memory_tokens
     known_parts = []
     for path in ledger.place.curated_files() if budget else []:
@@ -135,24 +178,79 @@ async def run_flush(
     today_text = await ledger.read(today_path) if budget else ""
     if estimator.count_text(today_text) > budget:
         today_text = "[earlier entries of today omitted]\n" + today_text[-budget * 3 :]
-    answer = await aux.ask(
-        runtime,
-        FLUSH_INSTRUCTIONS,
-        flush_prompt(conversation, "\n\n".join(known_parts), today_text),
-        max_output_tokens=config.max_output_tokens,
-        emit=emit,
-        run_cache=run_cache,
-    )
-    facts = parse_facts(answer, [*known_parts, today_text])
+    return known_parts, today_text
+
+
+async def write_facts(
+    facts: Sequence[str],
+    *,
+    ledger: Ledger,
+    runtime: RuntimeContext,
+    clock: Callable[[], datetime],
+    reason: str,
+    write_lock: Callable[[], AbstractAsyncContextManager[None]],
+) -> FlushResult:
+    """Append ``facts`` to the ledger of the day it is now, minus those another writer put
+    there meanwhile."""
     if not facts:
         return FlushResult("nothing")
     async with write_lock():  # only the append waits for other writers, never the model
         now = clock()
         day = now.date()
         current = await ledger.read(ledger.place.ledger(day))
-        facts = parse_facts("\n".join(f"- {f}" for f in facts), [current])
-        if not facts:
+        kept = parse_facts("\n".join(f"- {f}" for f in facts), [current])
+        if not kept:
             return FlushResult("nothing")
         heading = f"{now:%H:%M} · session {runtime.session} · {reason}"
-        path = await ledger.append(day, heading, facts)
-    return FlushResult("written", tuple(facts), path)
+        path = await ledger.append(day, heading, kept)
+    return FlushResult("written", tuple(kept), path)
+
+
+async def facts_in_context(
+    *,
+    ledger: Ledger,
+    config: MemoryConfig,
+    estimator: TokenEstimator,
+    runtime: RuntimeContext,
+    clock: Callable[[], datetime],
+    emit: Emit,
+    write_lock: Callable[[], AbstractAsyncContextManager[None]],
+) -> FactsRequest:
+    """The flush before compaction as part of a summary request written in context.
+
+    The instruction shows what memory holds, as a transcript flush would; the answer is read
+    as a flush answer (:func:`~harnessed.memory.prompts.parse_facts`) and written with a
+    ``memory_flush`` event (``in_context: true``). An answer that is no flush answer (empty,
+    prose without bullets) writes nothing and reports ``False``: the caller flushes from a
+    transcript instead.
+    """
+    known_parts, today_text = await known_memory(ledger, config, estimator, clock)
+
+    async def save(answer: str) -> bool:
+        if not readable_facts(answer):
+            return False
+        try:
+            facts = parse_facts(answer, [*known_parts, today_text])
+            result = await write_facts(
+                facts,
+                ledger=ledger,
+                runtime=runtime,
+                clock=clock,
+                reason="compaction",
+                write_lock=write_lock,
+            )
+        except Exception as exc:
+            logger.warning(
+                "memory flush (compaction) of session %s failed; nothing was written",
+                runtime.session,
+                exc_info=True,
+            )
+            result = FlushResult("failed", error=type(exc).__name__)
+        emit("memory_flush", {**result.payload("compaction", runtime.session), "in_context": True})
+        return True
+
+    return FactsRequest(
+        in_context_flush_prompt("\n\n".join(known_parts), today_text),
+        config.max_output_tokens,
+        save,
+    )

@@ -1,11 +1,13 @@
 """``MemoryManager``: an agent's long-term memory — flushes, consolidation, maintenance.
 
 It is the agent's :class:`~harnessed.capabilities.hooks.MemoryFlusher`. A flush for compaction is
-awaited by the caller; the end-of-call flush is background work scheduled by
-:meth:`after_call`: one flush per session in flight and at most one queued (a newer call
-replaces the queued messages), throttled by ``MemoryConfig.flush_after_call``, followed by
-maintenance when it is due. Background errors are logged and recorded, never raised into a
-call; :meth:`wait_idle` (called by ``agent.close()``) waits until all of it is done.
+awaited by the caller, or asked for in the summary request itself when that is written in
+context with memory's model (:meth:`MemoryManager.facts_request`); the end-of-call flush is
+background work scheduled by :meth:`after_call`: one flush per session in flight and at most one
+queued (a newer call replaces the queued messages), throttled by
+``MemoryConfig.flush_after_call``, followed by maintenance when it is due. Background errors are
+logged and recorded, never raised into a call; :meth:`wait_idle` (called by ``agent.close()``)
+waits until all of it is done.
 
 Appends to one scope's ledger are serialized (only the append: a flush's model call never holds
 up a ``memory_save``), so flushes of several sessions of one user never interleave their
@@ -24,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from harnessed.capabilities.hooks import FactsRequest
 from harnessed.capabilities.seam import PrepareInfo
 from harnessed.cost.meter import UsageMeter
 from harnessed.log.record import NewRecord, RecordType
@@ -36,7 +39,7 @@ from harnessed.memory.consolidate import (
     consolidate,
     maintain,
 )
-from harnessed.memory.flush import FlushResult, flush_windows, run_flush
+from harnessed.memory.flush import FlushResult, facts_in_context, flush_windows, run_flush
 from harnessed.memory.ledger import Ledger, MemoryPlace
 from harnessed.memory.lookup import MemoryMatch, read_memory, search_memory
 from harnessed.messages import Msg
@@ -148,6 +151,26 @@ class MemoryManager:
             await self.flush_messages(
                 window, info.runtime, reason=reason, emit=info.emit, run_cache=info.run_cache
             )
+
+    async def facts_request(self, info: PrepareInfo) -> FactsRequest | None:
+        """The :class:`~harnessed.capabilities.hooks.FactsInContext` hook: the flush before
+        compaction as part of the summary request written in context, or ``None`` when memory
+        uses another model than the summary (it has no cache of the conversation) or does not
+        flush before compaction. Reading what memory holds may fail (raised; the caller then
+        flushes from a transcript)."""
+        if not self.config.flush_before_compaction or self.aux.model is not info.model:
+            return None
+        runtime = self._runtime(info.runtime)
+        ledger = self.ledger(runtime.user_id, runtime.session)
+        return await facts_in_context(
+            ledger=ledger,
+            config=self.config,
+            estimator=self.estimator,
+            runtime=runtime,
+            clock=self._now,
+            emit=info.emit,
+            write_lock=lambda: self._writes.hold(ledger.place.ledger_dir, "ledger"),
+        )
 
     async def flush_messages(
         self,
