@@ -61,3 +61,42 @@ def test_limits_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
             ]
         )
     assert "must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('[[channel]]\ntype = "pigeon"\n', "pigeon"),
+        (
+            '[[channel]]\ntype = "webhook"\nsecret = "short"\ncallback_url = "http://x/cb"\n',
+            "secret",
+        ),
+    ],
+)
+def test_a_channels_file_that_cannot_be_loaded_is_refused_before_connecting(
+    text: str,
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("HARNESSED_TEST_WORKSPACE", str(tmp_path))
+    monkeypatch.delenv("HARNESSED_TEST_TEMPORAL", raising=False)
+    channels = tmp_path / "channels.toml"
+    channels.write_text(text)
+    code = main(
+        [
+            "worker",
+            "--agent",
+            "tests.support.temporal_app:agent",
+            "--temporal",
+            f"127.0.0.1:{free_port()}",
+            "--task-queue",
+            "q",
+            "--channels",
+            str(channels),
+        ]
+    )
+    assert code == 2
+    out = capsys.readouterr().out
+    assert "cannot load the channels" in out and said in out

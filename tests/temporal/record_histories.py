@@ -1,11 +1,13 @@
 """Record the histories ``test_replay.py`` replays (run again only when a workflow changed
 on purpose, in a way that old histories need not replay):
 
-    PYTHONPATH=src:. python -m tests.temporal.record_histories
+    PYTHONPATH=src:. python -m tests.temporal.record_histories [NAME ...]
 
 It starts a dev server and a worker in this process with the test agent, runs a turn with a
 tool call, a background sub-agent task and a wake-up, and writes each workflow's history to
-``tests/temporal/histories/<name>.json``.
+``tests/temporal/histories/<name>.json`` (only the NAMEs given, when some are). The wake-up's
+is ``wakeup-hooks``; ``wakeup.json`` is one from before the wake-up workflow called the
+``on_woken`` hooks, kept so that runs of that time go on replaying (never rewritten).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent / "histories"
 
 
-async def main() -> None:
+async def main(names: list[str]) -> None:
     from harnessed import RuntimeContext
     from harnessed.subagents import Subagents
     from harnessed.temporal import make_worker, workflow_id
@@ -61,7 +63,9 @@ async def main() -> None:
                     wakeup_workflow_id(agent.name, "default", "wake", pending.id)
                 )
                 await wake.result()
-                for name, handle in (("turn", turn), ("task", task), ("wakeup", wake)):
+                for name, handle in (("turn", turn), ("task", task), ("wakeup-hooks", wake)):
+                    if names and name not in names:
+                        continue
                     fetched = await handle.fetch_history()
                     (HERE / f"{name}.json").write_text(fetched.to_json())
             await agent.close()
@@ -69,4 +73,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    import sys
+
+    asyncio.run(main(sys.argv[1:]))

@@ -41,7 +41,7 @@ def _history(name: str) -> WorkflowHistory:
     return WorkflowHistory.from_json(f"recorded-{name}", json.loads(text))
 
 
-@pytest.mark.parametrize("name", ["turn", "task", "wakeup"])
+@pytest.mark.parametrize("name", ["turn", "task", "wakeup", "wakeup-hooks"])
 async def test_recorded_histories_replay_on_the_current_workflows(name: str) -> None:
     replayer = _replayer(TurnWorkflow, TaskWorkflow, WakeupWorkflow)
     result = await replayer.replay_workflow(_history(name), raise_on_replay_failure=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 from typing import Any
 
@@ -64,6 +65,12 @@ def register(sub: Any) -> None:
         metavar="N",
         help="model requests and tool calls of one user at once on this worker (default: no limit)",
     )
+    worker.add_argument(
+        "--channels",
+        metavar="FILE",
+        help="chat channels (the format of harnessed serve --channels), for sending only: the "
+        "reply of a woken turn goes to where its session was last reached",
+    )
     worker.set_defaults(handler=_run)
 
 
@@ -84,6 +91,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         )
         return 2
     from harnessed.agent import HarnessAgent
+    from harnessed.cli.serve import channels_of
+    from harnessed.gateway.channels.outbound import SendingChannels
 
     agents = []
     for spec in args.agent:
@@ -96,6 +105,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             console.print(f"[red]{spec} is not a HarnessAgent[/red]")
             return 2
         agents.append(agent)
+    try:
+        channels = channels_of(args, os.environ)
+        sending = SendingChannels(agents, channels) if channels else None
+    except (ValueError, TypeError, ImportError, OSError) as exc:
+        console.print(f"[red]cannot load the channels: {exc}[/red]")
+        return 2
 
     async def work() -> None:
         stop = asyncio.Event()
@@ -103,6 +118,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         try:
+            if sending is not None:
+                await sending.start()
             await run_worker(
                 args.temporal,
                 agents,
@@ -112,14 +129,18 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 max_concurrent_activities=args.max_activities,
                 max_concurrent_workflow_tasks=args.max_workflow_tasks,
                 max_per_user=args.max_per_user,
+                on_woken=sending.woken if sending is not None else None,
             )
         finally:
+            if sending is not None:
+                await sending.close()
             for agent in agents:
                 await agent.close()
 
+    sends = f"; woken replies through {', '.join(c.name for c in channels)}" if channels else ""
     console.print(
         f"worker: {', '.join(a.name for a in agents)} on queue {args.task_queue!r} "
-        f"at {args.temporal}",
+        f"at {args.temporal}{sends}",
         highlight=False,
     )
     try:

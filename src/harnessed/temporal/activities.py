@@ -32,6 +32,8 @@ from harnessed.temporal.schema import (
     TOOL,
     WAKEUP_DONE,
     WAKEUP_PREPARE,
+    WAKEUP_START,
+    WAKEUP_WOKEN,
     ModelStepInput,
     StepOutcome,
     StopInput,
@@ -41,9 +43,12 @@ from harnessed.temporal.schema import (
     TurnResult,
     WakeupDue,
     WakeupFiring,
+    WakeupStart,
+    WakeupWoken,
 )
 from harnessed.temporal.steps import StepRun
 from harnessed.temporal.wakeups import TemporalWakeupScheduler
+from harnessed.temporal.woken_hooks import OnWokenHook, call_woken_hooks
 from harnessed.turns.lease import turn_lease
 
 __all__ = ["TaskHost", "TurnActivities", "step_key"]
@@ -89,11 +94,19 @@ def step_key(agent: str, user_id: str, session_id: str) -> str:
 class TurnActivities:
     """The activities for the agents of one worker (by agent name)."""
 
-    def __init__(self, agents: Mapping[str, Any], *, max_per_user: int | None = None) -> None:
+    def __init__(
+        self,
+        agents: Mapping[str, Any],
+        *,
+        max_per_user: int | None = None,
+        on_woken: OnWokenHook | None = None,
+    ) -> None:
         if max_per_user is not None and max_per_user < 1:
             raise ValueError("TurnActivities max_per_user must be at least 1")
         self.agents = dict(agents)
         self.max_per_user = max_per_user
+        self.on_woken = on_woken
+        """A hook of this worker for every agent's woken turns, besides each agent's own."""
         self._users: dict[str, tuple[asyncio.Semaphore, int]] = {}
 
     def all(self) -> list[Callable[..., Any]]:
@@ -104,7 +117,9 @@ class TurnActivities:
             self.fail,
             self.task,
             self.wakeup_prepare,
+            self.wakeup_start,
             self.wakeup_done,
+            self.wakeup_woken,
         ]
 
     @activity.defn(name=MODEL)
@@ -164,7 +179,16 @@ class TurnActivities:
 
     @activity.defn(name=WAKEUP_PREPARE)
     async def wakeup_prepare(self, due: WakeupDue) -> list[TurnInput]:
-        """The turn a firing of a wake-up starts (none: the wake-up was cancelled)."""
+        """The turn a firing of a wake-up starts (none: the wake-up was cancelled); for runs
+        started before :meth:`wakeup_start`."""
+        return [start.turn for start in await self._wakeup_turn(due)]
+
+    @activity.defn(name=WAKEUP_START)
+    async def wakeup_start(self, due: WakeupDue) -> list[WakeupStart]:
+        """The turn a firing of a wake-up starts, with the wake-up (none: it was cancelled)."""
+        return await self._wakeup_turn(due)
+
+    async def _wakeup_turn(self, due: WakeupDue) -> list[WakeupStart]:
         firing = due.firing
         host, scheduler = self._wakeups(firing.agent)
         listed = await scheduler.book.pending(firing.agent, firing.user_id, firing.session_id)
@@ -183,7 +207,7 @@ class TurnActivities:
             messages=[message.to_dict()],
             options=firing.options,
         )
-        return [turn]
+        return [WakeupStart(turn, wakeup.to_dict())]
 
     @activity.defn(name=WAKEUP_DONE)
     async def wakeup_done(self, firing: WakeupFiring) -> None:
@@ -195,6 +219,21 @@ class TurnActivities:
             await scheduler.book.cancel(
                 firing.agent, firing.user_id, firing.session_id, firing.wakeup_id
             )
+
+    @activity.defn(name=WAKEUP_WOKEN)
+    async def wakeup_woken(self, woken: WakeupWoken) -> bool:
+        """A woken turn ended: call the agent's ``on_woken`` hook and this worker's (once per
+        firing, kept in the session log). ``False`` when a previous attempt called them."""
+        host, _ = self._wakeups(woken.firing.agent)
+        agent = self._agent(woken.firing.agent)
+        turn = woken.turn
+        key = step_key(agent.name, turn.user_id, turn.session_id)
+
+        def lease() -> contextlib.AbstractAsyncContextManager[Any]:
+            return turn_lease(agent.turn_gate, key, _stopper(turn.session_id))
+
+        async with _heartbeats():
+            return await call_woken_hooks(agent, host, woken, self.on_woken, lease)
 
     # ---------------------------------------------------------------- common
     def _wakeups(self, name: str) -> tuple[Any, TemporalWakeupScheduler]:

@@ -18,6 +18,8 @@ __all__ = [
     "TaskInput",
     "WakeupDue",
     "WakeupFiring",
+    "WakeupStart",
+    "WakeupWoken",
     "ToolInput",
     "TurnInput",
     "TurnResult",
@@ -33,6 +35,11 @@ TASK = "harnessed.task.run"
 WAKEUP_WORKFLOW = "harnessed.wakeup"
 WAKEUP_PREPARE = "harnessed.wakeup.prepare"
 WAKEUP_DONE = "harnessed.wakeup.done"
+WAKEUP_START = "harnessed.wakeup.start"
+WAKEUP_WOKEN = "harnessed.wakeup.woken"
+WAKEUP_HOOK_PATCH = "harnessed-wakeup-on-woken"
+"""The change that has the wake-up workflow wait for its turn and call the ``on_woken`` hooks
+(histories from before it replay without that part)."""
 STEER = "steer"
 INTERRUPT = "interrupt"
 PROGRESS = "progress"
@@ -155,3 +162,23 @@ class WakeupDue:
     firing: WakeupFiring
     scheduled_at: float | None = None
     """The time of this firing by the schedule (epoch seconds; ``None``: the wake-up's own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WakeupStart:
+    """The turn a firing starts, and the wake-up as it was fired (``Wakeup.to_dict()``)."""
+
+    turn: TurnInput
+    wakeup: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WakeupWoken:
+    """A woken turn that ended (``result``), or failed as a workflow (``error``): for the
+    ``on_woken`` hooks."""
+
+    firing: WakeupFiring
+    wakeup: dict[str, Any]
+    turn: TurnInput
+    result: TurnResult | None = None
+    error: str | None = None

@@ -20,6 +20,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from harnessed.temporal.activities import TurnActivities
 from harnessed.temporal.tasks import TaskWorkflow
 from harnessed.temporal.woken import WakeupWorkflow
+from harnessed.temporal.woken_hooks import OnWokenHook
 from harnessed.temporal.workflow import TurnWorkflow
 
 __all__ = ["make_worker", "run_worker"]
@@ -33,8 +34,11 @@ def make_worker(
     max_concurrent_activities: int = 100,
     max_concurrent_workflow_tasks: int = 100,
     max_per_user: int | None = None,
+    on_woken: OnWokenHook | None = None,
 ) -> Worker:
-    """A worker serving ``agents`` (HarnessAgent objects, by name) on ``task_queue``."""
+    """A worker serving ``agents`` (HarnessAgent objects, by name) on ``task_queue``;
+    ``on_woken(wakeup, turn)`` is called for every woken turn that ends, besides the hook of
+    the agent's ``Wakeups`` capability (``harnessed worker --channels`` sends the reply)."""
     if not agents:
         raise ValueError("make_worker needs at least one agent")
     by_name = {a.name: a for a in agents}
@@ -42,7 +46,7 @@ def make_worker(
         raise ValueError("make_worker agents must have different names")
     if max_concurrent_activities < 1 or max_concurrent_workflow_tasks < 1:
         raise ValueError("make_worker limits must be at least 1")
-    activities = TurnActivities(by_name, max_per_user=max_per_user)
+    activities = TurnActivities(by_name, max_per_user=max_per_user, on_woken=on_woken)
     return Worker(
         client,
         task_queue=task_queue,

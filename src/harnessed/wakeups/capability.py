@@ -9,7 +9,7 @@ database (:class:`~harnessed.stores.postgres.PostgresWakeupStore`); with a local
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +156,11 @@ class Wakeups(Capability):
         from harnessed.wakeups.dispatcher import wakeup_message
 
         return wakeup_message(wakeup)
+
+    def restore(self, data: Mapping[str, Any]) -> Wakeup:
+        """The wake-up of ``data`` (``Wakeup.to_dict()``: how a runtime that fires wake-ups
+        itself hands one to its ``on_woken`` hooks)."""
+        return Wakeup.from_dict(data)
 
     def describe(self, wakeup: Wakeup) -> dict[str, Any]:
         """What the model is shown of a wake-up."""

@@ -29,15 +29,19 @@ from harnessed.wakeups.store import WakeupStore
 if TYPE_CHECKING:
     from harnessed.sessions.deps import SessionHost
     from harnessed.sessions.turn import Turn
+    from harnessed.turns.ended import TurnView
     from harnessed.wakeups.capability import Wakeups
 
 __all__ = ["OnWoken", "WakeupDispatcher", "fire_wakeup", "wakeup_message"]
 
 logger = logging.getLogger(__name__)
 
-OnWoken = Callable[["Wakeup", "Turn"], Awaitable[None]]
+OnWoken = Callable[["Wakeup", "TurnView"], Awaitable[None]]
 """Called with each woken turn once it is queued (a channel awaits ``turn.result()`` and sends
-the reply to the session's outbound address); its errors are logged."""
+the reply to the session's outbound address); its errors are logged. A dispatcher gives the
+live :class:`~harnessed.sessions.Turn`; on Temporal the worker calls it after the turn ended,
+with an :class:`~harnessed.turns.ended.EndedTurn` (the same read API; its events are the end
+only)."""
 
 
 def wakeup_message(wakeup: Wakeup) -> Msg:

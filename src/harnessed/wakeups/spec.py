@@ -8,6 +8,7 @@ seconds; cron specs are read by ``cronsim`` (``pip install 'harnessed[wakeups]'`
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -62,6 +63,25 @@ class Wakeup:
             "created_at": self.created_at,
             "fired": self.fired,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Wakeup:
+        """The wake-up :meth:`to_dict` gave (``due`` is left out: ``due_at`` says it)."""
+        try:
+            cron = data.get("cron")
+            return cls(
+                id=str(data["id"]),
+                agent=str(data["agent"]),
+                user_id=str(data["user_id"]),
+                session_id=str(data["session_id"]),
+                note=str(data["note"]),
+                due_at=float(data["due_at"]),
+                cron=str(cron) if cron is not None else None,
+                created_at=float(data.get("created_at", 0.0)),
+                fired=int(data.get("fired", 0)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a wake-up: {exc}") from exc
 
     @property
     def firing_key(self) -> str:

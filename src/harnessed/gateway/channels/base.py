@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from harnessed.gateway.gateway import Gateway
     from harnessed.sessions import AgentSession, Turn
+    from harnessed.turns.ended import TurnView
 
 __all__ = [
     "Address",
@@ -123,8 +124,9 @@ class Channel(Protocol):
         """Replace the text of a message this channel sent (``False``: not supported)."""
         ...
 
-    async def follow(self, turn: Turn, address: Address) -> None:
-        """Send what ``turn`` says to ``address`` as it happens, until it ends."""
+    async def follow(self, turn: TurnView, address: Address) -> None:
+        """Send what ``turn`` says to ``address`` as it happens, until it ends (a live
+        :class:`~harnessed.sessions.Turn`, or an ended one read from elsewhere)."""
         ...
 
 
@@ -314,7 +316,7 @@ class ChatChannel:
             self._followed.popitem(last=False)
         return True
 
-    async def follow(self, turn: Turn, address: Address) -> None:
+    async def follow(self, turn: TurnView, address: Address) -> None:
         """Send the turn's reply (and its questions) to ``address``."""
         edit = self.config.stream == "edit"
         ref: str | None = None

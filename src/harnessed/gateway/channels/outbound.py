@@ -2,8 +2,10 @@
 background task that finished while nobody was talking to its session, and the reply of a turn
 started by a wake-up.
 
-Both go to the address the session was last reached at (:mod:`.addresses`), through the
-channel of that address.
+All go to the address the session was last reached at (:mod:`.addresses`), through the
+channel of that address. A process that serves no HTTP (``harnessed worker``, where Temporal
+fires the wake-ups) sends woken turns' replies through :class:`SendingChannels`: channels
+started for sending only.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessed.gateway.channels.addresses import AddressBook
@@ -23,11 +25,12 @@ from harnessed.messages import Msg
 if TYPE_CHECKING:
     from harnessed.gateway.gateway import Gateway
     from harnessed.sessions import AgentSession
-    from harnessed.sessions.turn import Turn
+    from harnessed.sessions.deps import SessionHost
     from harnessed.subagents import TaskFinished
+    from harnessed.turns.ended import TurnView
     from harnessed.wakeups import Wakeup
 
-__all__ = ["WAKE_TEXT", "Outbound"]
+__all__ = ["WAKE_TEXT", "Outbound", "SendingChannels", "send_woken"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,29 +98,17 @@ class Outbound:
         )
 
     def _channel(self, address: Address | None) -> Channel | None:
-        if address is None:
-            return None
-        channel = self.gateway.channels.get(address.channel)
-        if channel is None:
-            logger.warning(
-                "no channel %r is served here; a message for it is dropped", address.channel
-            )
-        return channel
+        return _served(self.gateway.channels, address)
 
     # ------------------------------------------------------------- wake-ups
-    async def woken(self, wakeup: Wakeup, turn: Turn) -> None:
+    async def woken(self, wakeup: Wakeup, turn: TurnView) -> None:
         """Send the reply of a turn a wake-up started to where its session was last reached
         (an :data:`~harnessed.wakeups.OnWoken` hook: ``create_app`` gives it to its wake-up
         dispatcher). A session never reached through a channel served here is left alone: its
         reply is in the log, and the person sees it when they come back."""
         agent = self.gateway.agents.get(wakeup.agent)
-        if agent is None:
-            return
-        address = await self.addresses.lookup(agent, wakeup.user_id, wakeup.session_id)
-        channel = self._channel(address)
-        if address is None or channel is None:
-            return
-        await channel.follow(turn, address)
+        if agent is not None:
+            await send_woken(self.gateway.channels, agent, wakeup, turn, self.addresses)
 
     # ----------------------------------------------- finished background tasks
     def watch(self) -> None:
@@ -192,3 +183,72 @@ class Outbound:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+
+
+def _served(channels: Mapping[str, Channel], address: Address | None) -> Channel | None:
+    if address is None:
+        return None
+    channel = channels.get(address.channel)
+    if channel is None:
+        logger.warning("no channel %r is served here; a message for it is dropped", address.channel)
+    return channel
+
+
+async def send_woken(
+    channels: Mapping[str, Channel],
+    agent: SessionHost,
+    wakeup: Wakeup,
+    turn: TurnView,
+    addresses: AddressBook | None = None,
+) -> bool:
+    """Follow a woken ``turn`` of ``agent`` to the address its session was last reached at,
+    through that address's channel among ``channels``. ``False``: the session was never
+    reached through a channel, or not through one of these."""
+    book = addresses or AddressBook()
+    address = await book.lookup(agent, wakeup.user_id, wakeup.session_id)
+    channel = _served(channels, address)
+    if address is None or channel is None:
+        return False
+    await channel.follow(turn, address)
+    return True
+
+
+class SendingChannels:
+    """Channels started for sending only, for a process that takes no inbound messages
+    (``harnessed worker --channels FILE``): no routes are mounted, no finished background
+    task is watched; :meth:`woken` (an ``on_woken`` hook) sends a woken turn's reply to the
+    session's last address, as ``harnessed serve`` does.
+
+    Args:
+        agents: The agents whose sessions' replies are sent.
+        channels: The channels (as ``harnessed serve --channels`` builds them).
+    """
+
+    def __init__(self, agents: Sequence[SessionHost], channels: Sequence[Channel]) -> None:
+        from harnessed.gateway.gateway import Gateway
+
+        self.gateway = Gateway(agents, channels=channels)  # never started: no inbound side
+        self._started: list[Channel] = []
+
+    def __repr__(self) -> str:
+        return f"SendingChannels({sorted(self.gateway.channels)!r})"
+
+    async def start(self) -> None:
+        """Open the channels' clients."""
+        for channel in self.gateway.channels.values():
+            if channel not in self._started:
+                await channel.start(self.gateway)
+                self._started.append(channel)
+
+    async def woken(self, wakeup: Wakeup, turn: TurnView) -> None:
+        agent = self.gateway.agents.get(wakeup.agent)
+        if agent is not None:
+            await send_woken(self.gateway.channels, agent, wakeup, turn)
+
+    async def close(self) -> None:
+        started, self._started = self._started, []
+        for channel in started:
+            try:
+                await channel.stop()
+            except Exception:
+                logger.exception("channel %r did not stop cleanly", channel.name)
