@@ -53,8 +53,10 @@ Per call (``agent.call`` / ``stream_events``, under the session lock):
 At ``agent.close()``: :meth:`~Capability.close` (reverse).
 
 A capability object belongs to one agent and is shared by all its sessions, which run
-concurrently: keep per-session data in the state (:meth:`Capability.section`) or keyed by
-session, never in plain attributes.
+concurrently: keep per-session data in the state — untyped JSON data with
+:meth:`Capability.section` / :meth:`Capability.set_section`, or typed with a
+:class:`~harnessed.state.StateSection` key (``state.get(KEY)`` / ``state.put(KEY, value)``, as
+the built-in features do) — or keyed by session, never in plain attributes.
 """
 
 from __future__ import annotations

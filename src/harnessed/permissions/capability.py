@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from harnessed.capabilities.base import Capability, CapabilityHost
-from harnessed.permissions.gate import ApprovalGate
+from harnessed.permissions.gate import ApprovalGate, Refusal
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.permissions.rules import PermissionMode, PermissionRule
 from harnessed.tools.base import Tool
@@ -66,6 +66,11 @@ class Permissions(Capability):
     def add_tool_check(self, tool: Tool, check: ToolPermissionCheck) -> None:
         """Give ``tool`` its own check (see :meth:`ApprovalGate.add_tool_check`)."""
         self.gate.add_tool_check(tool, check)
+
+    def add_refusal(self, refusal: Refusal) -> None:
+        """A rule of another capability that refuses calls before they run (plan mode): the
+        calls it refuses are never put to the user (see :meth:`ApprovalGate.add_refusal`)."""
+        self.gate.add_refusal(refusal)
 
 
 class _NoTools:

@@ -22,6 +22,7 @@ from harnessed.permissions.answers import (
 from harnessed.permissions.broker import Answer, ConfirmationError, Posted, SessionId
 from harnessed.permissions.gate import ApprovalGate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.permissions.state import PERMISSIONS
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor
@@ -56,10 +57,10 @@ class PermissionControls:
         parsed = PermissionMode.parse(mode) if mode is not None else None
 
         def change(state: AgentState) -> Records:
-            permissions = {k: v for k, v in state.permissions.items() if k != "mode"}
+            permissions = {k: v for k, v in state.get(PERMISSIONS).items() if k != "mode"}
             if parsed is not None:
                 permissions["mode"] = parsed.value
-            state.set_permissions(permissions)
+            state.put(PERMISSIONS, permissions)
             return [
                 (
                     RecordType.PERMISSION_CHANGED,
@@ -79,7 +80,8 @@ class PermissionControls:
         data = [r.to_dict() for r in rules]
 
         def change(state: AgentState) -> Records:
-            state.set_permissions({**state.permissions, "rules": data})
+            settings = state.get(PERMISSIONS)
+            state.put(PERMISSIONS, {**settings, "rules": data})
             return [(RecordType.PERMISSION_CHANGED, {"action": "rules", "rules": data})]
 
         await self._editor.change(ctx, change)
@@ -93,7 +95,7 @@ class PermissionControls:
         session = _session(self.name, ctx)
         live = self.approval_gate.broker.waiting(session)
         live += [f.request for f in self.approval_gate.forwarded.waiting(session)]
-        parked = ParkedStep.load((await self._editor.read(ctx)).permissions)
+        parked = ParkedStep.of(await self._editor.read(ctx))
         seen = {r.request_id for r in live}
         stored = [r for r in (parked.open_requests if parked else []) if r.request_id not in seen]
         return [*live, *stored]
@@ -199,7 +201,7 @@ class PermissionControls:
         def change(state: AgentState) -> Records | None:
             if posted.consumed.is_set():  # a call of this session took it meanwhile
                 return None
-            parked = ParkedStep.load(state.permissions)
+            parked = ParkedStep.of(state)
             request = parked.request(request_id) if parked is not None else None
             if parked is None or request is None:
                 raise ConfirmationError(_unknown(request_id, ctx))
@@ -210,11 +212,7 @@ class PermissionControls:
                     f"confirmation request {request_id!r} was already "
                     f"{'approved' if request.approved else 'declined'}"
                 )
-            state.set_permissions(
-                parked.with_answer(request_id, answer.approved, answer.feedback).store(
-                    state.permissions
-                )
-            )
+            parked.with_answer(request_id, answer.approved, answer.feedback).park(state)
             self.approval_gate.broker.withdraw(session, request_id, posted)
             return [
                 (

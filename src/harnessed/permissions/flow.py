@@ -76,7 +76,7 @@ class ApprovalFlow:
     # ------------------------------------------------------------ parked steps
     @staticmethod
     def parked(state: AgentState) -> ParkedStep | None:
-        return ParkedStep.load(state.permissions)
+        return ParkedStep.of(state)
 
     def close_parked(self, state: AgentState, parked: ParkedStep) -> list[Msg]:
         """New input arrived: every call of the parked step ends as "not run"."""
@@ -96,7 +96,7 @@ class ApprovalFlow:
             )
             for call in parked.message.tool_uses
         ]
-        state.set_permissions(ParkedStep.clear(state.permissions))
+        ParkedStep.unpark(state)
         self.record(
             RecordType.PERMISSION_CHANGED,
             {
@@ -191,7 +191,7 @@ class ApprovalFlow:
         step, self.in_flight = self.in_flight, None
         if step is None:
             return False
-        state.set_permissions(step.store(state.permissions))
+        step.park(state)
         self.record(
             RecordType.PERMISSION_CHANGED,
             {"action": "parked", "request_ids": [r.request_id for r in step.open_requests]},

@@ -41,7 +41,7 @@ class ToolSteps(RunBase):
             raise
         decision = decided[0]
         if decision.parked is not None:
-            state.set_permissions(decision.parked.store(state.permissions))
+            decision.parked.park(state)
             ids = tuple(r.request_id for r in decision.parked.open_requests)
             self.record(
                 RecordType.RUN_END,
@@ -75,7 +75,7 @@ class ToolSteps(RunBase):
         self.record_messages(*tool_messages)
         state.append(message, *tool_messages)
         if decision.resumed:
-            state.set_permissions(ParkedStep.clear(state.permissions))
+            ParkedStep.unpark(state)
         await self._commit_step()
         if stopped:
             raise Interrupted

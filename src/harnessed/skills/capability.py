@@ -36,6 +36,7 @@ from harnessed.capabilities.base import CallContext, Capability, CapabilityHost
 from harnessed.capabilities.materials import Material
 from harnessed.messages import ToolUseBlock
 from harnessed.models.base import ToolSchema
+from harnessed.permissions.state import PERMISSIONS
 from harnessed.runtime import RuntimeContext
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
 from harnessed.skills.drafts import SkillDraft, find_drafts, promote_draft, reject_draft
@@ -323,11 +324,12 @@ class Skills(Capability):
         tag = {"skill": skill.name, "revision": skill.revision}
         current = [
             g
-            for g in state.permissions.get("grants") or []
+            for g in state.get(PERMISSIONS).get("grants") or []
             if not (isinstance(g, dict) and g.get("skill") == skill.name)
         ]  # an earlier revision's grants are replaced by this one's
         added = [{**r.to_dict(), **tag} for r in rules]
-        state.set_permissions({**state.permissions, "grants": current + added})
+        settings = state.get(PERMISSIONS)
+        state.put(PERMISSIONS, {**settings, "grants": current + added})
         return [r.describe() for r in rules]
 
     async def revoke_stale_grants(
@@ -336,7 +338,7 @@ class Skills(Capability):
         """Take back the grants of skills whose ``SKILL.md`` changed or disappeared since they
         were loaded (the model loads a skill again to get its current grants); returns the
         skills whose grants went. Costs nothing when no skill granted anything."""
-        grants = state.permissions.get("grants") or []
+        grants = state.get(PERMISSIONS).get("grants") or []
         from_skills = [g for g in grants if isinstance(g, dict) and "skill" in g]
         if not from_skills:
             return []
@@ -347,7 +349,8 @@ class Skills(Capability):
         )
         if stale:
             kept = [g for g in grants if not (isinstance(g, dict) and g.get("skill") in stale)]
-            state.set_permissions({**state.permissions, "grants": kept})
+            settings = state.get(PERMISSIONS)
+            state.put(PERMISSIONS, {**settings, "grants": kept})
         return stale
 
     def _copies_dir(self) -> Path:

@@ -128,7 +128,7 @@ class StepRun(AgentRun):
         decision = await self.approvals.decide(message, self.state)
         if decision.parked is not None:  # park the step, as a call() does
             state = self.state
-            state.set_permissions(decision.parked.store(state.permissions))
+            decision.parked.park(state)
             ids = [r.request_id for r in decision.parked.open_requests]
             self.record_messages(message)
             self.record(
