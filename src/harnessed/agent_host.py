@@ -33,6 +33,7 @@ from harnessed.messages import Msg
 from harnessed.models.base import Model, ModelRequest
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.gate import ApprovalGate
+from harnessed.run.approvals import Approvals
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
 from harnessed.state.conversation import ConversationStore
@@ -159,6 +160,13 @@ class AgentHost:
 
     def tool(self, name: str) -> Tool | None:
         return self.toolkit.get(name)
+
+    @property
+    def approvals(self) -> Approvals:
+        """Asks before tools run, for each run of the agent (the permissions capability)."""
+        permissions = self.capability(Permissions)
+        assert permissions is not None  # the shortcuts always install one
+        return permissions
 
     @property
     def approval_gate(self) -> ApprovalGate:

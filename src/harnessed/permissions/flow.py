@@ -1,4 +1,5 @@
-"""ApprovalFlow: one run's side of asking the user before tools run.
+"""ApprovalFlow: one run's side of asking the user before tools run (the permissions
+package's :class:`~harnessed.run.approvals.RunApprovals`).
 
 For each step the run asks :class:`ApprovalFlow` to :meth:`decide` the assistant message's
 calls. Calls that need an answer are announced as :class:`ConfirmationRequestEvent` (after their
@@ -19,23 +20,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from harnessed.events import ConfirmationRequestEvent, Event
 from harnessed.log.record import RecordType
 from harnessed.messages import Msg, ToolResultBlock
 from harnessed.permissions.broker import Answer, SessionId
 from harnessed.permissions.gate import ApprovalGate, StepGuard, Verdict, declined_text
+from harnessed.run.approvals import ConfirmationMode
 from harnessed.state.agent_state import AgentState
 from harnessed.state.parked import ParkedStep, PendingConfirmation
 from harnessed.tools.toolkit import ToolGuard
 
 __all__ = ["ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
 
-"""``CallContext.values`` key: how the call meets confirmation requests (``wait``: someone
-answers while it runs; ``park``)."""
-
-ConfirmationMode: TypeAlias = Literal["wait", "park"]
 Record = Callable[[str, Mapping[str, Any]], None]
 
 
@@ -50,6 +48,8 @@ class StepDecision:
 
 
 class ApprovalFlow:
+    """Asks about one run's tool calls through the agent's :class:`ApprovalGate`."""
+
     def __init__(
         self,
         gate: ApprovalGate,
@@ -197,6 +197,12 @@ class ApprovalFlow:
             {"action": "parked", "request_ids": [r.request_id for r in step.open_requests]},
         )
         return True
+
+    def pending_reply(self, step: ParkedStep) -> Msg:
+        return pending_reply(step)
+
+    def run_ended(self) -> None:
+        self.gate.broker.run_ended(self.session)
 
 
 def _merge(parked: ParkedStep | None, asks: list[PendingConfirmation]) -> list[PendingConfirmation]:

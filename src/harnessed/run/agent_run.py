@@ -126,7 +126,7 @@ class AgentRun(OutputSteps, ModelSteps, ToolSteps):
 
     async def _execute(self, messages: list[Msg]) -> AsyncGenerator[Event, None]:
         agent, state = self.agent, self.state
-        session = self.approvals.session  # the run may have let go of its flow when this ends
+        approvals = self.approvals  # the run may have let go of its flow when this ends
         if messages:
             self.turn_id = messages[0].id
         yield AgentStartEvent(
@@ -255,7 +255,7 @@ class AgentRun(OutputSteps, ModelSteps, ToolSteps):
                 yield ErrorEvent(error_type=type(exc).__name__, message=str(exc), **self.base)
             raise
         finally:
-            self.agent.approval_gate.broker.run_ended(session)
+            approvals.run_ended()
 
     # ------------------------------------------------- steering and interrupts
     async def _take_steering(self) -> list[Event]:

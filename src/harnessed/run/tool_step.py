@@ -9,7 +9,7 @@ from harnessed.log.record import RecordType
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
 from harnessed.models.base import structured_output_of
 from harnessed.output.spec import FINAL_TOOL
-from harnessed.permissions.flow import StepDecision, pending_reply
+from harnessed.run.approvals import StepApproval
 from harnessed.run.base import RunBase
 from harnessed.run.deps import Interrupted, result_msg
 from harnessed.run.output_step import final_alone
@@ -29,7 +29,7 @@ class ToolSteps(RunBase):
     ) -> AsyncIterator[Event]:
         """Approve the calls of ``message``, run them and commit the step — or park it."""
         state = self.state
-        decided: list[StepDecision] = []
+        decided: list[StepApproval] = []
         try:
             async for event in self._pump(self.approvals.decide(message, state, parked), decided):
                 yield event
@@ -54,7 +54,7 @@ class ToolSteps(RunBase):
             )
             await self._commit_step()
             self.ended = AgentEndEvent(
-                reply=pending_reply(decision.parked),
+                reply=self.approvals.pending_reply(decision.parked),
                 status="pending",
                 iterations=iterations,
                 pending=ids,

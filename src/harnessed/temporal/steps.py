@@ -136,9 +136,7 @@ class StepRun(AgentRun):
                 {"status": "pending", "iterations": iteration, "pending": ids},
             )
             await self._commit_step()
-            from harnessed.permissions.flow import pending_reply
-
-            reply = pending_reply(decision.parked)
+            reply = self.approvals.pending_reply(decision.parked)
             await self._ended(CallEnd("pending", reply, iteration))
             return StepOutcome(end=_result("pending", iteration, reply, ids))
         self._add_messages([message])
@@ -272,10 +270,8 @@ class StepRun(AgentRun):
         status = str(payload.get("status"))
         iterations = int(payload.get("iterations") or 0)
         if status == "pending":
-            from harnessed.permissions.flow import pending_reply
-
             parked = self.approvals.parked(self.state)
-            reply = pending_reply(parked) if parked is not None else message
+            reply = self.approvals.pending_reply(parked) if parked is not None else message
             return StepOutcome(
                 end=_result(status, iterations, reply, list(payload.get("pending") or []))
             )
