@@ -49,6 +49,7 @@ __all__ = ["AgentHost"]
 
 logger = logging.getLogger(__name__)
 C = TypeVar("C", bound=Capability)
+V = TypeVar("V")
 
 
 class AgentHost:
@@ -157,6 +158,10 @@ class AgentHost:
     def capability(self, kind: type[C]) -> C | None:
         """The agent's first capability of type ``kind`` (or ``None``)."""
         return self.capabilities.find(kind)
+
+    def query(self, view: type[V]) -> V | None:
+        """The first read-only view of type ``view`` a capability answers with."""
+        return self.capabilities.query(view)
 
     def tool(self, name: str) -> Tool | None:
         return self.toolkit.get(name)
