@@ -77,6 +77,9 @@ class RunBase:
             app_guard=agent.tool_guard,
         )
         self.ended: AgentEndEvent | None = None
+        """How the run ended (set once it has: the loop stops)."""
+        self.iterations = 0
+        """Model requests made so far."""
         self.stream_over = False
         """``after_call`` is running: events go to the capabilities, not the ended stream."""
         self.summary_error: str | None = None
