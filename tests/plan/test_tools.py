@@ -223,3 +223,21 @@ async def test_entering_and_leaving_in_one_step_still_needs_approval(tmp_path: P
     refused = result(model.requests[1], "exit")
     assert refused.is_error and "needs the user's approval" in refused.content
     assert (await agent.load_state(CTX)).get(PLAN_STATE).active
+
+
+async def test_a_call_plan_mode_refuses_is_never_put_to_the_user(tmp_path: Path) -> None:
+    """Plan mode's refusal reaches the approval gate (``Permissions.add_refusal``): with a
+    permission mode that would ask, a changing call in plan mode is refused, not asked about."""
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[call("plan_enter")]),
+            ScriptedResponse(tool_calls=[call("write_file", "w", path="app.py", content="x")]),
+            "planned",
+        ]
+    )
+    agent = planner(tmp_path, model, permission_mode="default", confirmation_timeout=5)
+    events = [e async for e in agent.stream_events("change app.py", CTX)]
+    assert not any(isinstance(e, ConfirmationRequestEvent) for e in events)
+    refused = result(model.requests[2], "w")
+    assert refused.is_error and "Blocked in plan mode" in refused.content
+    assert not (tmp_path / "app.py").exists()
