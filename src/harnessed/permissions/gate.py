@@ -120,7 +120,8 @@ class ApprovalGate:
         self._refusals.append(refusal)
 
     def _refused(self, call: ToolUseBlock, tool: Tool, state: AgentState) -> bool:
-        return any(refusal(call, tool, state) is not None for refusal in self._refusals)
+        refusals = self._refusals
+        return bool(refusals) and any(r(call, tool, state) is not None for r in refusals)
 
     def add_tool_check(self, tool: Tool, check: ToolPermissionCheck) -> None:
         """A tool's own check (``plan_exit`` asks to approve the plan). It applies only while
