@@ -217,6 +217,18 @@ def parent_tools(parent: Delegate, spec: SubagentSpec, own: frozenset[str]) -> l
     return [available[name] for name in spec.tools if name in available]
 
 
+NOT_INHERITED: dict[str, Any] = {
+    "runtime": None,
+    "prepare": None,
+    "usage_limits": None,
+    "session_usage_limits": None,
+    "prices": None,
+}
+"""The parent's arguments a sub-agent does not take: its runs are in this process, prepared by
+its own compiler, under the parent's limits (its usage counts toward the parent's call), priced
+with its own table."""
+
+
 def build_child(
     parent: Delegate,
     spec: SubagentSpec,
@@ -248,12 +260,7 @@ def build_child(
         shell=isolated and has_shell and workspace is not None and workspace.local_root is not None,
         max_iters=spec.max_iters or parent.max_iters,
         output_type=spec.output_type,
-        # the parent's own wiring is not the child's: its runs are in this process, under the
-        # parent's limits (its usage counts toward the parent's call), prepared by its compiler
-        runtime=None,
-        prepare=None,
-        usage_limits=None,
-        session_usage_limits=None,
+        **NOT_INHERITED,
     )
 
 
