@@ -26,6 +26,7 @@ from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, Scri
 from harnessed.permissions import ApprovalGate, PermissionRule
 from harnessed.runtime import SessionRef
 from harnessed.state import AgentState
+from harnessed.todos import TODOS
 from harnessed.todos.receipts import SupersededTodoReceipts
 from harnessed.tools import Toolkit
 
@@ -58,7 +59,7 @@ def history(n: int) -> list[Msg]:
 async def view_and_prepare(n: int) -> tuple[float, float, float]:
     state = AgentState.new(SessionRef("bench", "u", "s"))
     state.replace_history(history(n))
-    state.set_todos([TodoItem(f"t{k}", f"step {k} of the fix") for k in range(6)])
+    state.put(TODOS, tuple(TodoItem(f"t{k}", f"step {k} of the fix") for k in range(6)))
     view = SupersededTodoReceipts()
     times = []
     for _ in range(ROUNDS):

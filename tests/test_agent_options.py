@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessed import HarnessAgent, RuntimeContext, ScriptedModel
+from harnessed import HarnessAgent, RuntimeContext, ScriptedModel, tool
 from harnessed.agent_options import AgentOptions
 
 
@@ -59,3 +59,44 @@ async def test_a_clone_keeps_the_arguments_and_applies_the_changes() -> None:
     reply = await clone.call("hello", RuntimeContext(user_id="u"))
     assert reply.text == "from the clone"
     assert await agent.sessions("u") == []  # the original saw nothing
+
+
+async def test_a_clone_without_features_keeps_the_configuration_only(tmp_path: Path) -> None:
+    from harnessed.compaction import CompactionConfig
+    from harnessed.contract import TaskContractConfig
+
+    @tool
+    async def deploy(target: str) -> str:
+        """Deploy to a target."""
+        return f"deployed {target}"
+
+    compaction = CompactionConfig(trigger_messages=40)
+    agent = HarnessAgent(
+        "a",
+        ScriptedModel(),
+        sys_prompt="You fix bugs.",
+        tools=[deploy],
+        workspace=tmp_path,
+        enable_task_list=True,
+        enable_plan_mode=True,
+        permission_mode="accept_edits",
+        task_contract=TaskContractConfig(show_requirements=True),
+        instructions={"style": "Be brief."},
+        compaction=compaction,
+        max_iters=4,
+    )
+    assert {"deploy", "todo_write", "plan_enter", "read_file"} <= set(agent.toolkit.names)
+    bare = agent.clone(features=False, name="child")
+    assert (bare.sys_prompt, bare.max_iters, bare.compaction) == ("You fix bugs.", 4, compaction)
+    assert bare.workspace is not None and bare.memory is None and bare.skills is None
+    assert bare.toolkit.names == []  # no tool of the parent, no built-in feature
+    assert bare.approval_gate.mode is None
+    assert "style" in agent.compiler.instructions and "style" not in bare.compiler.instructions
+    chosen = agent.clone(features=False, enable_task_list=True, tools=[deploy])
+    assert sorted(chosen.toolkit.names) == ["deploy", "todo_write"]
+    everything = agent.clone()
+    assert set(everything.toolkit.names) == set(agent.toolkit.names)
+    assert everything.state_store is not agent.state_store  # built again from the arguments
+    shared = agent.clone(features=False, shared_stores=True)
+    assert shared.state_store is agent.state_store
+    assert shared.session_store is agent.session_store

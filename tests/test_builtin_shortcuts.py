@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harnessed import HarnessAgent, PermissionRule, TaskContractConfig
+from harnessed.contract import TaskContract
 from harnessed.files import FileTools
 from harnessed.memory import Memory, MemoryConfig
 from harnessed.models import ScriptedModel, ScriptedResponse, ScriptedToolCall
@@ -14,7 +15,7 @@ from harnessed.permissions import Permissions
 from harnessed.plan import PlanMode
 from harnessed.session_tools.capability import SessionTools
 from harnessed.shell import Shell
-from harnessed.todos import TaskContract, TaskList
+from harnessed.todos import TaskList
 from tests.support.fixtures import CTX
 
 

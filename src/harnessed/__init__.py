@@ -88,7 +88,7 @@ if TYPE_CHECKING:
         InMemoryStateStore,
         JsonFileStateStore,
         StateConflictError,
-        TodoItem,
+        StateSection,
     )
     from harnessed.stores import (
         FilesystemSessionLogStore,
@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     )
     from harnessed.stores.postgres import PostgresStore
     from harnessed.subagents import Subagents, SubagentSpec
+    from harnessed.todos import TodoItem
     from harnessed.tokens import TiktokenEstimator
     from harnessed.tools import Tool, ToolContext, ToolError, tool
     from harnessed.workspace import FsspecFilesystem, LocalFilesystem, MemoryFilesystem, Workspace
@@ -176,6 +177,7 @@ _LAZY = {
     "SqliteSearchIndex": "harnessed.stores",
     "StateBlock": "harnessed.capabilities",
     "StateConflictError": "harnessed.state",
+    "StateSection": "harnessed.state",
     "SubagentSpec": "harnessed.subagents",
     "Subagents": "harnessed.subagents",
     "TantivySearchIndex": "harnessed.stores",
@@ -187,7 +189,7 @@ _LAZY = {
     "ThinkingBlock": "harnessed.messages",
     "ThinkingDeltaEvent": "harnessed.events",
     "TiktokenEstimator": "harnessed.tokens",
-    "TodoItem": "harnessed.state",
+    "TodoItem": "harnessed.todos",
     "Tool": "harnessed.tools",
     "ToolCallEvent": "harnessed.events",
     "ToolContext": "harnessed.tools",
@@ -274,6 +276,7 @@ __all__ = [
     "SqliteSearchIndex",
     "StateBlock",
     "StateConflictError",
+    "StateSection",
     "SubagentSpec",
     "Subagents",
     "TantivySearchIndex",

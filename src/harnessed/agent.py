@@ -18,7 +18,7 @@ from harnessed._internal.forward import forward
 from harnessed.agent_calls import ResultCalls
 from harnessed.agent_host import AgentHost
 from harnessed.agent_log import SessionQueries
-from harnessed.agent_options import SHORTCUT_OPTIONS, AgentOptions, check_arguments
+from harnessed.agent_options import FEATURES_OFF, SHORTCUT_OPTIONS, AgentOptions, check_arguments
 from harnessed.agent_sessions import SessionAccess
 from harnessed.builtins import Shortcuts, SkillsArg
 from harnessed.capabilities.base import Capability
@@ -326,12 +326,29 @@ class HarnessAgent(AgentHost):
             if closer is not None:
                 await closer()
 
-    def clone(self, **changes: Any) -> Self:
+    def clone(self, *, features: bool = True, shared_stores: bool = False, **changes: Any) -> Self:
         """A new agent of the same class, built with this one's arguments except ``changes``
         (``agent.clone(name="reviewer", sys_prompt="...")``). Nothing is shared but what
-        the arguments themselves hold (a store object, a model)."""
-        arguments = {"name": self.name, "model": self.model, **self._arguments, **changes}
-        return type(self)(**arguments)
+        the arguments themselves hold (a store object, a model).
+
+        ``features=False``: none of this agent's tools, capabilities, instructions or built-in
+        features (memory, skills, web, file and shell tools, task list, plan mode, task
+        contract, permission settings, sub-agents, MCP servers, typed output) are carried
+        over — each is off unless ``changes`` turns it on (``agent_options.FEATURES_OFF``);
+        the model, prompt, limits and context settings are. ``shared_stores=True``: the clone
+        keeps its sessions in this agent's state and session log stores (the objects, not new
+        ones)."""
+        arguments: dict[str, Any] = {"name": self.name, "model": self.model, **self._arguments}
+        if not features:
+            arguments.update(FEATURES_OFF)
+        if shared_stores:
+            arguments.update(
+                store=None,
+                search_index=None,
+                state_store=self.state_store,
+                session_store=self.session_store,
+            )
+        return type(self)(**(arguments | changes))
 
     async def __aenter__(self) -> HarnessAgent:
         return self

@@ -33,6 +33,7 @@ from harnessed.messages import Msg
 from harnessed.models.base import Model, ModelRequest
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.gate import ApprovalGate
+from harnessed.run.approvals import Approvals
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
 from harnessed.state.conversation import ConversationStore
@@ -48,6 +49,7 @@ __all__ = ["AgentHost"]
 
 logger = logging.getLogger(__name__)
 C = TypeVar("C", bound=Capability)
+V = TypeVar("V")
 
 
 class AgentHost:
@@ -157,8 +159,19 @@ class AgentHost:
         """The agent's first capability of type ``kind`` (or ``None``)."""
         return self.capabilities.find(kind)
 
+    def query(self, view: type[V]) -> V | None:
+        """The first read-only view of type ``view`` a capability answers with."""
+        return self.capabilities.query(view)
+
     def tool(self, name: str) -> Tool | None:
         return self.toolkit.get(name)
+
+    @property
+    def approvals(self) -> Approvals:
+        """Asks before tools run, for each run of the agent (the permissions capability)."""
+        permissions = self.capability(Permissions)
+        assert permissions is not None  # the shortcuts always install one
+        return permissions
 
     @property
     def approval_gate(self) -> ApprovalGate:

@@ -28,7 +28,7 @@ from harnessed.state.store import AgentStateStore
 from harnessed.tools.toolkit import ToolGuard
 from harnessed.workspace import IsolationScope
 
-__all__ = ["SHORTCUT_OPTIONS", "AgentOptions", "check_arguments"]
+__all__ = ["FEATURES_OFF", "SHORTCUT_OPTIONS", "AgentOptions", "check_arguments"]
 
 
 class AgentOptions(TypedDict, total=False):
@@ -120,6 +120,34 @@ SHORTCUT_OPTIONS = frozenset(
     }
 )
 """Options that only build a built-in capability (:class:`~harnessed.builtins.Shortcuts`)."""
+
+
+FEATURES_OFF: Mapping[str, Any] = {
+    "tools": (),
+    "capabilities": (),
+    "instructions": None,
+    "enable_task_list": False,
+    "memory": False,
+    "skills": False,
+    "file_tools": False,
+    "shell": False,
+    "memory_tools": False,
+    "readable_session_agents": (),
+    "enable_plan_mode": False,
+    "task_contract": None,
+    "permission_mode": None,
+    "permission_rules": (),
+    "permission_checks": None,
+    "confirmation_timeout": None,
+    "subagents": False,
+    "web": False,
+    "mcp_servers": (),
+    "mcp_resources": (),
+    "output_type": None,
+}
+"""The arguments that give an agent its tools, capabilities, instructions and built-in
+features, each with the value that turns it off: ``agent.clone(features=False)`` starts from
+these (a sub-agent gets what its declaration allows, never its parent's features blindly)."""
 
 
 def check_arguments(name: object, max_iters: int, options: Mapping[str, object]) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from harnessed.capabilities.base import Capability
+from harnessed.contract.capability import TaskContract
 from harnessed.contract.state import TaskContractConfig
 from harnessed.files import FileTools
 from harnessed.memory.capability import Memory
@@ -30,7 +31,7 @@ from harnessed.plan import PlanMode, PlanStatus
 from harnessed.sandbox import Sandbox
 from harnessed.session_tools.capability import SessionTools
 from harnessed.shell import Shell, ShellConfig
-from harnessed.todos import TaskContract, TaskList
+from harnessed.todos import TaskList
 from harnessed.tools_json import ToolsJson, read_tools_json
 from harnessed.workspace.layout import Workspace
 

@@ -24,6 +24,7 @@ from harnessed import (
 from harnessed.compaction import ARGS_TRUNCATED_KEY, SUMMARY_KEY, SUMMARY_NAME, is_summary
 from harnessed.context import ContextBudgetExceededError, PrepareInfo
 from harnessed.models import ModelRequest, ScriptedModel
+from harnessed.todos import TODOS
 from harnessed.tokens import default_estimator
 from tests.compaction.helpers import (
     assert_valid_pairs,
@@ -429,11 +430,11 @@ async def test_compaction_never_touches_todos_or_plan_state() -> None:
     model = ScriptedModel([SUMMARY_1, "ok"])
     agent, _ = await seeded(conversation(5), model, compaction=BY_MESSAGES)
     state = await agent.load_state(CTX)
-    state.set_todos([TodoItem("t1", "check the logs", "in_progress")])
+    state.put(TODOS, (TodoItem("t1", "check the logs", "in_progress"),))
     await agent.state_store.save(state)
     await agent.call("go", CTX)
     after = await agent.load_state(CTX)
-    assert after.todos == [TodoItem("t1", "check the logs", "in_progress")]
+    assert after.get(TODOS) == (TodoItem("t1", "check the logs", "in_progress"),)
     assert "check the logs" in reasoning(model)[0].messages[-1].text  # TASK_STATE still shown
 
 
@@ -493,7 +494,7 @@ async def test_the_summary_request_is_auxiliary(tmp_path: Path) -> None:
     )
     agent.add_context_source("ci", status)
     state = await agent.load_state(CTX)
-    state.set_todos([TodoItem("t1", "TODO-ITEM")])
+    state.put(TODOS, (TodoItem("t1", "TODO-ITEM"),))
     await agent.state_store.save(state)
     await agent.call("go", CTX)
 

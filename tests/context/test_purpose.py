@@ -18,8 +18,10 @@ from harnessed import (
 )
 from harnessed.context import HistoryBudget, HistoryOutcome, ToolPairingError
 from harnessed.models import ModelRequest, ScriptedModel
+from harnessed.plan import PLAN, PlanState
 from harnessed.runtime import SessionRef
-from harnessed.state import AgentState, PlanState
+from harnessed.state import AgentState
+from harnessed.todos import TODOS
 from tests.context.helpers import info_for
 
 
@@ -62,8 +64,8 @@ async def test_a_summary_request_gets_instructions_and_its_own_messages_only(
     agent.compiler.compactor = compactor
     state = AgentState.new(SessionRef("sum", "u", "s"))
     state.append(Msg.user("WORKING-HISTORY-1"), Msg.assistant("WORKING-HISTORY-2"))
-    state.set_todos([TodoItem("t1", "TODO-ITEM")])
-    state.set_plan(PlanState(active=True, plan_file="plans/PLAN.md"))
+    state.put(TODOS, (TodoItem("t1", "TODO-ITEM"),))
+    state.put(PLAN, PlanState(active=True, plan_file="plans/PLAN.md"))
     history_before = list(state.history)
 
     own = (
@@ -115,7 +117,7 @@ async def test_the_same_agent_gives_a_reasoning_request_its_materials(tmp_path: 
     agent = HarnessAgent("sum", model, sys_prompt="SYS-PROMPT", workspace=tmp_path)
     state = AgentState.new(SessionRef("sum", "u", "s"))
     state.append(Msg.user("WORKING-HISTORY-1"))
-    state.set_todos([TodoItem("t1", "TODO-ITEM")])
+    state.put(TODOS, (TodoItem("t1", "TODO-ITEM"),))
     prepared = await agent.compiler(
         state, agent.draft_request(state, "mc_r"), info_for(agent, model, call_id="mc_r")
     )

@@ -26,6 +26,7 @@ from harnessed.context import (
 from harnessed.models import ScriptedModel
 from harnessed.runtime import SessionRef
 from harnessed.state import AgentState, InMemoryStateStore
+from harnessed.todos import TODOS
 from tests.context.helpers import builds, collect_failing, info_for, manifest_json
 from tests.support.fixtures import CTX
 
@@ -153,7 +154,7 @@ async def test_a_compaction_that_still_does_not_fit_is_not_committed() -> None:
 @pytest.mark.parametrize(
     ("mutation", "validation"),
     [
-        (lambda s: s.set_todos([TodoItem("x", "sneaky todo")]), "state_conflict"),
+        (lambda s: s.put(TODOS, (TodoItem("x", "sneaky todo"),)), "state_conflict"),
         (lambda s: s.append(Msg.user("another writer")), "history_conflict"),
     ],
     ids=["task-state", "history"],
@@ -182,7 +183,7 @@ async def test_a_transform_that_changes_the_state_commits_nothing(
 
 async def test_a_conflict_seen_by_the_agent_stores_nothing() -> None:
     async def meddling(history: Sequence[Msg], budget: HistoryBudget) -> HistoryOutcome:
-        budget.state.set_todos([TodoItem("x", "sneaky todo")])
+        budget.state.put(TODOS, (TodoItem("x", "sneaky todo"),))
         return HistoryOutcome(history)
 
     model = ScriptedModel(["never"])
@@ -196,7 +197,7 @@ async def test_a_conflict_seen_by_the_agent_stores_nothing() -> None:
     }
     assert statuses == {("failed", "ContextConflictError", "state_conflict")}
     stored = await agent.load_state(CTX)
-    assert [m.text for m in stored.history] == ["hi"] and stored.todos == []  # input kept
+    assert [m.text for m in stored.history] == ["hi"] and stored.get(TODOS) == ()  # input kept
 
 
 async def test_after_a_conflict_a_clean_attempt_commits() -> None:
@@ -208,7 +209,7 @@ async def test_after_a_conflict_a_clean_attempt_commits() -> None:
         nonlocal first_time
         if first_time:
             first_time = False
-            budget.state.set_todos([TodoItem("x", "from another writer")])
+            budget.state.put(TODOS, (TodoItem("x", "from another writer"),))
         return HistoryOutcome(list(history)[-1:], ("history_compaction",))
 
     model = ScriptedModel()
@@ -227,7 +228,7 @@ async def test_after_a_conflict_a_clean_attempt_commits() -> None:
     assert observed == [("state_conflict", 3), ("passed", 1)]
     assert [m.text for m in state.history] == ["three"]
     assert next(m.text for m in prepared.messages if m.role == "user") == "three"
-    assert [t.content for t in state.todos] == ["from another writer"]
+    assert [t.content for t in state.get(TODOS)] == ["from another writer"]
 
 
 def offload_results(marker: str):  # type: ignore[no-untyped-def]

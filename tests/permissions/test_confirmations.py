@@ -18,6 +18,7 @@ from harnessed.events import (
 from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
 from harnessed.permissions import ConfirmationError, PermissionRule
+from harnessed.state.parked import PARKED
 from tests.permissions.deployer import Deployer
 from tests.support.fixtures import CTX, call
 
@@ -117,7 +118,7 @@ async def test_call_ends_pending_without_saving_half_a_step_and_resumes() -> Non
     state = await agent.load_state(CTX)
     assert [m.role for m in state.history] == ["user", "assistant", "tool", "tool", "assistant"]
     assert tool_pair_problems(state.history) == []
-    assert "pending" not in state.permissions
+    assert state.get(PARKED) is None and "parked_step" not in state.sections
     assert len(model.requests) == 2  # the model was not asked again for the parked step
     run_ends = await agent.session_log(CTX, types=[RecordType.RUN_END])
     assert [r.payload["status"] for r in run_ends] == ["pending", "completed"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harnessed.messages import ToolUseBlock
+from harnessed.permissions import PERMISSIONS
 from harnessed.permissions.policy import PermissionSettings, evaluate
 from harnessed.runtime import SessionRef
 from harnessed.skills import grants_for
@@ -21,8 +22,10 @@ def execute(command: str) -> str:
 
 async def decide(command: str, entries: list[str]) -> str:
     state = AgentState.new(SessionRef("a", "u", "s"))
-    state.set_permissions({"mode": "default", "grants": [g.to_dict() for g in grants_for(entries)]})
-    settings = PermissionSettings.resolve(None, (), state.permissions)
+    state.put(
+        PERMISSIONS, {"mode": "default", "grants": [g.to_dict() for g in grants_for(entries)]}
+    )
+    settings = PermissionSettings.resolve(None, (), state.get(PERMISSIONS))
     call = ToolUseBlock("c1", "execute", {"command": command})
     return (await evaluate(call, execute, state, settings)).behavior
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harnessed.messages import ToolUseBlock
-from harnessed.permissions import PermissionRule
+from harnessed.permissions import PERMISSIONS, PermissionRule
 from harnessed.permissions.policy import PermissionSettings, evaluate
 from harnessed.runtime import SessionRef
 from harnessed.skills import grants_for
@@ -19,12 +19,12 @@ def execute(command: str) -> str:
 
 def state_with(grants: list[PermissionRule], **permissions: object) -> AgentState:
     state = AgentState.new(SessionRef("a", "u", "s"))
-    state.set_permissions({**permissions, "grants": [g.to_dict() for g in grants]})
+    state.put(PERMISSIONS, {**permissions, "grants": [g.to_dict() for g in grants]})
     return state
 
 
 async def decide(command: str, state: AgentState, rules: tuple[PermissionRule, ...] = ()) -> str:
-    settings = PermissionSettings.resolve(None, rules, state.permissions)
+    settings = PermissionSettings.resolve(None, rules, state.get(PERMISSIONS))
     call = ToolUseBlock("c1", "execute", {"command": command})
     return (await evaluate(call, execute, state, settings)).behavior
 
@@ -43,7 +43,7 @@ def test_allowed_tools_entries_map_to_rules() -> None:
 
 async def test_grants_alone_do_not_turn_permissions_on() -> None:
     state = state_with(grants_for(["Bash(git:*)"]))
-    assert not PermissionSettings.resolve(None, (), state.permissions).active
+    assert not PermissionSettings.resolve(None, (), state.get(PERMISSIONS)).active
     assert await decide("rm -rf /tmp/x", state) == "allow"  # permissions off: as before
 
 
@@ -60,9 +60,9 @@ async def test_grants_pre_approve_but_deny_and_ask_rules_win() -> None:
 
 def test_grants_may_only_allow() -> None:
     state = AgentState.new(SessionRef("a", "u", "s"))
-    state.set_permissions({"grants": [{"tool": "execute", "behavior": "deny"}]})
+    state.put(PERMISSIONS, {"grants": [{"tool": "execute", "behavior": "deny"}]})
     try:
-        PermissionSettings.resolve(None, (), state.permissions)
+        PermissionSettings.resolve(None, (), state.get(PERMISSIONS))
     except ValueError as exc:
         assert "only allow" in str(exc)
     else:

@@ -12,7 +12,8 @@ from harnessed import HarnessAgent
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, Event
 from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse
-from harnessed.state import PlanState
+from harnessed.plan import PLAN as PLAN_STATE
+from harnessed.plan import PlanState
 from harnessed.workspace import MemoryFilesystem, Workspace
 from tests.support.fixtures import CTX, call
 
@@ -70,7 +71,7 @@ async def test_plan_mode_blocks_changes_but_allows_reading_and_planning(tmp_path
     assert "mode: PLAN" in runtime and f"plan file: {PLAN}" in runtime
     assert "mode: PLAN" in runtime_state(model.requests[1])  # shown at every request
     state = await agent.load_state(CTX)
-    assert state.plan == PlanState(active=True, plan_file=PLAN)
+    assert state.get(PLAN_STATE) == PlanState(active=True, plan_file=PLAN)
     records = await agent.session_log(CTX, types=[RecordType.PLAN_CHANGED])
     assert [r.payload["action"] for r in records] == ["enter", "write"]
 
@@ -131,7 +132,7 @@ async def test_a_declined_plan_keeps_plan_mode(tmp_path: Path) -> None:
     assert "did not approve the plan" in declined.content
     assert "add a rollback step" in declined.content
     assert "mode: PLAN" in runtime_state(model.requests[2])
-    assert (await agent.load_state(CTX)).plan.active
+    assert (await agent.load_state(CTX)).get(PLAN_STATE).active
 
 
 async def test_plan_exit_in_call_ends_pending_and_resumes_after_the_answer(
@@ -149,12 +150,14 @@ async def test_plan_exit_in_call_ends_pending_and_resumes_after_the_answer(
     assert reply.metadata["harness"] == "pending_confirmation"
     [pending] = await agent.pending_confirmations(CTX)
     assert pending.call.name == "plan_exit"
-    assert (await agent.load_state(CTX)).plan.active  # still planning until approved
+    assert (await agent.load_state(CTX)).get(PLAN_STATE).active  # still planning until approved
     await agent.respond(CTX, pending.request_id, True)
-    assert (await agent.load_state(CTX)).plan.active  # the answer alone changes nothing yet
+    assert (
+        (await agent.load_state(CTX)).get(PLAN_STATE).active
+    )  # the answer alone changes nothing yet
     reply = await agent.call(None, CTX)
     assert reply.text == "building now"
-    assert not (await agent.load_state(CTX)).plan.active
+    assert not (await agent.load_state(CTX)).get(PLAN_STATE).active
 
 
 async def test_plan_exit_needs_plan_mode_and_a_plan(tmp_path: Path) -> None:
@@ -219,4 +222,22 @@ async def test_entering_and_leaving_in_one_step_still_needs_approval(tmp_path: P
     assert not any(isinstance(e, ConfirmationRequestEvent) for e in events)
     refused = result(model.requests[1], "exit")
     assert refused.is_error and "needs the user's approval" in refused.content
-    assert (await agent.load_state(CTX)).plan.active
+    assert (await agent.load_state(CTX)).get(PLAN_STATE).active
+
+
+async def test_a_call_plan_mode_refuses_is_never_put_to_the_user(tmp_path: Path) -> None:
+    """Plan mode's refusal reaches the approval gate (``Permissions.add_refusal``): with a
+    permission mode that would ask, a changing call in plan mode is refused, not asked about."""
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[call("plan_enter")]),
+            ScriptedResponse(tool_calls=[call("write_file", "w", path="app.py", content="x")]),
+            "planned",
+        ]
+    )
+    agent = planner(tmp_path, model, permission_mode="default", confirmation_timeout=5)
+    events = [e async for e in agent.stream_events("change app.py", CTX)]
+    assert not any(isinstance(e, ConfirmationRequestEvent) for e in events)
+    refused = result(model.requests[2], "w")
+    assert refused.is_error and "Blocked in plan mode" in refused.content
+    assert not (tmp_path / "app.py").exists()

@@ -13,6 +13,7 @@ from harnessed import HarnessAgent, PermissionRule, RuntimeContext
 from harnessed.context.policy import ContextPolicy
 from harnessed.models import ScriptedModel
 from harnessed.models.base import ModelRequest
+from harnessed.permissions import PERMISSIONS
 from harnessed.sandbox import BubblewrapSandbox
 from harnessed.skills import Skills
 from tests.skills.samples import VALID, write_skill
@@ -272,7 +273,7 @@ async def test_grants_go_when_the_skill_that_gave_them_changes(tmp_path: Path, c
     await agent.call("x", CTX)
     assert "one" in results(model)[-1] and "refused" not in results(model)[-1]
     state = await agent.load_state(CTX)
-    assert [g["skill"] for g in state.permissions["grants"]] == ["echoer", "echoer"]
+    assert [g["skill"] for g in state.get(PERMISSIONS)["grants"]] == ["echoer", "echoer"]
     if change == "edited":  # the same skill, no longer pre-approving echo
         (folder / "SKILL.md").write_text(skill_md("echoer", "Echo, asking first now."))
     else:
@@ -281,7 +282,7 @@ async def test_grants_go_when_the_skill_that_gave_them_changes(tmp_path: Path, c
     model.add(tool_step("execute", command="echo two"), "done")
     await agent.call("y", CTX)
     assert "refused" in results(model)[-1]
-    assert (await agent.load_state(CTX)).permissions.get("grants") == []
+    assert (await agent.load_state(CTX)).get(PERMISSIONS).get("grants") == []
 
 
 async def test_loading_a_skill_again_replaces_its_grants(tmp_path: Path) -> None:
@@ -295,7 +296,7 @@ async def test_loading_a_skill_again_replaces_its_grants(tmp_path: Path) -> None
     (folder / "SKILL.md").write_text(skill_md("tools", "T2.", extra="allowed-tools: Read\n"))
     model.add(tool_step("load_skill", name="tools"), "ok")
     await agent.call("y", CTX)
-    grants = (await agent.load_state(CTX)).permissions["grants"]
+    grants = (await agent.load_state(CTX)).get(PERMISSIONS)["grants"]
     assert [(g["tool"], g["skill"]) for g in grants] == [("read_file", "tools")]
 
 

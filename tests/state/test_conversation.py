@@ -18,6 +18,7 @@ from harnessed.runtime import SessionRef
 from harnessed.state import AgentState, InMemoryStateStore, JsonFileStateStore
 from harnessed.state.conversation import ConversationStore
 from harnessed.stores import InMemorySessionLogStore
+from harnessed.todos import TODOS
 from tests.support.fixtures import CTX
 
 KEY = SessionRef("a", "u", "s")
@@ -87,7 +88,7 @@ async def test_a_step_writes_what_changed_and_the_state_only_when_it_changed() -
     model.add(ScriptedResponse(tool_calls=[todo]), "planned")
     await agent.call("plan it", CTX)
     assert states.saves == 1  # the task list changed: saved once
-    assert (await agent.load_state(CTX)).todos[0].content == "check"
+    assert (await agent.load_state(CTX)).get(TODOS)[0].content == "check"
 
 
 async def test_sessions_being_worked_on_stay_loaded_beyond_the_bound() -> None:
@@ -251,7 +252,7 @@ async def test_a_remote_workspace_keeps_state_and_history_beyond_the_process() -
     # a new agent object on the same workspace (as another process on the same bucket would)
     second = HarnessAgent("a", ScriptedModel(["ok"]), workspace=url, memory=False)
     state = await second.load_state(CTX)
-    assert [t.content for t in state.todos] == ["check the logs"]
+    assert [t.content for t in state.get(TODOS)] == ["check the logs"]
     assert [m.role for m in state.history] == ["user", "assistant", "tool", "assistant"]
     assert await second.state_store.list_sessions("a", "u") == ["s"]
     await second.close()

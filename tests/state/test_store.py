@@ -12,20 +12,22 @@ from typing import Any
 
 import pytest
 
-from harnessed.contract.state import TaskContextState
+from harnessed.contract.state import TASK, TaskContextState
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolUseBlock
+from harnessed.permissions import PERMISSIONS
+from harnessed.plan import PLAN, PlanState
 from harnessed.runtime import SessionRef
 from harnessed.state import (
     AgentState,
     AgentStateStore,
     InMemoryStateStore,
     JsonFileStateStore,
-    PlanState,
     StateConflictError,
-    TodoItem,
 )
+from harnessed.state.parked import PARKED
 from harnessed.state.store import StateCorruptedError
 from harnessed.stores import FilesystemStateStore
+from harnessed.todos import TODOS, TodoItem
 from harnessed.workspace import MemoryFilesystem
 from tests.support.postgres import postgres_store
 
@@ -59,14 +61,21 @@ def rich_state(key: SessionRef = KEY) -> AgentState:
         Msg.tool_result("call_1", "def test(): ...", name="read_file"),
         Msg.tool_result("call_2", "boom", is_error=True, name="run"),
     )
-    state.set_todos([TodoItem("1", "read the test", "completed"), TodoItem("2", "fix it")])
-    state.set_plan(PlanState(active=True, plan_file="plans/fix.md"))
-    state.set_task(
+    state.put(
+        TODOS,
+        (
+            TodoItem("1", "read the test", "completed"),
+            TodoItem("2", "fix it"),
+        ),
+    )
+    state.put(PLAN, PlanState(active=True, plan_file="plans/fix.md"))
+    state.put(
+        TASK,
         TaskContextState.begin("fix", "tests pass")
         .add_requirement("constraint", "no skips")
-        .record("pytest", "failed", details="1 failed")
+        .record("pytest", "failed", details="1 failed"),
     )
-    state.set_permissions({"mode": "ask", "rules": [{"tool": "bash", "allow": False}]})
+    state.put(PERMISSIONS, {"mode": "ask", "rules": [{"tool": "bash", "allow": False}]})
     state.metadata.update({"model": "m-1", "nested": {"list": [1, 2.5, "x", None, True]}})
     return state
 
@@ -92,9 +101,57 @@ async def test_round_trip_keeps_everything(store: AgentStateStore) -> None:
     assert loaded.history[1].thinking == "Look at the test first."
     assert loaded.history[1].tool_uses[0].input == {"path": "tests/x.py", "opts": {"n": 3}}
     assert loaded.history[3].tool_results[0].is_error is True
-    assert loaded.todos == state.todos
-    assert loaded.plan == PlanState(True, "plans/fix.md")
+    assert loaded.get(TODOS) == state.get(TODOS)
+    assert loaded.get(PLAN) == PlanState(True, "plans/fix.md")
+    assert loaded.get(TASK) == state.get(TASK)
     assert (loaded.task_revision, loaded.history_revision) == (4, 1)
+
+
+class _OldFormat(AgentState):
+    """Saves itself as a state of the format before typed sections (features as top-level
+    fields, the parked step in ``permissions["pending"]``), through each store's own writes."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        sections = data.pop("sections")
+        data["todos"] = sections.pop("todos")
+        data["plan"] = sections.pop("plan")
+        data["task"] = sections.pop("task")
+        data["permissions"] = {**sections.pop("permissions"), "pending": sections.pop("parked")}
+        data["sections"] = sections
+        return data
+
+
+async def test_a_state_saved_before_typed_sections_loads_migrated(store: AgentStateStore) -> None:
+    rich = rich_state()
+    old = _OldFormat.from_dict(rich.to_dict())
+    step = {
+        "message": Msg.assistant([ToolUseBlock("c9", "deploy", {})]).to_dict(),
+        "requests": [
+            {
+                "request_id": "perm_1",
+                "call": {"id": "c9", "name": "deploy"},
+                "created_at": "2026-01-01T00:00:00Z",
+            }
+        ],
+        "parked_at": "2026-01-01T00:00:00Z",
+    }
+    old.set_section("parked", step)
+    old.set_section("memory", {"notes": 2})
+    await store.save(old)
+    loaded = await store.load(KEY)
+    assert loaded is not None
+    assert loaded.get(TODOS) == rich.get(TODOS)
+    assert loaded.get(PLAN) == PlanState(True, "plans/fix.md")
+    assert loaded.get(TASK) == rich.get(TASK)
+    assert loaded.get(PERMISSIONS) == rich.get(PERMISSIONS)
+    parked = loaded.get(PARKED)
+    assert parked is not None and parked.requests[0].call.name == "deploy"
+    assert loaded.sections["memory"] == {"notes": 2}
+    loaded.metadata["again"] = True
+    await store.save(loaded)  # saved again in the new format, read the same
+    again = await store.load(KEY)
+    assert again is not None and again.get(PARKED) == parked and again.get(TASK) == rich.get(TASK)
 
 
 async def test_load_returns_independent_copies(store: AgentStateStore) -> None:
@@ -102,12 +159,13 @@ async def test_load_returns_independent_copies(store: AgentStateStore) -> None:
     await store.save(original)
     first = await store.load(KEY)
     assert first is not None
-    assert first.task is not None
-    first.set_task(first.task.reject("r1"))
-    first.permissions["rules"][0]["allow"] = True
+    task = first.get(TASK)
+    assert task is not None
+    first.put(TASK, task.reject("r1"))
+    first.get(PERMISSIONS)["rules"][0]["allow"] = True  # a read-only mapping's nested data
     first.metadata["nested"]["list"].clear()
     first.append(Msg.user("more"))
-    first.set_todos([])
+    first.put(TODOS, ())
     second = await store.load(KEY)
     assert second is not None
     assert second.to_dict() == original.to_dict()
@@ -117,14 +175,14 @@ async def test_load_returns_independent_copies(store: AgentStateStore) -> None:
 async def test_saved_state_is_not_affected_by_later_changes(store: AgentStateStore) -> None:
     state = rich_state()
     await store.save(state)
-    assert state.task is not None
-    saved_task = state.task
-    state.set_task(state.task.with_subject_version("2"))
+    saved_task = state.get(TASK)
+    assert saved_task is not None
+    state.put(TASK, saved_task.with_subject_version("2"))
     state.metadata["nested"]["list"].append("also changed")
     loaded = await store.load(KEY)
     assert loaded is not None
-    assert loaded.task == saved_task
-    assert loaded.task.verifications[0].outcome == "failed"
+    assert loaded.get(TASK) == saved_task
+    assert saved_task.verifications[0].outcome == "failed"
     assert loaded.metadata["nested"]["list"] == [1, 2.5, "x", None, True]
 
 
@@ -415,12 +473,12 @@ async def test_json_store_loads_small_and_large_files_alike(tmp_path: Path, todo
     the result is the same, and a directory where the file should be is a clear error."""
     store = JsonFileStateStore(tmp_path)
     state = AgentState.new(KEY)
-    state.set_todos([TodoItem(f"step {i}: " + "x" * 40, "pending") for i in range(todos)])
+    state.put(TODOS, tuple(TodoItem(f"step {i}: " + "x" * 40, "pending") for i in range(todos)))
     await store.save(state)
     large = store.path_for(KEY).stat().st_size > 64 << 10
     assert large is (todos > 100)
     loaded = await store.load(KEY)
-    assert loaded is not None and loaded.todos == state.todos and loaded.version == 1
+    assert loaded is not None and loaded.get(TODOS) == state.get(TODOS) and loaded.version == 1
 
 
 async def test_json_store_load_of_a_directory_is_an_error_not_none(tmp_path: Path) -> None:

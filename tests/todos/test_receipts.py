@@ -16,6 +16,7 @@ from harnessed.context import (
 )
 from harnessed.messages import ToolResultBlock, ToolUseBlock
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.todos import TODOS
 from tests.context.helpers import noop
 from tests.support.fixtures import CTX
 
@@ -139,7 +140,7 @@ async def test_a_long_run_keeps_the_full_current_list_after_the_first_receipt_is
             assert first_call_id not in _call_ids(request)
             assert any("[summary of" in m.text for m in request.messages)
     stored = await agent.load_state(CTX)
-    assert [t.status for t in stored.todos] == ["completed", "in_progress", "pending"]
+    assert [t.status for t in stored.get(TODOS)] == ["completed", "in_progress", "pending"]
     assert stored.history[0].metadata.get("harness") == "summary"
     log = await agent.session_messages(CTX)  # the log still has the first receipt in full
     assert any(

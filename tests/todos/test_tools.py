@@ -9,6 +9,7 @@ import pytest
 from harnessed import HarnessAgent, TodoItem
 from harnessed.log import RecordType
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
+from harnessed.todos import TODOS
 from harnessed.todos.tools import MAX_TODOS, TodoEntry, plan_todo_list
 from tests.support.fixtures import CTX
 
@@ -94,7 +95,7 @@ async def test_invalid_lists_are_rejected_and_the_state_is_unchanged(
     bad = result_of(model.requests[2], "bad")
     assert bad.is_error and message in bad.content
     state = await agent.load_state(CTX)
-    assert [(t.id, t.content, t.status) for t in state.todos] == [
+    assert [(t.id, t.content, t.status) for t in state.get(TODOS)] == [
         ("t1", "reproduce", "in_progress"),
         ("t2", "fix", "pending"),
     ]

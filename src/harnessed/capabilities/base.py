@@ -12,8 +12,9 @@ When the agent calls what (capabilities in the order they were given; "reverse" 
 At construction:
     1. :meth:`Capability.setup` of every capability, in order, with the
        :class:`CapabilityHost` (agent name, model, workspace, stores, state access, the other
-       capabilities). The agent's order: permissions (always first), the built-ins its
-       keywords ask for, plan status and task contract, then the application's capabilities.
+       capabilities, their read-only views: :meth:`CapabilityHost.query`). The agent's order:
+       permissions (always first), the built-ins its keywords ask for, plan status and task
+       contract, then the application's capabilities.
     2. From each capability, in order: :meth:`~Capability.tools`,
        :meth:`~Capability.instructions`, :meth:`~Capability.context_sources`,
        :meth:`~Capability.history_views` — what it contributes for the agent's whole life. An
@@ -53,8 +54,10 @@ Per call (``agent.call`` / ``stream_events``, under the session lock):
 At ``agent.close()``: :meth:`~Capability.close` (reverse).
 
 A capability object belongs to one agent and is shared by all its sessions, which run
-concurrently: keep per-session data in the state (:meth:`Capability.section`) or keyed by
-session, never in plain attributes.
+concurrently: keep per-session data in the state — untyped JSON data with
+:meth:`Capability.section` / :meth:`Capability.set_section`, or typed with a
+:class:`~harnessed.state.StateSection` key (``state.get(KEY)`` / ``state.put(KEY, value)``, as
+the built-in features do) — or keyed by session, never in plain attributes.
 """
 
 from __future__ import annotations
@@ -99,6 +102,7 @@ __all__ = [
 ]
 
 C = TypeVar("C", bound="Capability")
+V = TypeVar("V")
 
 HOOKS = (
     "call_instructions",
@@ -196,6 +200,12 @@ class CapabilityHost(Protocol):
 
     def capability(self, kind: type[C]) -> C | None:
         """The agent's first capability of type ``kind`` (or ``None``)."""
+        ...
+
+    def query(self, view: type[V]) -> V | None:
+        """The first read-only view of type ``view`` another capability answers with (see
+        :mod:`harnessed.capabilities.queries`), or ``None``: how a capability asks another
+        one at setup instead of reaching into it."""
         ...
 
     def tool(self, name: str) -> Tool | None:
@@ -316,6 +326,13 @@ class Capability:
 
     def context_sources(self) -> Sequence[SourceSpec]:
         """Dynamic sources loaded before every reasoning request (asked once)."""
+        return ()
+
+    def views(self) -> Sequence[object]:
+        """Read-only views this capability answers the others' queries with (see
+        :mod:`harnessed.capabilities.queries`); asked when a capability queries, at setup —
+        possibly before this capability is set up, so a view's changing answers are
+        functions."""
         return ()
 
     def history_views(self) -> Sequence[HistoryView]:

@@ -31,6 +31,7 @@ __all__ = ["CapabilitySet"]
 logger = logging.getLogger(__name__)
 
 C = TypeVar("C", bound=Capability)
+V = TypeVar("V")
 
 
 class CapabilitySet:
@@ -78,6 +79,14 @@ class CapabilitySet:
 
     def __len__(self) -> int:
         return len(self._all)
+
+    def query(self, view: type[V]) -> V | None:
+        """The first view of type ``view`` a capability answers with (:meth:`Capability.views`)."""
+        for capability in self._all:
+            for answer in capability.views():
+                if isinstance(answer, view):
+                    return answer
+        return None
 
     def find(self, kind: type[C]) -> C | None:
         """The first capability of type ``kind``."""

@@ -40,6 +40,7 @@ from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallS
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.answers import is_question
 from harnessed.permissions.rules import PermissionRule
+from harnessed.permissions.state import PERMISSIONS
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.skills import Skills
 from harnessed.subagents import Subagents
@@ -405,7 +406,7 @@ _NO_ONE = "Nobody could answer in the terminal, so the request was declined."
 async def _remembered(agent: HarnessAgent, ctx: RuntimeContext, approver: TerminalApprover) -> None:
     """Tools the user already allowed "always" in this session."""
     state = await agent.load_state(ctx)
-    for raw in state.permissions.get("rules") or []:
+    for raw in state.get(PERMISSIONS).get("rules") or []:
         rule = PermissionRule.from_dict(raw)
         if rule.behavior == "allow" and not rule.args:
             approver.always.add(rule.tool)
@@ -414,7 +415,7 @@ async def _remembered(agent: HarnessAgent, ctx: RuntimeContext, approver: Termin
 async def _remember(agent: HarnessAgent, ctx: RuntimeContext, tools: set[str]) -> None:
     """Keep "always" answers with the session, as allow rules of its own."""
     state = await agent.load_state(ctx)
-    rules = [PermissionRule.from_dict(r) for r in state.permissions.get("rules") or []]
+    rules = [PermissionRule.from_dict(r) for r in state.get(PERMISSIONS).get("rules") or []]
     known = {r.tool for r in rules if r.behavior == "allow" and not r.args}
     rules.extend(PermissionRule(tool, "allow") for tool in sorted(tools - known))
     await agent.set_permission_rules(ctx, rules)

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 from harnessed._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from harnessed.contract.capability import TaskContract
     from harnessed.contract.state import (
+        TASK,
         Requirement,
         TaskContextState,
         TaskContractConfig,
@@ -21,16 +23,18 @@ if TYPE_CHECKING:
     from harnessed.contract.verification import VerificationService
 
 __all__ = [
+    "TASK",
     "Requirement",
     "TaskContextState",
+    "TaskContract",
     "TaskContractConfig",
     "TaskRevisionConflictError",
     "VerificationResult",
     "VerificationService",
 ]
 
-# imported when first used: the agent state's task section imports harnessed.contract.state
-# while harnessed.state is still loading
-_LAZY = {name: "harnessed.contract.state" for name in __all__ if name != "VerificationService"}
+# imported when first used (``import harnessed`` names the contract's types)
+_LAZY = {name: "harnessed.contract.state" for name in __all__}
+_LAZY["TaskContract"] = "harnessed.contract.capability"
 _LAZY["VerificationService"] = "harnessed.contract.verification"
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

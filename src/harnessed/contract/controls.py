@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harnessed.contract.state import RequirementKind, TaskContextState
+from harnessed.contract.state import TASK, RequirementKind, TaskContextState
 from harnessed.contract.verification import VerificationService, require_task
 from harnessed.log.record import RecordType
 from harnessed.runtime import RuntimeContext
@@ -34,7 +34,7 @@ class TaskControls:
     # ------------------------------------------------------------ task contract
     async def task_state(self, ctx: RuntimeContext | None = None) -> TaskContextState | None:
         """The session's task contract as last saved (``None`` before ``begin_task``)."""
-        return (await self._editor.read(ctx)).task
+        return (await self._editor.read(ctx)).get(TASK)
 
     async def begin_task(
         self,
@@ -52,10 +52,10 @@ class TaskControls:
                 task_id,
                 objective,
                 subject_version=subject_version,
-                previous=state.task,
+                previous=state.get(TASK),
                 metadata=metadata,
             )
-            state.set_task(task)
+            state.put(TASK, task)
             return [_task_record("begin", task)]
 
         return _task(await self._editor.change(ctx, change))
@@ -124,10 +124,10 @@ class TaskControls:
         """Remove the session's task contract (the log keeps its history)."""
 
         def change(state: AgentState) -> Records | None:
-            if state.task is None:
+            ended = state.get(TASK)
+            if ended is None:
                 return None
-            ended = state.task
-            state.set_task(None)
+            state.put(TASK, None)
             return [(RecordType.TASK_CHANGED, {"action": "end", "task": ended.to_dict()})]
 
         await self._editor.change(ctx, change)
@@ -140,15 +140,16 @@ class TaskControls:
     ) -> TaskContextState:
         def change(state: AgentState) -> Records:
             task = update(require_task(state))
-            state.set_task(task)
+            state.put(TASK, task)
             return [_task_record(action, task)]
 
         return _task(await self._editor.change(ctx, change))
 
 
 def _task(state: AgentState) -> TaskContextState:
-    assert state.task is not None
-    return state.task
+    task = state.get(TASK)
+    assert task is not None
+    return task
 
 
 def _task_record(action: str, task: TaskContextState) -> tuple[str, Mapping[str, Any]]:

@@ -10,8 +10,9 @@ never count.
 from __future__ import annotations
 
 from harnessed.context.xml import escape
-from harnessed.contract.state import Requirement, TaskContextState, TaskContractConfig
+from harnessed.contract.state import TASK, Requirement, TaskContextState, TaskContractConfig
 from harnessed.state.agent_state import AgentState
+from harnessed.todos.state import TODOS
 
 __all__ = ["task_state_text"]
 
@@ -22,7 +23,7 @@ def task_state_text(state: AgentState, config: TaskContractConfig | None = None)
     """The body of ``TASK_STATE`` (empty when there is neither a task nor a task list)."""
     config = config or _DEFAULT
     lines: list[str] = []
-    task = state.task
+    task = state.get(TASK)
     if task is not None:
         lines.append(f"task: {escape(task.task_id)} (contract revision {task.revision})")
         lines.append(f"objective: {escape(task.objective)}")
@@ -31,9 +32,10 @@ def task_state_text(state: AgentState, config: TaskContractConfig | None = None)
             lines.extend(_requirement(r) for r in task.requirements)
         if config.show_verification:
             lines.extend(_verification(task))
-    if state.todos:
+    todos = state.get(TODOS)
+    if todos:
         lines.append("Current task list (replaces any earlier list in the conversation):")
-        for item in state.todos:
+        for item in todos:
             lines.append(f"- [{item.status}] {escape(item.content)} (id: {escape(item.id)})")
     return "\n".join(lines)
 

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias, get_args
 
 from harnessed._internal.clock import now_iso
+from harnessed.state.sections import StateSection
 
 __all__ = [
     "REQUIREMENT_KINDS",
+    "TASK",
     "VERIFICATION_OUTCOMES",
     "Requirement",
     "RequirementKind",
@@ -429,3 +431,26 @@ class TaskContextState:
         )
         extra = {k: v for k, v in data.items() if k not in ("objective", "requirements")}
         return cls("task", objective, requirements=requirements, metadata=extra)
+
+
+def _decode_task(data: Any) -> TaskContextState | None:
+    """The stored contract. Free-form task data from before the contract was typed, with no
+    objective to read, gives ``None`` (its data stays in the section until a task is set)."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"the task section must be a JSON object, got {type(data).__name__}")
+    if "task_id" in data:
+        return TaskContextState.from_dict(data)
+    try:
+        return TaskContextState.from_dict(data)
+    except ValueError:
+        return None
+
+
+def _encode_task(task: TaskContextState | None) -> dict[str, Any] | None:
+    return task.to_dict() if task is not None else None
+
+
+TASK: StateSection[TaskContextState | None] = StateSection(
+    "task", decode=_decode_task, encode=_encode_task, default=lambda: None
+)
+"""The session's task contract (``None``: no task)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from harnessed.contract.state import RequirementKind
+from harnessed.contract.state import TASK, RequirementKind
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
@@ -35,7 +35,7 @@ def task_tools() -> list[Tool]:
             text: The requirement in one clear sentence.
         """
         state = ctx.state
-        task = state.task
+        task = state.get(TASK)
         if task is None:
             raise ToolError("there is no task contract to add requirements to")
         requirement_kind: RequirementKind = kind
@@ -43,7 +43,7 @@ def task_tools() -> list[Tool]:
             changed = task.add_requirement(requirement_kind, text, source="model")
         except ValueError as exc:
             raise ToolError(str(exc)) from exc
-        state.set_task(changed)
+        state.put(TASK, changed)
         new = changed.requirements[-1]
         ctx.emit(
             "task_changed",

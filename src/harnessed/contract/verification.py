@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
 from harnessed.contract.state import (
+    TASK,
     VERIFICATION_OUTCOMES,
     TaskContextState,
     VerificationOutcome,
@@ -33,12 +34,13 @@ CheckFunction: TypeAlias = Callable[[], CheckReport | Awaitable[CheckReport]]
 
 
 def require_task(state: AgentState) -> TaskContextState:
-    if state.task is None:
+    task = state.get(TASK)
+    if task is None:
         raise LookupError(
             f"session {state.session_id!r} of user {state.user_id!r} has no task: call "
             "agent.begin_task(...) first"
         )
-    return state.task
+    return task
 
 
 class VerificationService:
@@ -75,7 +77,7 @@ class VerificationService:
                 details=details,
                 expected_revision=expected_revision,
             )
-            state.set_task(task)
+            state.put(TASK, task)
             return [
                 (
                     RecordType.TASK_CHANGED,
@@ -89,8 +91,7 @@ class VerificationService:
             ]
 
         state = await self._editor.change(ctx, change)
-        assert state.task is not None
-        return state.task.verifications[-1]
+        return require_task(state).verifications[-1]
 
     async def run(
         self,

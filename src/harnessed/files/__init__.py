@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harnessed.capabilities.base import Capability, CapabilityHost
+from harnessed.capabilities.queries import SkillFolders
 from harnessed.files.tools import file_tools
 from harnessed.tools.base import Tool
 
@@ -14,10 +15,8 @@ __all__ = ["FileTools", "model_editable_instructions"]
 def model_editable_instructions(host: CapabilityHost) -> tuple[str, ...]:
     """The instruction paths the application lets the model change: ``skills`` with
     ``Skills(model_edits_skills=True)``, else none (the model's view keeps them read-only)."""
-    from harnessed.skills import Skills  # the skills package is loaded only when used
-
-    skills = host.capability(Skills)
-    return ("skills",) if skills is not None and skills.model_edits_skills else ()
+    skills = host.query(SkillFolders)
+    return ("skills",) if skills is not None and skills.model_may_edit else ()
 
 
 class FileTools(Capability):

@@ -3,7 +3,7 @@
 from harnessed.permissions.broker import ConfirmationError
 from harnessed.permissions.capability import Permissions
 from harnessed.permissions.flow import ConfirmationMode
-from harnessed.permissions.gate import PLAN_MODE_TOOLS, ApprovalGate
+from harnessed.permissions.gate import ApprovalGate
 from harnessed.permissions.policy import (
     EDIT_TOOLS,
     HARNESS_STATE_TOOLS,
@@ -17,13 +17,14 @@ from harnessed.permissions.rules import (
     PermissionMode,
     PermissionRule,
 )
+from harnessed.permissions.state import PERMISSIONS
 from harnessed.state.parked import ParkedStep, PendingConfirmation
 
 __all__ = [
     "Permissions",
     "EDIT_TOOLS",
     "HARNESS_STATE_TOOLS",
-    "PLAN_MODE_TOOLS",
+    "PERMISSIONS",
     "ApprovalGate",
     "ConfirmationError",
     "ConfirmationMode",

@@ -4,18 +4,26 @@ Every agent has one (built from ``permission_mode``, ``permission_rules``, ``per
 and ``confirmation_timeout``, or passed in ``capabilities``); it is set up first so that other
 capabilities can give their tools their own checks (:meth:`Permissions.add_tool_check`).
 With no mode and no rules permissions are off and only tools' own checks ask. The loop asks
-its :attr:`Permissions.gate` to review each step's calls before any of them runs.
+it for each run's approvals (:meth:`Permissions.for_run`, the
+:class:`~harnessed.run.approvals.Approvals` protocol): they review each step's calls with
+:attr:`Permissions.gate` before any of them runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from harnessed.capabilities.base import Capability, CapabilityHost
-from harnessed.permissions.gate import ApprovalGate
+from harnessed.events import Event
+from harnessed.permissions.broker import SessionId
+from harnessed.permissions.flow import ApprovalFlow
+from harnessed.permissions.gate import ApprovalGate, Refusal
 from harnessed.permissions.policy import ToolPermissionCheck
 from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.run.approvals import ConfirmationMode
 from harnessed.tools.base import Tool
+from harnessed.tools.toolkit import ToolGuard
 
 __all__ = ["Permissions"]
 
@@ -66,6 +74,32 @@ class Permissions(Capability):
     def add_tool_check(self, tool: Tool, check: ToolPermissionCheck) -> None:
         """Give ``tool`` its own check (see :meth:`ApprovalGate.add_tool_check`)."""
         self.gate.add_tool_check(tool, check)
+
+    def add_refusal(self, refusal: Refusal) -> None:
+        """A rule of another capability that refuses calls before they run (plan mode): the
+        calls it refuses are never put to the user (see :meth:`ApprovalGate.add_refusal`)."""
+        self.gate.add_refusal(refusal)
+
+    def for_run(
+        self,
+        session: SessionId,
+        *,
+        mode: ConfirmationMode,
+        base: Mapping[str, Any],
+        queue_event: Callable[[Event], None],
+        record: Callable[[str, Mapping[str, Any]], None],
+        app_guard: ToolGuard | None,
+    ) -> ApprovalFlow:
+        """One run's approvals (see :class:`~harnessed.run.approvals.Approvals`)."""
+        return ApprovalFlow(
+            self.gate,
+            session,
+            mode=mode,
+            base=base,
+            queue_event=queue_event,
+            record=record,
+            app_guard=app_guard,
+        )
 
 
 class _NoTools:

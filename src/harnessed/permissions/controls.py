@@ -23,6 +23,7 @@ from harnessed.permissions.broker import Answer, ConfirmationError, Posted, Sess
 from harnessed.permissions.forwarded import ForwardedLog
 from harnessed.permissions.gate import ApprovalGate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.permissions.state import PERMISSIONS
 from harnessed.runtime import RuntimeContext
 from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor
@@ -57,10 +58,10 @@ class PermissionControls:
         parsed = PermissionMode.parse(mode) if mode is not None else None
 
         def change(state: AgentState) -> Records:
-            permissions = {k: v for k, v in state.permissions.items() if k != "mode"}
+            permissions = {k: v for k, v in state.get(PERMISSIONS).items() if k != "mode"}
             if parsed is not None:
                 permissions["mode"] = parsed.value
-            state.set_permissions(permissions)
+            state.put(PERMISSIONS, permissions)
             return [
                 (
                     RecordType.PERMISSION_CHANGED,
@@ -80,7 +81,8 @@ class PermissionControls:
         data = [r.to_dict() for r in rules]
 
         def change(state: AgentState) -> Records:
-            state.set_permissions({**state.permissions, "rules": data})
+            settings = state.get(PERMISSIONS)
+            state.put(PERMISSIONS, {**settings, "rules": data})
             return [(RecordType.PERMISSION_CHANGED, {"action": "rules", "rules": data})]
 
         await self._editor.change(ctx, change)
@@ -98,7 +100,7 @@ class PermissionControls:
         # sub-agents' requests waiting in another process sharing the stores
         logged = await self._forwarded_log(ctx).open_requests()
         live += [r for r in logged if r.request_id not in seen]
-        parked = ParkedStep.load((await self._editor.read(ctx)).permissions)
+        parked = ParkedStep.of(await self._editor.read(ctx))
         seen = {r.request_id for r in live}
         stored = [r for r in (parked.open_requests if parked else []) if r.request_id not in seen]
         return [*live, *stored]
@@ -214,7 +216,7 @@ class PermissionControls:
         def change(state: AgentState) -> Records | None:
             if posted.consumed.is_set():  # a call of this session took it meanwhile
                 return None
-            parked = ParkedStep.load(state.permissions)
+            parked = ParkedStep.of(state)
             request = parked.request(request_id) if parked is not None else None
             if parked is None or request is None:
                 raise ConfirmationError(_unknown(request_id, ctx))
@@ -225,11 +227,7 @@ class PermissionControls:
                     f"confirmation request {request_id!r} was already "
                     f"{'approved' if request.approved else 'declined'}"
                 )
-            state.set_permissions(
-                parked.with_answer(request_id, answer.approved, answer.feedback).store(
-                    state.permissions
-                )
-            )
+            parked.with_answer(request_id, answer.approved, answer.feedback).park(state)
             self.approval_gate.broker.withdraw(session, request_id, posted)
             return [
                 (

@@ -1,4 +1,5 @@
-"""ApprovalFlow: one run's side of asking the user before tools run.
+"""ApprovalFlow: one run's side of asking the user before tools run (the permissions
+package's :class:`~harnessed.run.approvals.RunApprovals`).
 
 For each step the run asks :class:`ApprovalFlow` to :meth:`decide` the assistant message's
 calls. Calls that need an answer are announced as :class:`ConfirmationRequestEvent` (after their
@@ -19,23 +20,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from harnessed.events import ConfirmationRequestEvent, Event
 from harnessed.log.record import RecordType
 from harnessed.messages import Msg, ToolResultBlock
 from harnessed.permissions.broker import Answer, SessionId
 from harnessed.permissions.gate import ApprovalGate, StepGuard, Verdict, declined_text
+from harnessed.run.approvals import ConfirmationMode
 from harnessed.state.agent_state import AgentState
 from harnessed.state.parked import ParkedStep, PendingConfirmation
 from harnessed.tools.toolkit import ToolGuard
 
 __all__ = ["ApprovalFlow", "ConfirmationMode", "StepDecision", "pending_reply"]
 
-"""``CallContext.values`` key: how the call meets confirmation requests (``wait``: someone
-answers while it runs; ``park``)."""
-
-ConfirmationMode: TypeAlias = Literal["wait", "park"]
 Record = Callable[[str, Mapping[str, Any]], None]
 
 
@@ -50,6 +48,8 @@ class StepDecision:
 
 
 class ApprovalFlow:
+    """Asks about one run's tool calls through the agent's :class:`ApprovalGate`."""
+
     def __init__(
         self,
         gate: ApprovalGate,
@@ -76,7 +76,7 @@ class ApprovalFlow:
     # ------------------------------------------------------------ parked steps
     @staticmethod
     def parked(state: AgentState) -> ParkedStep | None:
-        return ParkedStep.load(state.permissions)
+        return ParkedStep.of(state)
 
     def close_parked(self, state: AgentState, parked: ParkedStep) -> list[Msg]:
         """New input arrived: every call of the parked step ends as "not run"."""
@@ -96,7 +96,7 @@ class ApprovalFlow:
             )
             for call in parked.message.tool_uses
         ]
-        state.set_permissions(ParkedStep.clear(state.permissions))
+        ParkedStep.unpark(state)
         self.record(
             RecordType.PERMISSION_CHANGED,
             {
@@ -191,12 +191,18 @@ class ApprovalFlow:
         step, self.in_flight = self.in_flight, None
         if step is None:
             return False
-        state.set_permissions(step.store(state.permissions))
+        step.park(state)
         self.record(
             RecordType.PERMISSION_CHANGED,
             {"action": "parked", "request_ids": [r.request_id for r in step.open_requests]},
         )
         return True
+
+    def pending_reply(self, step: ParkedStep) -> Msg:
+        return pending_reply(step)
+
+    def run_ended(self) -> None:
+        self.gate.broker.run_ended(self.session)
 
 
 def _merge(parked: ParkedStep | None, asks: list[PendingConfirmation]) -> list[PendingConfirmation]:

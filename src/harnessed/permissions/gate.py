@@ -13,15 +13,16 @@ step), and finally asks the application's own ``tool_guard``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeAlias
 
 from harnessed.messages import INVALID_ARGUMENTS_KEY, ToolUseBlock
 from harnessed.permissions.broker import ConfirmationBroker
 from harnessed.permissions.forwarded import ForwardedRequests
 from harnessed.permissions.policy import PermissionSettings, ToolPermissionCheck, evaluate
 from harnessed.permissions.rules import PermissionMode, PermissionRule
+from harnessed.permissions.state import PERMISSIONS
 from harnessed.state.agent_state import AgentState
 from harnessed.state.parked import ParkedStep, PendingConfirmation
 from harnessed.tools.base import Tool
@@ -29,28 +30,17 @@ from harnessed.tools.context import ToolContext
 from harnessed.tools.toolkit import ToolGuard
 
 __all__ = [
-    "PLAN_MODE_TOOLS",
     "ApprovalGate",
+    "Refusal",
     "ToolLookup",
     "StepGuard",
     "Verdict",
     "declined_text",
-    "plan_mode_block",
 ]
 
-PLAN_MODE_TOOLS = frozenset({"todo_write", "plan_enter", "plan_write", "plan_exit"})
-"""Besides read-only tools, the only tools that run in plan mode."""
-
-
-def plan_mode_block(call: ToolUseBlock, tool: Tool, state: AgentState) -> str | None:
-    """The refusal for a call that plan mode blocks, or ``None``."""
-    if not state.plan.active or tool.read_only or call.name in PLAN_MODE_TOOLS:
-        return None
-    return (
-        f"Blocked in plan mode: {call.name!r} can change things, and while planning only "
-        "read-only tools, the plan tools and todo_write run. Write the plan with plan_write, "
-        "then call plan_exit to ask the user to approve it."
-    )
+Refusal: TypeAlias = Callable[[ToolUseBlock, Tool, AgentState], "str | None"]
+"""A rule that refuses a call before it runs whatever the permissions say (plan mode's): the
+gate never asks the user about a call that one of them refuses."""
 
 
 def declined_text(request: PendingConfirmation) -> str:
@@ -122,6 +112,16 @@ class ApprovalGate:
         self.forwarded = ForwardedRequests()
         """Sub-agents' requests shown in this agent's streams, answered through it."""
         self._tool_checks: dict[str, tuple[Tool, ToolPermissionCheck]] = {}
+        self._refusals: list[Refusal] = []
+
+    def add_refusal(self, refusal: Refusal) -> None:
+        """A rule that refuses calls before they run (checked by its owner's
+        ``before_tool_call``): calls it refuses are never put to the user."""
+        self._refusals.append(refusal)
+
+    def _refused(self, call: ToolUseBlock, tool: Tool, state: AgentState) -> bool:
+        refusals = self._refusals
+        return bool(refusals) and any(r(call, tool, state) is not None for r in refusals)
 
     def add_tool_check(self, tool: Tool, check: ToolPermissionCheck) -> None:
         """A tool's own check (``plan_exit`` asks to approve the plan). It applies only while
@@ -138,7 +138,7 @@ class ApprovalGate:
         return own[1] if own is not None and own[0] is tool else None
 
     def settings(self, state: AgentState) -> PermissionSettings:
-        return PermissionSettings.resolve(self.mode, self.rules, state.permissions)
+        return PermissionSettings.resolve(self.mode, self.rules, state.get(PERMISSIONS))
 
     async def review(
         self, calls: Sequence[ToolUseBlock], state: AgentState, parked: ParkedStep | None = None
@@ -151,7 +151,7 @@ class ApprovalGate:
             if (
                 tool is None  # the toolkit answers with "unknown tool"
                 or INVALID_ARGUMENTS_KEY in call.input
-                or plan_mode_block(call, tool, state) is not None  # blocked anyway: never ask
+                or self._refused(call, tool, state)  # blocked anyway: never ask
             ):
                 review.verdicts[call.id] = Verdict("run")
                 continue

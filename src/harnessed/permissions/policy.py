@@ -84,7 +84,8 @@ class PermissionSettings:
     ) -> PermissionSettings:
         """The agent's configuration with the session's own mode and rules applied on top.
 
-        ``session`` is ``AgentState.permissions``: ``{"mode": ..., "rules": [...],
+        ``session`` is the state's permissions section
+        (:data:`~harnessed.permissions.PERMISSIONS`): ``{"mode": ..., "rules": [...],
         "grants": [...]}``. Bad data raises ``ValueError`` naming the problem.
         """
         mode = agent_mode

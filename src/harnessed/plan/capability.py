@@ -16,7 +16,7 @@ from harnessed.capabilities.state_blocks import StateBlock
 from harnessed.context.xml import escape
 from harnessed.messages import ToolUseBlock
 from harnessed.permissions.capability import Permissions
-from harnessed.permissions.gate import plan_mode_block
+from harnessed.plan.state import PLAN, plan_mode_block
 from harnessed.plan.tools import plan_exit_check, plan_tools
 from harnessed.state.agent_state import AgentState
 from harnessed.tools.base import Tool
@@ -60,13 +60,18 @@ class PlanStatus(Capability):
 
     name = "plan_status"
 
+    def setup(self, host: CapabilityHost) -> None:
+        permissions = host.capability(Permissions)
+        if permissions is not None:  # a call plan mode refuses is never put to the user
+            permissions.add_refusal(plan_mode_block)
+
     async def before_tool_call(
         self, call: CallContext, tool_call: ToolUseBlock, tool: Tool
     ) -> str | None:
         return plan_mode_block(tool_call, tool, call.state)
 
     def state_blocks(self, state: AgentState) -> Sequence[StateBlock]:
-        plan = state.plan
+        plan = state.get(PLAN)
         if not (plan.active or plan.plan_file):
             return ()
         lines = [f"mode: {'PLAN' if plan.active else 'BUILD'}"]

@@ -11,9 +11,10 @@ from typing import Any
 
 from harnessed.log.record import RecordType
 from harnessed.plan.capability import PlanMode
+from harnessed.plan.state import PLAN, PlanState
 from harnessed.plan.tools import plan_path
 from harnessed.runtime import RuntimeContext
-from harnessed.state.agent_state import AgentState, PlanState
+from harnessed.state.agent_state import AgentState
 from harnessed.state.editor import StateEditor
 
 __all__ = ["PlanControls"]
@@ -54,10 +55,10 @@ class PlanControls:
         self, ctx: RuntimeContext | None, action: str, plan: PlanState
     ) -> PlanState:
         def change(state: AgentState) -> Records | None:
-            target = PlanState(plan.active, plan.plan_file or state.plan.plan_file)
-            if state.plan == target:
+            target = PlanState(plan.active, plan.plan_file or state.get(PLAN).plan_file)
+            if state.get(PLAN) == target:
                 return None
-            state.set_plan(target)
+            state.put(PLAN, target)
             return [(RecordType.PLAN_CHANGED, {"action": action, "plan": target.to_dict()})]
 
-        return (await self._editor.change(ctx, change)).plan
+        return (await self._editor.change(ctx, change)).get(PLAN)

@@ -16,7 +16,8 @@ import hashlib
 
 from harnessed.messages import ToolUseBlock
 from harnessed.permissions.rules import PermissionDecision
-from harnessed.state.agent_state import AgentState, PlanState
+from harnessed.plan.state import PLAN, PlanState
+from harnessed.state.agent_state import AgentState
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
 from harnessed.tools.toolset import Toolset, toolset_tool
@@ -32,7 +33,7 @@ PLAN_PREVIEW_CHARS = 20_000
 def _changed(ctx: ToolContext, action: str, **extra: object) -> None:
     ctx.emit(
         "plan_changed",
-        {"action": action, "plan": ctx.state.plan.to_dict(), "by": "agent", **extra},
+        {"action": action, "plan": ctx.state.get(PLAN).to_dict(), "by": "agent", **extra},
     )
 
 
@@ -44,7 +45,7 @@ def plan_path(workspace: Workspace, agent_name: str, user_id: str, session_id: s
 def current_plan(workspace: Workspace, ctx: ToolContext) -> str:
     """The session's plan file: the one its state records (a session that entered plan mode
     before plans were scoped keeps its ``plans/PLAN.md``), else the caller's own."""
-    return ctx.state.plan.plan_file or plan_path(
+    return ctx.state.get(PLAN).plan_file or plan_path(
         workspace, ctx.agent_name, ctx.user_id, ctx.runtime.session_id or ctx.agent_name
     )
 
@@ -73,10 +74,10 @@ class PlanToolset(Toolset):
         the plan tools and todo_write run.
         """
         state = ctx.state
-        if state.plan.active:
+        if state.get(PLAN).active:
             return f"Already in plan mode. The plan file is {current_plan(self.workspace, ctx)}."
         plan_file = self.own_plan(ctx)
-        state.set_plan(PlanState(active=True, plan_file=plan_file))
+        state.put(PLAN, PlanState(active=True, plan_file=plan_file))
         _changed(ctx, "enter")
         return (
             f"Plan mode is on. Investigate with read-only tools, write the plan with plan_write "
@@ -101,12 +102,12 @@ class PlanToolset(Toolset):
         except (WorkspaceError, OSError, ValueError) as exc:
             raise ToolError(f"could not write the plan to {plan_file}: {exc}") from exc
         state = ctx.state
-        if state.plan.plan_file != plan_file:
-            state.set_plan(PlanState(active=state.plan.active, plan_file=plan_file))
+        if state.get(PLAN).plan_file != plan_file:
+            state.put(PLAN, PlanState(active=state.get(PLAN).active, plan_file=plan_file))
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
         _changed(ctx, "write", chars=len(content), sha256=digest)
         lines = content.count("\n") + 1
-        follow = " Call plan_exit when it is ready for approval." if state.plan.active else ""
+        follow = " Call plan_exit when it is ready for approval." if state.get(PLAN).active else ""
         return f"Plan saved to {plan_file} ({lines} lines).{follow}"
 
     @toolset_tool()
@@ -117,12 +118,12 @@ class PlanToolset(Toolset):
         and should carry out the plan; if not, revise it.
         """
         state = ctx.state
-        if not state.plan.active:
+        if not state.get(PLAN).active:
             raise ToolError("not in plan mode; there is nothing to approve")
         plan_file = current_plan(self.workspace, ctx)
         if not await self.workspace.fs.exists(plan_file):
             raise ToolError(f"there is no plan yet: write it to {plan_file} with plan_write first")
-        state.set_plan(PlanState(active=False, plan_file=plan_file))
+        state.put(PLAN, PlanState(active=False, plan_file=plan_file))
         _changed(ctx, "exit", approved=True)
         return (
             f"The user approved the plan. You are in build mode now: carry out the plan in "
@@ -140,8 +141,8 @@ class _PlanExitCheck:
         self.workspace = workspace
 
     async def __call__(self, call: ToolUseBlock, state: AgentState) -> PermissionDecision | None:
-        plan_file = state.plan.plan_file  # set by plan_enter / enter_plan_mode
-        if not state.plan.active or not plan_file:
+        plan_file = state.get(PLAN).plan_file  # set by plan_enter / enter_plan_mode
+        if not state.get(PLAN).active or not plan_file:
             return None  # the tool reports "not in plan mode"
         try:
             plan = await self.workspace.fs.read_text(plan_file)

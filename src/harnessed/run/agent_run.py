@@ -39,6 +39,7 @@ from harnessed.run.fair import checkpoint
 from harnessed.run.model_step import ModelSteps
 from harnessed.run.output_step import OutputSteps
 from harnessed.run.tool_step import ToolSteps
+from harnessed.state.parked import ParkedStep
 from harnessed.tool_call_ids import repair_call_ids
 
 __all__ = ["AgentRun"]
@@ -125,123 +126,29 @@ class AgentRun(OutputSteps, ModelSteps, ToolSteps):
                 yield event
 
     async def _execute(self, messages: list[Msg]) -> AsyncGenerator[Event, None]:
-        agent, state = self.agent, self.state
-        session = self.approvals.session  # the run may have let go of its flow when this ends
+        """The call from start to end: :meth:`_start`, then :meth:`_step` until the run has
+        ended (:attr:`ended`), or the end of an interrupted or failed run."""
+        approvals = self.approvals  # the run may have let go of its flow when this ends
         if messages:
             self.turn_id = messages[0].id
         yield AgentStartEvent(
-            agent=agent.name,
+            agent=self.agent.name,
             user_id=self.ctx.user_id,
             input=messages[-1] if messages else None,
             **self.base,
         )
-        iterations = 0
         try:
-            self.record(RecordType.RUN_START, {"agent": agent.name, "user_id": self.ctx.user_id})
-            parked = self.approvals.parked(state)
-            if parked is not None and messages:  # new input closes the step left waiting
-                closing = self.approvals.close_parked(state, parked)
-                self.record_messages(*closing)
-                state.append(parked.message, *closing)
-                parked = None
-                # Settle the closed step at once: if this call fails later, a resumed call
-                # must not find the cancelled step still waiting (and run what was approved).
-                await self._commit_step()
-            if not messages and parked is None and not state.history:
-                raise ValueError(
-                    f"nothing to continue: session {self.ctx.session!r} has no history yet; "
-                    "pass the user's input"
-                )
-            if any(m.tool_uses for m in messages):  # a history handed in: ids as a model's
-                repaired = repair_call_ids(messages, taken=agent.conversation.call_ids(self.key))
-                messages = repaired[0] if repaired is not None else messages
-            self.record_messages(*messages)
-            await self.flush()
-            state.append(*messages)
-            if self.caps.before_call:
-                await self.caps.run_before_call(self.call)
+            parked = await self._start(messages)
             if parked is not None:  # no input: continue the step left waiting for answers
-                async for resumed in self._act(parked.message, iterations, parked):
+                async for resumed in self._act(parked.message, self.iterations, parked):
                     yield resumed
-                if self.ended is not None:
-                    return
-            while True:
-                if self.control is not None:  # the session's safe point: steer or interrupt
-                    if self.control.interrupted:
-                        raise Interrupted
-                    for steered in await self._take_steering():
-                        yield steered
-                async for point_event in self._safe_point():
-                    yield point_event
-                if self.call.stop_reason is not None:
-                    reply = Msg.assistant(
-                        f"I stopped before finishing: {self.call.stop_reason}",
-                        metadata={"harness": "stopped", "reason": self.call.stop_reason},
-                    )
-                    yield await self._finish(reply, "stopped", iterations)
-                    return
-                hit = self.meter.reached()
-                if hit is not None:
-                    yield UsageLimitEvent(
-                        limit=hit.limit,
-                        scope=hit.scope,
-                        used=hit.used,
-                        maximum=hit.maximum,
-                        **self.base,
-                    )
-                    reply = Msg.assistant(
-                        f"I stopped before finishing: {hit.describe()}. What was done so far is "
-                        "saved; raise the limit and call again to continue.",
-                        metadata={"harness": "limit", "limit": hit.limit, "scope": hit.scope},
-                    )
-                    yield await self._finish(reply, "limit", iterations)
-                    return
-                if iterations >= agent.max_iters:
-                    yield MaxItersEvent(max_iters=agent.max_iters, **self.base)
-                    reply = Msg.assistant(
-                        f"I stopped after {agent.max_iters} model requests, the limit for one "
-                        "call (max_iters), before finishing the task. Call again to continue.",
-                        metadata={"harness": "max_iters"},
-                    )
-                    yield await self._finish(reply, "max_iters", iterations)
-                    return
-                iterations += 1
-                response: ModelResponse | None = None
-                async for event in self._model_step(iterations):
-                    if isinstance(event, ModelResponse):
-                        response = event
-                    else:
-                        yield event
-                assert response is not None
-                message = response.message
-                calls = message.tool_uses
-                if not calls:
-                    if self.control is not None and self.control.has_steering:
-                        # steering arrived while the model answered: it gets one more step
-                        self.record_messages(message)
-                        state.append(message)
-                        await self._commit_step()
-                        continue
-                    if self.output is None:
-                        yield await self._finish(message, "completed", iterations)
-                        return
-                if self.output is not None:
-                    answered = await self._answer(message, response.stop_reason, iterations)
-                    if isinstance(answered, AgentEndEvent):
-                        yield answered
-                        return
-                    if answered:
-                        continue
-                self.record_messages(message)
-                await self.flush()  # logged before its tools run: a crash leaves it answerable
-                async for event in self._act(message, iterations):
+            while self.ended is None:
+                async for event in self._step():
                     yield event
-                if self.ended is not None:
-                    return
         except Interrupted:
             for event in self._drain():
                 yield event
-            yield await self._stop(iterations)
+            yield await self._stop(self.iterations)
         except GeneratorExit:
             await self._abandon(closed=True)
             raise
@@ -255,7 +162,126 @@ class AgentRun(OutputSteps, ModelSteps, ToolSteps):
                 yield ErrorEvent(error_type=type(exc).__name__, message=str(exc), **self.base)
             raise
         finally:
-            self.agent.approval_gate.broker.run_ended(session)
+            approvals.run_ended()
+
+    async def _start(self, messages: list[Msg]) -> ParkedStep | None:
+        """The run's start: a step left waiting is closed by new input (or returned, to be
+        resumed), the input is logged and appended, the capabilities hear the call begin."""
+        agent, state = self.agent, self.state
+        self.record(RecordType.RUN_START, {"agent": agent.name, "user_id": self.ctx.user_id})
+        parked = self.approvals.parked(state)
+        if parked is not None and messages:  # new input closes the step left waiting
+            closing = self.approvals.close_parked(state, parked)
+            self.record_messages(*closing)
+            state.append(parked.message, *closing)
+            parked = None
+            # Settle the closed step at once: if this call fails later, a resumed call
+            # must not find the cancelled step still waiting (and run what was approved).
+            await self._commit_step()
+        if not messages and parked is None and not state.history:
+            raise ValueError(
+                f"nothing to continue: session {self.ctx.session!r} has no history yet; "
+                "pass the user's input"
+            )
+        if any(m.tool_uses for m in messages):  # a history handed in: ids as a model's
+            repaired = repair_call_ids(messages, taken=agent.conversation.call_ids(self.key))
+            messages = repaired[0] if repaired is not None else messages
+        self.record_messages(*messages)
+        await self.flush()
+        state.append(*messages)
+        if self.caps.before_call:
+            await self.caps.run_before_call(self.call)
+        return parked
+
+    async def _step(self) -> AsyncIterator[Event]:
+        """One step: the safe point (steering, capabilities), the run's limits, a model
+        request, then its tool calls — or the end of the run (:attr:`ended` is set)."""
+        if self.control is not None:  # the session's safe point: steer or interrupt
+            if self.control.interrupted:
+                raise Interrupted
+            for steered in await self._take_steering():
+                yield steered
+        async for point_event in self._safe_point():
+            yield point_event
+        for limit_event in await self._end_at_limit():
+            yield limit_event
+        if self.ended is not None:
+            return
+        self.iterations += 1
+        response: ModelResponse | None = None
+        async for event in self._model_step(self.iterations):
+            if isinstance(event, ModelResponse):
+                response = event
+            else:
+                yield event
+        assert response is not None
+        message = response.message
+        settled = await self._settle_answer(message, response.stop_reason)
+        if settled is not None:  # the run ended, or it takes another step
+            for end_event in settled:
+                yield end_event
+            return
+        self.record_messages(message)
+        await self.flush()  # logged before its tools run: a crash leaves it answerable
+        async for event in self._act(message, self.iterations):
+            yield event
+
+    async def _settle_answer(self, message: Msg, stop_reason: str | None) -> list[Event] | None:
+        """A model answer that needs no tool step: the run's end (its event), or ``[]`` for
+        another step (steering arrived, or a typed answer to retry); ``None``: run the tools."""
+        if not message.tool_uses:
+            if self.control is not None and self.control.has_steering:
+                # steering arrived while the model answered: it gets one more step
+                self.record_messages(message)
+                self.state.append(message)
+                await self._commit_step()
+                return []
+            if self.output is None:
+                return [await self._end_with(message, "completed")]
+        if self.output is not None:
+            answered = await self._answer(message, stop_reason, self.iterations)
+            if isinstance(answered, AgentEndEvent):
+                self.ended = answered
+                return [answered]
+            if answered:
+                return []
+        return None
+
+    async def _end_at_limit(self) -> list[Event]:
+        """End the run before another model request when a capability asked it to stop, a
+        spending limit was reached or ``max_iters`` requests were made."""
+        if self.call.stop_reason is not None:
+            reply = Msg.assistant(
+                f"I stopped before finishing: {self.call.stop_reason}",
+                metadata={"harness": "stopped", "reason": self.call.stop_reason},
+            )
+            return [await self._end_with(reply, "stopped")]
+        hit = self.meter.reached()
+        if hit is not None:
+            reached = UsageLimitEvent(
+                limit=hit.limit, scope=hit.scope, used=hit.used, maximum=hit.maximum, **self.base
+            )
+            reply = Msg.assistant(
+                f"I stopped before finishing: {hit.describe()}. What was done so far is "
+                "saved; raise the limit and call again to continue.",
+                metadata={"harness": "limit", "limit": hit.limit, "scope": hit.scope},
+            )
+            return [reached, await self._end_with(reply, "limit")]
+        max_iters = self.agent.max_iters
+        if self.iterations >= max_iters:
+            limit = MaxItersEvent(max_iters=max_iters, **self.base)
+            reply = Msg.assistant(
+                f"I stopped after {max_iters} model requests, the limit for one "
+                "call (max_iters), before finishing the task. Call again to continue.",
+                metadata={"harness": "max_iters"},
+            )
+            return [limit, await self._end_with(reply, "max_iters")]
+        return []
+
+    async def _end_with(self, reply: Msg, status: RunStatus) -> AgentEndEvent:
+        """The run ends with ``reply`` (see :meth:`_finish`)."""
+        self.ended = await self._finish(reply, status, self.iterations)
+        return self.ended
 
     # ------------------------------------------------- steering and interrupts
     async def _take_steering(self) -> list[Event]:

@@ -18,7 +18,7 @@ from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock, new_id
 from harnessed.models.usage import UsageTotals
 from harnessed.output.spec import OutputSpec
-from harnessed.permissions.flow import ApprovalFlow, ConfirmationMode
+from harnessed.run.approvals import ConfirmationMode, RunApprovals
 from harnessed.run.deps import HARNESS_RECORDS, Interrupted, LoopHost, quietly, result_msg
 from harnessed.run.fair import checkpoint
 from harnessed.run.inbox import EventInbox
@@ -68,8 +68,7 @@ class RunBase:
         self.records: list[NewRecord] = []
         self.run_cache: dict[str, Any] = {USAGE_SINK: self.meter.add}
         self.base: dict[str, Any] = {"run_id": self.run_id, "session_id": ctx.session}
-        self.approvals = ApprovalFlow(
-            agent.approval_gate,
+        self.approvals: RunApprovals = agent.approvals.for_run(
             (agent.name, ctx.user_id, ctx.session),
             mode=confirmations,
             base=self.base,
@@ -78,6 +77,9 @@ class RunBase:
             app_guard=agent.tool_guard,
         )
         self.ended: AgentEndEvent | None = None
+        """How the run ended (set once it has: the loop stops)."""
+        self.iterations = 0
+        """Model requests made so far."""
         self.stream_over = False
         """``after_call`` is running: events go to the capabilities, not the ended stream."""
         self.summary_error: str | None = None

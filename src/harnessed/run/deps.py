@@ -13,7 +13,7 @@ from harnessed.log.record import RecordType
 from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock
 from harnessed.models.base import Model, ModelEvent, ModelRequest
-from harnessed.permissions.gate import ApprovalGate
+from harnessed.run.approvals import Approvals
 from harnessed.state.agent_state import AgentState
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.store import AgentStateStore
@@ -64,7 +64,9 @@ class LoopHost(Protocol):
     def session_store(self) -> SessionLogStore: ...
 
     @property
-    def approval_gate(self) -> ApprovalGate: ...
+    def approvals(self) -> Approvals:
+        """Asks before tools run (the permissions capability): passed into every run."""
+        ...
 
     def draft_request(self, state: AgentState, model_call_id: str) -> ModelRequest: ...
 

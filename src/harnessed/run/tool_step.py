@@ -9,7 +9,7 @@ from harnessed.log.record import RecordType
 from harnessed.messages import Msg, ToolResultBlock, ToolUseBlock
 from harnessed.models.base import structured_output_of
 from harnessed.output.spec import FINAL_TOOL
-from harnessed.permissions.flow import StepDecision, pending_reply
+from harnessed.run.approvals import StepApproval
 from harnessed.run.base import RunBase
 from harnessed.run.deps import Interrupted, result_msg
 from harnessed.run.output_step import final_alone
@@ -29,7 +29,7 @@ class ToolSteps(RunBase):
     ) -> AsyncIterator[Event]:
         """Approve the calls of ``message``, run them and commit the step — or park it."""
         state = self.state
-        decided: list[StepDecision] = []
+        decided: list[StepApproval] = []
         try:
             async for event in self._pump(self.approvals.decide(message, state, parked), decided):
                 yield event
@@ -41,7 +41,7 @@ class ToolSteps(RunBase):
             raise
         decision = decided[0]
         if decision.parked is not None:
-            state.set_permissions(decision.parked.store(state.permissions))
+            decision.parked.park(state)
             ids = tuple(r.request_id for r in decision.parked.open_requests)
             self.record(
                 RecordType.RUN_END,
@@ -54,7 +54,7 @@ class ToolSteps(RunBase):
             )
             await self._commit_step()
             self.ended = AgentEndEvent(
-                reply=pending_reply(decision.parked),
+                reply=self.approvals.pending_reply(decision.parked),
                 status="pending",
                 iterations=iterations,
                 pending=ids,
@@ -75,7 +75,7 @@ class ToolSteps(RunBase):
         self.record_messages(*tool_messages)
         state.append(message, *tool_messages)
         if decision.resumed:
-            state.set_permissions(ParkedStep.clear(state.permissions))
+            ParkedStep.unpark(state)
         await self._commit_step()
         if stopped:
             raise Interrupted

@@ -9,13 +9,12 @@ events tell how, see :mod:`harnessed.sandbox.events`) and releases every sandbox
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from harnessed.capabilities.base import CallContext, CallEnd, Capability, CapabilityHost
+from harnessed.capabilities.queries import SkillFolders, SkillsSandbox
 from harnessed.files import model_editable_instructions
-from harnessed.runtime import RuntimeContext
 from harnessed.sandbox.base import Sandbox
 from harnessed.sandbox.events import SANDBOX_SNAPSHOT, SandboxSnapshot
 from harnessed.sandbox.process import ShellConfig
@@ -55,6 +54,10 @@ class Shell(Capability):
         self.manager: SandboxManager | None = None
         """The sessions' sandboxes (``None`` until set up, or when no sandbox is usable)."""
         self._tools: list[Tool] = []
+        self._mounts_skills = False
+
+    def views(self) -> Sequence[object]:
+        return (SkillsSandbox(lambda: self._mounts_skills),)
 
     def setup(self, host: CapabilityHost) -> None:
         workspace = host.workspace
@@ -77,27 +80,17 @@ class Shell(Capability):
             workspace,
             host.agent_name,
             writable_instructions=model_editable_instructions(host),
-            mounts=self._skill_mounts(host, chosen),
+            mounts=self._skill_mounts(host.query(SkillFolders), chosen),
         )
         self._tools = [execute_tool(self.manager, self.config)]
 
-    @staticmethod
-    def _skill_mounts(host: CapabilityHost, sandbox: Sandbox) -> MountSource | None:
-        """Skill folders, mounted read-only where the model is told to find them."""
-        if "harnessed.skills" not in sys.modules:
-            return None  # nobody made a Skills (the package is imported by whoever does)
-        from harnessed.skills import SANDBOX_SKILLS_ROOT, Skills
-
-        skills = host.capability(Skills)
+    def _skill_mounts(self, skills: SkillFolders | None, sandbox: Sandbox) -> MountSource | None:
+        """Skill folders, mounted read-only where the model is told to find them (the skills
+        learn it from this capability's :class:`SkillsSandbox` view)."""
         if skills is None or not sandbox.supports_mounts:
             return None
-        if skills.sandbox_root is None:
-            skills.sandbox_root = SANDBOX_SKILLS_ROOT  # paths inside the sandbox, not the host's
-
-        async def mounts(ctx: RuntimeContext) -> list[tuple[str, str]]:
-            return [(str(m.source), m.target) for m in await skills.mounts(ctx)]
-
-        return mounts
+        self._mounts_skills = True
+        return skills.mounts
 
     def tools(self) -> Sequence[Tool]:
         return self._tools

@@ -34,8 +34,10 @@ from typing import Any
 
 from harnessed.capabilities.base import CallContext, Capability, CapabilityHost
 from harnessed.capabilities.materials import Material
+from harnessed.capabilities.queries import SkillFolders, SkillsSandbox
 from harnessed.messages import ToolUseBlock
 from harnessed.models.base import ToolSchema
+from harnessed.permissions.state import PERMISSIONS
 from harnessed.runtime import RuntimeContext
 from harnessed.skills.catalog import Skill, SkillCatalog, SkillLayer, SkillProblem
 from harnessed.skills.drafts import SkillDraft, find_drafts, promote_draft, reject_draft
@@ -122,9 +124,15 @@ class Skills(Capability):
         self.estimator: TokenEstimator = default_estimator()
         self._memory_usage: dict[str, int] = {}
         self._listings: dict[tuple[tuple[str, str], ...], Material | None] = {}
+        self._sandbox: SkillsSandbox | None = None
+        """Whether ``execute`` runs in a sandbox that mounts the skills (the shell's view)."""
 
     # ------------------------------------------------------------ capability
+    def views(self) -> Sequence[object]:
+        return (SkillFolders(self.model_edits_skills, self._mount_pairs),)
+
     def setup(self, host: CapabilityHost) -> None:
+        self._sandbox = host.query(SkillsSandbox)
         self.bind(host.workspace, host.agent_name, host.estimator)
 
     def tools(self) -> Sequence[Tool]:
@@ -263,8 +271,11 @@ class Skills(Capability):
         mounts the skills (see :meth:`mounts`), else ``skills/<name>`` for workspace skills
         (execute runs in the workspace) or a folder on local disk; ``None`` when there is no
         local disk to run from."""
-        if self.sandbox_root is not None:
-            return f"{self.sandbox_root}/{skill.name}"
+        root = self.sandbox_root
+        if root is None and self._sandbox is not None and self._sandbox.mounted():
+            root = SANDBOX_SKILLS_ROOT  # paths inside the sandbox, not the host's
+        if root is not None:
+            return f"{root}/{skill.name}"
         ws = self.workspace
         if ws is not None and ws.local_root is not None and skill.layer.fs is ws.fs:
             return skill.folder
@@ -286,6 +297,9 @@ class Skills(Capability):
             if source is not None:
                 found.append(SkillMount(skill.name, source, f"{root}/{skill.name}"))
         return found
+
+    async def _mount_pairs(self, ctx: RuntimeContext) -> list[tuple[str, str]]:
+        return [(str(m.source), m.target) for m in await self.mounts(ctx)]
 
     # ------------------------------------------------------------ internals
     def drafts_fs(self) -> Filesystem:
@@ -323,11 +337,12 @@ class Skills(Capability):
         tag = {"skill": skill.name, "revision": skill.revision}
         current = [
             g
-            for g in state.permissions.get("grants") or []
+            for g in state.get(PERMISSIONS).get("grants") or []
             if not (isinstance(g, dict) and g.get("skill") == skill.name)
         ]  # an earlier revision's grants are replaced by this one's
         added = [{**r.to_dict(), **tag} for r in rules]
-        state.set_permissions({**state.permissions, "grants": current + added})
+        settings = state.get(PERMISSIONS)
+        state.put(PERMISSIONS, {**settings, "grants": current + added})
         return [r.describe() for r in rules]
 
     async def revoke_stale_grants(
@@ -336,7 +351,7 @@ class Skills(Capability):
         """Take back the grants of skills whose ``SKILL.md`` changed or disappeared since they
         were loaded (the model loads a skill again to get its current grants); returns the
         skills whose grants went. Costs nothing when no skill granted anything."""
-        grants = state.permissions.get("grants") or []
+        grants = state.get(PERMISSIONS).get("grants") or []
         from_skills = [g for g in grants if isinstance(g, dict) and "skill" in g]
         if not from_skills:
             return []
@@ -347,7 +362,8 @@ class Skills(Capability):
         )
         if stale:
             kept = [g for g in grants if not (isinstance(g, dict) and g.get("skill") in stale)]
-            state.set_permissions({**state.permissions, "grants": kept})
+            settings = state.get(PERMISSIONS)
+            state.put(PERMISSIONS, {**settings, "grants": kept})
         return stale
 
     def _copies_dir(self) -> Path:

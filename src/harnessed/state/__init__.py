@@ -1,8 +1,9 @@
 """Agent state and the stores that keep it between calls and processes."""
 
-from harnessed.state.agent_state import AgentState, PlanState, TodoItem, TodoStatus
+from harnessed.state.agent_state import AgentState
 from harnessed.state.conversation import ConversationStore
 from harnessed.state.editor import StateEditor
+from harnessed.state.sections import StateSection
 from harnessed.state.store import (
     AgentStateStore,
     InMemoryStateStore,
@@ -17,10 +18,8 @@ __all__ = [
     "ConversationStore",
     "InMemoryStateStore",
     "JsonFileStateStore",
-    "PlanState",
     "StateConflictError",
     "StateCorruptedError",
     "StateEditor",
-    "TodoItem",
-    "TodoStatus",
+    "StateSection",
 ]

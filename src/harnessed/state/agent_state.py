@@ -1,10 +1,13 @@
 """AgentState: what one agent is working with in one session.
 
-The working ``history`` may be compacted; structured state (todos, plan mode, task contract,
-permissions) lives in its own fields, is shown to the model as transient blocks and is never
-summarized away. ``version`` is the storage version used by stores to detect a concurrent
-writer; ``task_revision`` and ``history_revision`` count changes to the structured state and to
-the history so request preparation can tell whether something changed underneath it.
+The working ``history`` may be compacted; the features' structured data (the task list, plan
+mode, the task contract, permissions, any capability's data) lives in *sections*
+(:mod:`harnessed.state.sections`): JSON data by name, read and written through typed
+:class:`~harnessed.state.sections.StateSection` keys, shown to the model as transient blocks and
+never summarized away. ``version`` is the storage version used by stores to detect a concurrent
+writer; ``task_revision`` and ``history_revision`` count changes to the sections (what
+``TASK_STATE`` shows) and to the history so request preparation can tell whether something
+changed underneath it.
 """
 
 from __future__ import annotations
@@ -13,55 +16,22 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, TypeVar
 
-from harnessed.contract.state import TaskContextState
 from harnessed.messages import Msg
 from harnessed.runtime import SessionRef
+from harnessed.state.sections import StateSection
 
-__all__ = ["AgentState", "PlanState", "TodoItem", "TodoStatus"]
+__all__ = ["AgentState"]
 
-TodoStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
-_TODO_STATUSES = frozenset(get_args(TodoStatus))
+T = TypeVar("T")
 
-
-@dataclass(frozen=True, slots=True)
-class TodoItem:
-    """One entry of the agent's task list."""
-
-    id: str
-    content: str
-    status: TodoStatus = "pending"
-
-    def __post_init__(self) -> None:
-        if not self.content.strip():
-            raise ValueError("todo content must not be blank")
-        if self.status not in _TODO_STATUSES:
-            raise ValueError(
-                f"todo status must be one of {sorted(_TODO_STATUSES)}, got {self.status!r}"
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "content": self.content, "status": self.status}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TodoItem:
-        return cls(str(data["id"]), str(data["content"]), data.get("status", "pending"))
-
-
-@dataclass(frozen=True, slots=True)
-class PlanState:
-    """Plan mode: whether it is active and where the plan file lives."""
-
-    active: bool = False
-    plan_file: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"active": self.active, "plan_file": self.plan_file}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PlanState:
-        return cls(bool(data.get("active", False)), data.get("plan_file"))
+_LEGACY_SECTIONS = ("todos", "plan", "task", "permissions")
+"""Top-level fields of state files written before typed sections: each is read into the
+section of the same name (its feature's ``StateSection`` decodes it)."""
+_LEGACY_PARKED = ("permissions", "pending", "parked_step")
+"""Where a step waiting for approval was kept before it had its own section: the ``pending``
+entry of ``permissions`` moves to the ``parked_step`` section."""
 
 
 @dataclass(slots=True, weakref_slot=True)
@@ -72,23 +42,22 @@ class AgentState:
     user_id: str
     session_id: str
     history: list[Msg] = field(default_factory=list)
-    todos: list[TodoItem] = field(default_factory=list)
-    plan: PlanState = field(default_factory=PlanState)
-    task: TaskContextState | None = None
-    """The task contract (objective, requirements, verification results)."""
-    permissions: dict[str, Any] = field(default_factory=dict)
-    """Session-level permission mode and rules, as JSON-compatible data."""
     metadata: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)
-    """Durable per-session data of capabilities (capability name → JSON-compatible data)."""
+    """Durable per-session data of the features (section name → JSON-compatible data); read and
+    write it through :meth:`get` / :meth:`put` with a typed key, or :meth:`set_section`."""
     version: int = 0
     """Storage version: 0 for a state never saved; stores bump it on every successful save."""
     task_revision: int = 0
-    """Bumped on every change to todos, plan mode, task contract, permissions or sections."""
+    """Bumped on every change to a section (what ``TASK_STATE`` shows)."""
     history_revision: int = 0
     """Bumped on every change to ``history``."""
     log_seq: int = 0
     """The session log position (record ``seq``) the stored state was last saved at."""
+    _decoded: dict[str, tuple[Any, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Decoded typed sections: name → (the JSON data it was decoded from, the value)."""
 
     @property
     def key(self) -> SessionRef:
@@ -109,24 +78,22 @@ class AgentState:
         self.history = list(messages)
         self.history_revision += 1
 
-    def set_todos(self, todos: list[TodoItem]) -> None:
-        self.todos = list(todos)
-        self.task_revision += 1
+    def get(self, section: StateSection[T]) -> T:
+        """The value of a typed section (its default when the state has none). Decoded once
+        and kept until the section is written again: treat it as read-only."""
+        raw = self.sections.get(section.name)
+        hit = self._decoded.get(section.name)
+        if hit is not None and hit[0] is raw:
+            value: T = hit[1]
+            return value
+        value = section.default() if raw is None else section.decode(raw)
+        self._decoded[section.name] = (raw, value)
+        return value
 
-    def set_plan(self, plan: PlanState) -> None:
-        self.plan = plan
-        self.task_revision += 1
-
-    def set_task(self, task: TaskContextState | Mapping[str, Any] | None) -> None:
-        """Replace the task contract (a mapping is read with ``TaskContextState.from_dict``)."""
-        if task is not None and not isinstance(task, TaskContextState):
-            task = TaskContextState.from_dict(task)
-        self.task = task
-        self.task_revision += 1
-
-    def set_permissions(self, permissions: dict[str, Any]) -> None:
-        self.permissions = copy.deepcopy(permissions)
-        self.task_revision += 1
+    def put(self, section: StateSection[T], value: T) -> None:
+        """Replace a typed section's value: it is stored as ``section.encode(value)``, and the
+        next :meth:`get` reads it back from there (so the state never shares ``value``)."""
+        self.set_section(section.name, section.encode(value))
 
     def set_section(self, name: str, data: Any) -> None:
         """Replace a capability's section (``None`` removes it); ``data`` must be JSON data."""
@@ -151,10 +118,6 @@ class AgentState:
             user_id=self.user_id,
             session_id=self.session_id,
             history=list(self.history),
-            todos=list(self.todos),
-            plan=self.plan,
-            task=self.task,
-            permissions=copy.deepcopy(self.permissions),
             metadata=copy.deepcopy(self.metadata),
             sections=copy.deepcopy(self.sections),
             version=self.version,
@@ -174,40 +137,20 @@ class AgentState:
             "history_revision": self.history_revision,
             "log_seq": self.log_seq,
             "history": [m.to_dict() for m in self.history],
-            "todos": [t.to_dict() for t in self.todos],
-            "plan": self.plan.to_dict(),
-            "task": self.task.to_dict() if self.task is not None else None,
-            "permissions": copy.deepcopy(self.permissions),
             "metadata": copy.deepcopy(self.metadata),
             "sections": copy.deepcopy(self.sections),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AgentState:
-        metadata = dict(data.get("metadata") or {})
-        raw_task = data.get("task")
-        task: TaskContextState | None = None
-        if isinstance(raw_task, Mapping) and "task_id" in raw_task:
-            task = TaskContextState.from_dict(raw_task)
-        elif isinstance(raw_task, Mapping) and raw_task:
-            try:
-                task = TaskContextState.from_dict(raw_task)
-            except ValueError:
-                # free-form task data from before the contract was typed, with nothing we can
-                # read as an objective: kept, not dropped, for the application to migrate
-                metadata["legacy_task"] = copy.deepcopy(dict(raw_task))
         try:
             return cls(
                 agent_id=data["agent_id"],
                 user_id=data["user_id"],
                 session_id=data["session_id"],
                 history=[Msg.from_dict(m) for m in data.get("history", [])],
-                todos=[TodoItem.from_dict(t) for t in data.get("todos", [])],
-                plan=PlanState.from_dict(data.get("plan") or {}),
-                task=task,
-                permissions=dict(data.get("permissions") or {}),
-                metadata=metadata,
-                sections=dict(data.get("sections") or {}),
+                metadata=dict(data.get("metadata") or {}),
+                sections=_sections(data),
                 version=int(data.get("version", 0)),
                 task_revision=int(data.get("task_revision", 0)),
                 history_revision=int(data.get("history_revision", 0)),
@@ -215,3 +158,33 @@ class AgentState:
             )
         except KeyError as exc:
             raise ValueError(f"agent state data is missing field {exc.args[0]!r}") from None
+
+
+def _sections(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The sections of stored state ``data``, with the fields of the format before typed
+    sections moved into them (a section already present wins)."""
+    raw = data.get("sections") or {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"agent state sections must be a JSON object, got {type(raw).__name__}")
+    sections = copy.deepcopy(dict(raw))
+    for name in _LEGACY_SECTIONS:
+        value = data.get(name)
+        if _present(value) and name not in sections:
+            sections[name] = copy.deepcopy(value)
+    owner, key, name = _LEGACY_PARKED
+    old = sections.get(owner)
+    if isinstance(old, Mapping) and key in old:
+        rest = {k: v for k, v in old.items() if k != key}
+        if old[key] and name not in sections:
+            sections[name] = old[key]
+        if rest:
+            sections[owner] = rest
+        else:
+            del sections[owner]
+    return sections
+
+
+def _present(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(v not in (None, False, [], {}, "") for v in value.values())
+    return bool(value)

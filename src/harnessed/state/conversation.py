@@ -2,7 +2,7 @@
 
 The session log is the one source of truth for the conversation. The working history is the
 log replayed (messages appended, ``history/checkpoint`` records applied); the state store keeps
-only the small structured parts (todos, plan, task contract, permissions, metadata) and the log
+only the small structured parts (the sections, metadata) and the log
 position they were saved at, and is written only when one of them changed. A step costs what
 changed:
 
@@ -60,7 +60,7 @@ __all__ = ["ConversationStore"]
 _BULK_RECORDS = 2_000
 """A read of at least this many records is applied with the cyclic collector paused."""
 
-_UNSAVED = {"version", "log_seq", "history_revision", "history"}
+_UNSAVED = {"version", "log_seq", "history_revision", "history", "_decoded"}
 
 
 @dataclass(slots=True)
@@ -396,7 +396,7 @@ def _parked_message_id(state: AgentState) -> str | None:
     from harnessed.state.parked import ParkedStep
 
     try:
-        parked = ParkedStep.load(state.permissions)
+        parked = ParkedStep.of(state)
     except ValueError:
         return None
     return parked.message.id if parked is not None else None

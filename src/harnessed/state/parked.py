@@ -1,10 +1,11 @@
 """Confirmation requests and the parked step that waits for them.
 
 When a step's calls need the user's approval and nobody answers during the call, the step is
-*parked*: the assistant message with its tool calls and the open requests are stored in
-``AgentState.permissions["pending"]`` — not in the history, so the history never holds a tool
-call without its result. The next call of the session resumes the step (when called without
-input) or closes it with "not run" results (when the user sends a new message instead).
+*parked*: the assistant message with its tool calls and the open requests are stored in the
+state's ``parked_step`` section (:data:`PARKED`) — not in the history, so the history never
+holds a tool call without its result. The next call of the session resumes the step (when
+called without input) or closes it with "not run" results (when the user sends a new message
+instead).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from typing import Any
 
 from harnessed._internal.clock import now_iso
 from harnessed.messages import Msg, ToolUseBlock, new_id
+from harnessed.state.agent_state import AgentState
+from harnessed.state.sections import StateSection
 
-__all__ = ["PENDING_KEY", "ParkedStep", "PendingConfirmation"]
-
-PENDING_KEY = "pending"
-"""Key of the parked step in ``AgentState.permissions``."""
+__all__ = ["PARKED", "ParkedStep", "PendingConfirmation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,16 +134,33 @@ class ParkedStep:
             ) from None
 
     # ------------------------------------------------------------ in the state
-    @classmethod
-    def load(cls, permissions: Mapping[str, Any]) -> ParkedStep | None:
-        raw = permissions.get(PENDING_KEY)
-        return cls.from_dict(raw) if raw else None
+    @staticmethod
+    def of(state: AgentState) -> ParkedStep | None:
+        """The step of ``state`` waiting for answers, if any."""
+        return state.get(PARKED)
 
-    def store(self, permissions: Mapping[str, Any]) -> dict[str, Any]:
-        """``permissions`` with this step as the pending one."""
-        return {**permissions, PENDING_KEY: self.to_dict()}
+    def park(self, state: AgentState) -> None:
+        """Make this step the one of ``state`` that waits for answers."""
+        state.put(PARKED, self)
 
     @staticmethod
-    def clear(permissions: Mapping[str, Any]) -> dict[str, Any]:
-        """``permissions`` without a pending step."""
-        return {k: v for k, v in permissions.items() if k != PENDING_KEY}
+    def unpark(state: AgentState) -> None:
+        """``state`` has no step waiting any more."""
+        state.put(PARKED, None)
+
+
+def _decode(data: Any) -> ParkedStep | None:
+    if not isinstance(data, Mapping):
+        raise ValueError("the parked step in the session's state is malformed: not an object")
+    return ParkedStep.from_dict(data) if data else None
+
+
+def _encode(step: ParkedStep | None) -> dict[str, Any] | None:
+    return step.to_dict() if step is not None else None
+
+
+PARKED: StateSection[ParkedStep | None] = StateSection(
+    "parked_step", decode=_decode, encode=_encode, default=lambda: None
+)
+"""The step waiting for the user's answers (older states kept it in ``permissions.pending``;
+:meth:`AgentState.from_dict` moves it here)."""

@@ -32,7 +32,6 @@ from harnessed.models.base import Model
 from harnessed.permissions.flow import ConfirmationMode
 from harnessed.permissions.forwarded import Relay
 from harnessed.runtime import RuntimeContext
-from harnessed.subagents.delegate import make_like
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.tools.base import Tool
 from harnessed.workspace.layout import Workspace
@@ -220,6 +219,18 @@ def parent_tools(parent: Delegate, spec: SubagentSpec, own: frozenset[str]) -> l
     return [available[name] for name in spec.tools if name in available]
 
 
+NOT_INHERITED: dict[str, Any] = {
+    "runtime": None,
+    "prepare": None,
+    "usage_limits": None,
+    "session_usage_limits": None,
+    "prices": None,
+}
+"""The parent's arguments a sub-agent does not take: its runs are in this process, prepared by
+its own compiler, under the parent's limits (its usage counts toward the parent's call), priced
+with its own table."""
+
+
 def build_child(
     parent: Delegate,
     spec: SubagentSpec,
@@ -239,26 +250,19 @@ def build_child(
         root: Any = isolated_root if isolated_root is not None else MemoryFilesystem()
         workspace = Workspace(root)
     isolated = spec.workspace == "isolated"
-    return make_like(
-        parent,
-        parent.name,
-        model,
+    return parent.clone(
+        features=False,  # the parent's load_skill and web_fetch come with its tools when allowed
+        shared_stores=True,
+        model=model,
         sys_prompt=spec.system_prompt,
         tools=own_tools,
         capabilities=[ChildLink(), *capabilities],
         workspace=workspace,
         file_tools=isolated and wants_files,
         shell=isolated and has_shell and workspace is not None and workspace.local_root is not None,
-        state_store=parent.state_store,
-        session_store=parent.session_store,
         max_iters=spec.max_iters or parent.max_iters,
-        max_output_tokens=parent.max_output_tokens,
-        tool_guard=parent.tool_guard,
-        memory=False,
-        memory_tools=False,
         output_type=spec.output_type,
-        skills=False,  # the parent's load_skill and web_fetch come with its tools when allowed
-        web=False,
+        **NOT_INHERITED,
     )
 
 

@@ -6,7 +6,7 @@ below the agent does): a sub-agent declared by a spec is built with the parent's
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Protocol, TypeVar
 
 from harnessed.capabilities.base import Capability
@@ -24,7 +24,7 @@ from harnessed.state.store import AgentStateStore
 from harnessed.tools.toolkit import ToolGuard, Toolkit
 from harnessed.workspace.layout import Workspace
 
-__all__ = ["Delegate", "is_agent", "make_like"]
+__all__ = ["Delegate", "is_agent"]
 
 C = TypeVar("C", bound=Capability)
 
@@ -81,6 +81,13 @@ class Delegate(Protocol):
 
     def capability(self, kind: type[C]) -> C | None: ...
 
+    def clone(
+        self, *, features: bool = True, shared_stores: bool = False, **changes: Any
+    ) -> Delegate:
+        """A new agent like this one (the sub-agents' children: ``features=False``,
+        ``shared_stores=True``)."""
+        ...
+
 
 def is_agent(value: object) -> bool:
     """Whether ``value`` is an agent: it has the members of :class:`Delegate` (a
@@ -92,9 +99,3 @@ def is_agent(value: object) -> bool:
 
 
 _DELEGATE_MEMBERS = ("stream_events", "read_state", "change_state", "capability")
-
-
-def make_like(parent: Delegate, *args: Any, **kwargs: Any) -> Delegate:
-    """A new agent of the parent's own class."""
-    factory: Callable[..., Delegate] = type(parent)
-    return factory(*args, **kwargs)

@@ -15,11 +15,12 @@ from harnessed.messages import new_id
 from harnessed.models.base import Model
 from harnessed.models.registry import resolve_model
 from harnessed.permissions.forwarded import ForwardedLog
+from harnessed.permissions.state import PERMISSIONS
+from harnessed.plan.state import PLAN
 from harnessed.questions import ASK_USER, AskUser
 from harnessed.run.deps import MODE_KEY
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
-from harnessed.state.parked import PENDING_KEY
 from harnessed.subagents.board import Running
 from harnessed.subagents.child import (
     LINK_KEY,
@@ -222,27 +223,25 @@ class Spawning(SubagentsCore):
         settings = self.host.approval_gate.settings(parent)
         deny = [r.to_dict() for r in settings.rules if r.behavior == "deny"]
         mode = settings.mode.value if settings.mode is not None else None
-        plan = parent.plan
+        plan = parent.get(PLAN)
 
         def change(state: AgentState) -> list[tuple[str, dict[str, Any]]] | None:
-            permissions: dict[str, Any] = {
-                k: v for k, v in state.permissions.items() if k in (PENDING_KEY,)
-            }
+            permissions: dict[str, Any] = {}
             if mode is not None:
                 permissions["mode"] = mode
             if deny:
                 permissions["rules"] = deny
             records: list[tuple[str, dict[str, Any]]] = []
-            if permissions != state.permissions:
-                state.set_permissions(permissions)
+            if permissions != state.get(PERMISSIONS):
+                state.put(PERMISSIONS, permissions)
                 records.append(
                     (
                         RecordType.PERMISSION_CHANGED,
                         {"action": "inherited", "mode": mode, "rules": deny},
                     )
                 )
-            if state.plan != plan:
-                state.set_plan(plan)
+            if state.get(PLAN) != plan:
+                state.put(PLAN, plan)
                 records.append(
                     (RecordType.PLAN_CHANGED, {"action": "inherited", "plan": plan.to_dict()})
                 )

@@ -128,7 +128,7 @@ class StepRun(AgentRun):
         decision = await self.approvals.decide(message, self.state)
         if decision.parked is not None:  # park the step, as a call() does
             state = self.state
-            state.set_permissions(decision.parked.store(state.permissions))
+            decision.parked.park(state)
             ids = [r.request_id for r in decision.parked.open_requests]
             self.record_messages(message)
             self.record(
@@ -136,9 +136,7 @@ class StepRun(AgentRun):
                 {"status": "pending", "iterations": iteration, "pending": ids},
             )
             await self._commit_step()
-            from harnessed.permissions.flow import pending_reply
-
-            reply = pending_reply(decision.parked)
+            reply = self.approvals.pending_reply(decision.parked)
             await self._ended(CallEnd("pending", reply, iteration))
             return StepOutcome(end=_result("pending", iteration, reply, ids))
         self._add_messages([message])
@@ -272,10 +270,8 @@ class StepRun(AgentRun):
         status = str(payload.get("status"))
         iterations = int(payload.get("iterations") or 0)
         if status == "pending":
-            from harnessed.permissions.flow import pending_reply
-
             parked = self.approvals.parked(self.state)
-            reply = pending_reply(parked) if parked is not None else message
+            reply = self.approvals.pending_reply(parked) if parked is not None else message
             return StepOutcome(
                 end=_result(status, iterations, reply, list(payload.get("pending") or []))
             )

@@ -1,5 +1,6 @@
-"""The task list and the task contract (capabilities; the state lives in ``harnessed.state``)."""
+"""The task list: the model's ``todo_write`` (a capability) and the ``todos`` state section."""
 
-from harnessed.todos.capability import TaskContract, TaskList
+from harnessed.todos.capability import TaskList
+from harnessed.todos.state import TODOS, TodoItem, TodoStatus
 
-__all__ = ["TaskContract", "TaskList"]
+__all__ = ["TODOS", "TaskList", "TodoItem", "TodoStatus"]

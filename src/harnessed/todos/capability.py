@@ -1,11 +1,6 @@
-"""The task list and the task contract as capabilities.
-
-* :class:`TaskList` gives the model ``todo_write`` and shows older ``todo_write`` calls as
-  superseded in each request (the current list is in ``TASK_STATE``).
-* :class:`TaskContract` shows the session's task — objective, and as configured its
-  requirements and verification results — and the task list in ``TASK_STATE``. Every agent has
-  one (the application can begin a task at any time); with proposals allowed it gives the model
-  ``task_requirement_propose``.
+"""The task list as a capability: :class:`TaskList` gives the model ``todo_write`` and shows
+older ``todo_write`` calls as superseded in each request (the current list is in ``TASK_STATE``,
+shown by :class:`~harnessed.contract.TaskContract`).
 """
 
 from __future__ import annotations
@@ -14,16 +9,11 @@ from collections.abc import Sequence
 
 from harnessed.capabilities.base import Capability
 from harnessed.capabilities.hooks import HistoryView
-from harnessed.capabilities.state_blocks import StateBlock
-from harnessed.contract.render import task_state_text
-from harnessed.contract.state import TaskContractConfig
-from harnessed.contract.tools import task_tools
-from harnessed.state.agent_state import AgentState
 from harnessed.todos.receipts import SupersededTodoReceipts
 from harnessed.todos.tools import todo_tools
 from harnessed.tools.base import Tool
 
-__all__ = ["TaskContract", "TaskList"]
+__all__ = ["TaskList"]
 
 
 class TaskList(Capability):
@@ -36,22 +26,3 @@ class TaskList(Capability):
 
     def history_views(self) -> Sequence[HistoryView]:
         return [SupersededTodoReceipts()]
-
-
-class TaskContract(Capability):
-    """``TASK_STATE``: the task contract and the task list (see ``task_contract=``)."""
-
-    name = "task_contract"
-
-    def __init__(self, config: TaskContractConfig | None = None) -> None:
-        if config is not None and not isinstance(config, TaskContractConfig):
-            raise TypeError("task_contract must be a TaskContractConfig")
-        self.config = config or TaskContractConfig()
-
-    def tools(self) -> Sequence[Tool]:
-        return task_tools() if self.config.allow_requirement_proposals else ()
-
-    def state_blocks(self, state: AgentState) -> Sequence[StateBlock]:
-        if state.task is None and not state.todos:
-            return ()
-        return (StateBlock("TASK_STATE", task_state_text(state, self.config)),)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnessed.state.agent_state import TodoItem
+from harnessed.todos.state import TODOS, TodoItem
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.context import ToolContext
 from harnessed.tools.decorator import tool
@@ -113,8 +113,9 @@ def todo_tools() -> list[Tool]:
             todos: The complete task list, in order.
         """
         state = ctx.state
-        items = plan_todo_list(state.todos, todos)
-        state.set_todos(items)
+        current = state.get(TODOS)
+        items = plan_todo_list(current, todos)
+        state.put(TODOS, tuple(items))
         ctx.emit(
             "task_changed",
             {
