@@ -75,6 +75,11 @@ class Permissions(Capability):
         """Give ``tool`` its own check (see :meth:`ApprovalGate.add_tool_check`)."""
         self.gate.add_tool_check(tool, check)
 
+    def add_answer_tool(self, name: str) -> None:
+        """Calls to the tool ``name`` carry a person's answer in their approval (``ask_user``):
+        the answer given with the approval is kept for the tool to read."""
+        self.gate.answer_tools.add(name)
+
     def add_refusal(self, refusal: Refusal) -> None:
         """A rule of another capability that refuses calls before they run (plan mode): the
         calls it refuses are never put to the user (see :meth:`ApprovalGate.add_refusal`)."""

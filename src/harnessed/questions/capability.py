@@ -52,7 +52,7 @@ class AskUser(Capability):
         if permissions is None:  # pragma: no cover - every agent has permissions
             raise ValueError("AskUser needs the Permissions capability")
         self.gate = permissions.gate
-        self.gate.answer_tools.add(ASK_USER)
+        permissions.add_answer_tool(ASK_USER)
         permissions.add_tool_check(self._tool, _ask)
 
     def tools(self) -> Sequence[Tool]:
