@@ -88,3 +88,13 @@ def test_run_loads_an_application_agent(
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     assert main(["run", "hello there", "--agent", "tests.cli.chat_app:make_agent"]) == 0
     assert "You said: hello there" in capsys.readouterr().out
+
+
+def test_yes_lets_a_loaded_agents_tools_run_without_asking(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the application's agent asks before `deploy` (permission_mode="default"); --yes wins
+    monkeypatch.setenv("CHAT_TEST_WORKSPACE", str(tmp_path))
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    assert main(["run", "deploy prod", "--agent", "tests.cli.chat_app:make_agent", "--yes"]) == 0
+    assert "Finished after: deployed to prod" in capsys.readouterr().out

@@ -38,6 +38,7 @@ from harnessed.cli.render import EventPrinter
 from harnessed.cost.limits import UsageLimits
 from harnessed.events import AgentEndEvent, ConfirmationRequestEvent, ModelCallStartEvent
 from harnessed.models.registry import resolve_model
+from harnessed.permissions import Permissions
 from harnessed.permissions.answers import is_question
 from harnessed.permissions.rules import PermissionRule
 from harnessed.permissions.state import PERMISSIONS
@@ -199,6 +200,10 @@ def _agent(args: argparse.Namespace) -> HarnessAgent:
         if not isinstance(agent, HarnessAgent):
             raise ValueError(f"--agent must name a HarnessAgent, got {agent!r}")
         agent.max_iters = args.max_iters
+        if args.yes or args.permission_mode:  # the flags win over the agent's own mode
+            permissions = agent.capability(Permissions)
+            assert permissions is not None  # every agent has one
+            permissions.set_mode("bypass" if args.yes else args.permission_mode)
         limits = _limits(
             args.max_requests, args.max_input_tokens, args.max_output_tokens, args.max_cost
         )

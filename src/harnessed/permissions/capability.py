@@ -75,6 +75,11 @@ class Permissions(Capability):
         """Give ``tool`` its own check (see :meth:`ApprovalGate.add_tool_check`)."""
         self.gate.add_tool_check(tool, check)
 
+    def set_mode(self, mode: PermissionMode | str | None) -> None:
+        """Change the agent's own mode (what sessions without a mode of their own use; see
+        :meth:`~harnessed.HarnessAgent.set_permission_mode` for one session's)."""
+        self.gate.mode = PermissionMode.parse(mode) if mode is not None else None
+
     def add_answer_tool(self, name: str) -> None:
         """Calls to the tool ``name`` carry a person's answer in their approval (``ask_user``):
         the answer given with the approval is kept for the tool to read."""
