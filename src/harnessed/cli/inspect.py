@@ -230,38 +230,10 @@ async def inspect_session(
         )
         return 1
     width = max(10, min(40, console.width - 40))
-    console.print(
-        f"[bold]{escape(key.agent_id)} · {escape(key.user_id)} · {escape(key.session_id)}[/] — "
-        f"last {len(pairs)} request(s)",
-        highlight=False,
-    )
-    legend = Text("parts: ", style="dim")
-    for _key, label, style in PARTS:
-        legend.append(f"█ {label}  ", style=style)
-    console.print(legend)
-    console.print(Text("  seq status          used/limit     %  budget", style="bold"))
+    _print_header(console, key, len(pairs))
     notes: list[str] = []
     for record, manifest in pairs:
-        status = manifest.validation
-        row = Text(f"{record.seq:>5} ", style="dim")
-        label = "ok" if status == "passed" else status
-        if manifest.purpose != "reasoning":
-            label = f"{label} {manifest.purpose}"
-        row.append(f"{label:<8} ", style="green" if status == "passed" else "red")
-        counted = manifest.input_limit > 0
-        used = f"{manifest.estimated_input_tokens:,}/{manifest.input_limit:,}" if counted else "—"
-        share = (
-            f"{100 * manifest.estimated_input_tokens / manifest.input_limit:.0f}%"
-            if counted
-            else ""
-        )
-        row.append(f"{used:>17} {share:>4}  ").append_text(budget_bar(manifest, width))
-        parts = Text(" " * 15)
-        for key_, label_, style in PARTS:
-            tokens = manifest.breakdown.get(key_, 0) if counted else 0
-            parts.append(f"{label_} ", style="dim").append(_k(tokens), style=style).append(" ")
-        if counted and manifest.purpose == "reasoning":
-            parts.append("cached ", style="dim").append(_k(manifest.cached_prefix_tokens))
+        row, parts = _request_lines(record.seq, manifest, width)
         console.print(row, no_wrap=True, overflow="ignore")
         console.print(parts)
         if manifest.transforms:
@@ -270,7 +242,51 @@ async def inspect_session(
         console.print("[bold]transforms[/]")
         for note in notes:
             console.print(escape(note), style="dim", highlight=False)
-    latest = pairs[-1][1]
+    _print_latest(console, pairs[-1][1])
+    await _print_spending(store, key, console)
+    return 0
+
+
+def _print_header(console: Console, key: SessionRef, requests: int) -> None:
+    """The session's name, the legend of the bar's parts and the column titles."""
+    console.print(
+        f"[bold]{escape(key.agent_id)} · {escape(key.user_id)} · {escape(key.session_id)}[/] — "
+        f"last {requests} request(s)",
+        highlight=False,
+    )
+    legend = Text("parts: ", style="dim")
+    for _key, label, style in PARTS:
+        legend.append(f"█ {label}  ", style=style)
+    console.print(legend)
+    console.print(Text("  seq status          used/limit     %  budget", style="bold"))
+
+
+def _request_lines(seq: int, manifest: ContextManifest, width: int) -> tuple[Text, Text]:
+    """A request's two lines: status, tokens used of the limit and the bar; each part's
+    tokens."""
+    status = manifest.validation
+    row = Text(f"{seq:>5} ", style="dim")
+    label: str = "ok" if status == "passed" else status
+    if manifest.purpose != "reasoning":
+        label = f"{label} {manifest.purpose}"
+    row.append(f"{label:<8} ", style="green" if status == "passed" else "red")
+    counted = manifest.input_limit > 0
+    used = f"{manifest.estimated_input_tokens:,}/{manifest.input_limit:,}" if counted else "—"
+    share = (
+        f"{100 * manifest.estimated_input_tokens / manifest.input_limit:.0f}%" if counted else ""
+    )
+    row.append(f"{used:>17} {share:>4}  ").append_text(budget_bar(manifest, width))
+    parts = Text(" " * 15)
+    for key_, label_, style in PARTS:
+        tokens = manifest.breakdown.get(key_, 0) if counted else 0
+        parts.append(f"{label_} ", style="dim").append(_k(tokens), style=style).append(" ")
+    if counted and manifest.purpose == "reasoning":
+        parts.append("cached ", style="dim").append(_k(manifest.cached_prefix_tokens))
+    return row, parts
+
+
+def _print_latest(console: Console, latest: ContextManifest) -> None:
+    """The latest request's tool schemas, materials, history and how it was counted."""
     window = (
         f"window {latest.context_window:,} ({latest.window_source})"
         if latest.context_window
@@ -282,6 +298,10 @@ async def inspect_session(
         f"message(s), counted with {escape(latest.counting_method)}"
         f"{' (exact)' if latest.exact else ' (estimate)'}; {escape(window)}[/]"
     )
+
+
+async def _print_spending(store: SessionLogStore, key: SessionRef, console: Console) -> None:
+    """What the session's model requests spent, if it made any."""
     spent = await session_spending(store, key)
     if spent.requests:
         cached = f" ({spent.cache_read_tokens:,} cached)" if spent.cache_read_tokens else ""
@@ -290,4 +310,3 @@ async def inspect_session(
             f"/ {spent.output_tokens:,} out tokens, {escape(spent.describe_cost())}[/]",
             highlight=False,
         )
-    return 0

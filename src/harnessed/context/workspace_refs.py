@@ -180,58 +180,10 @@ async def load_workspace_refs(
     """
     budget = _Budget(max_context_tokens, estimator)
     files = _Refusing(files, budget.transforms)
-    agents_path = Workspace.AGENTS_MD
-    for candidate in agents_files:
-        if await files.exists(candidate):
-            agents_path = candidate
-            break
-    agents_md: str | None = None
-    if await files.exists(agents_path):
-        agents_md = await budget.read(
-            files,
-            agents_path,
-            f"[{agents_path} is longer than the workspace material budget (max_context_tokens) "
-            "and was cut here; the rest of it was not loaded.]",
-        )
-    materials: list[Material] = []
-    for path in context_files:
-        text = await budget.read(
-            files,
-            path,
-            f"[{path} is longer than what is left of the workspace material budget and was cut "
-            "here; read the file itself for the rest.]",
-        )
-        if text is not None:
-            materials.append(
-                Material(
-                    f"workspace/{path}",
-                    "additional",
-                    "workspace",
-                    path,
-                    "reference",
-                    text,
-                    required=True,
-                )
-            )
+    agents_md = await _read_agents_md(files, budget, agents_files)
+    materials = await _read_context_files(files, budget, context_files)
     knowledge = await _knowledge(files)
-    present = [p for p in memory_files if await files.exists(p)]
-    memory_room = budget.left // 2 if knowledge else budget.left
-    for i, path in enumerate(present):
-        share = memory_room // (len(present) - i)
-        used_before = budget.left
-        text = await budget.read(
-            files,
-            path,
-            f"[{path} is longer than its share of {share} tokens of the workspace material "
-            "budget and was cut here. Use the memory_search tool to look up anything not "
-            "shown.]",
-            share,
-        )
-        memory_room -= used_before - budget.left
-        if text is not None and text.strip():
-            materials.append(
-                Material(f"workspace/{path}", "memory", "workspace", path, "reference", text)
-            )
+    materials += await _read_memory_files(files, budget, memory_files, bool(knowledge))
     if knowledge:
         text = budget.take(
             "workspace/knowledge",
@@ -252,6 +204,79 @@ async def load_workspace_refs(
                 )
             )
     return WorkspaceRefs(agents_md, tuple(materials), tuple(budget.transforms))
+
+
+async def _read_agents_md(
+    files: WorkspaceFiles, budget: _Budget, agents_files: Sequence[str]
+) -> str | None:
+    """The first of ``agents_files`` that exists (else the shared AGENTS.md), if any."""
+    agents_path = Workspace.AGENTS_MD
+    for candidate in agents_files:
+        if await files.exists(candidate):
+            agents_path = candidate
+            break
+    if not await files.exists(agents_path):
+        return None
+    return await budget.read(
+        files,
+        agents_path,
+        f"[{agents_path} is longer than the workspace material budget (max_context_tokens) "
+        "and was cut here; the rest of it was not loaded.]",
+    )
+
+
+async def _read_context_files(
+    files: WorkspaceFiles, budget: _Budget, context_files: Sequence[str]
+) -> list[Material]:
+    """The extra context files, in order, as required reference materials."""
+    materials: list[Material] = []
+    for path in context_files:
+        text = await budget.read(
+            files,
+            path,
+            f"[{path} is longer than what is left of the workspace material budget and was cut "
+            "here; read the file itself for the rest.]",
+        )
+        if text is not None:
+            materials.append(
+                Material(
+                    f"workspace/{path}",
+                    "additional",
+                    "workspace",
+                    path,
+                    "reference",
+                    text,
+                    required=True,
+                )
+            )
+    return materials
+
+
+async def _read_memory_files(
+    files: WorkspaceFiles, budget: _Budget, memory_files: Sequence[str], has_knowledge: bool
+) -> list[Material]:
+    """The memory files that exist, sharing what is left of the budget (half of it when
+    knowledge follows); a file's unused share goes to the next."""
+    materials: list[Material] = []
+    present = [p for p in memory_files if await files.exists(p)]
+    memory_room = budget.left // 2 if has_knowledge else budget.left
+    for i, path in enumerate(present):
+        share = memory_room // (len(present) - i)
+        used_before = budget.left
+        text = await budget.read(
+            files,
+            path,
+            f"[{path} is longer than its share of {share} tokens of the workspace material "
+            "budget and was cut here. Use the memory_search tool to look up anything not "
+            "shown.]",
+            share,
+        )
+        memory_room -= used_before - budget.left
+        if text is not None and text.strip():
+            materials.append(
+                Material(f"workspace/{path}", "memory", "workspace", path, "reference", text)
+            )
+    return materials
 
 
 async def _knowledge(files: WorkspaceFiles) -> str:

@@ -21,7 +21,7 @@ from harnessed.questions import ASK_USER, AskUser
 from harnessed.run.deps import MODE_KEY
 from harnessed.runtime import RuntimeContext, SessionRef
 from harnessed.state.agent_state import AgentState
-from harnessed.subagents.board import Running
+from harnessed.subagents.board import Running, TaskBook
 from harnessed.subagents.child import (
     LINK_KEY,
     ChildOutcome,
@@ -35,7 +35,7 @@ from harnessed.subagents.child import (
 )
 from harnessed.subagents.core import COMPLETED, SPAWNED, SubagentsCore, owner_of
 from harnessed.subagents.delegate import Delegate
-from harnessed.subagents.durable import task_runner
+from harnessed.subagents.durable import TaskRunner, task_runner
 from harnessed.subagents.records import TaskRecord, TaskStatus, child_session_id
 from harnessed.subagents.routes import ForwardingRoutes
 from harnessed.subagents.spec import SubagentSpec
@@ -63,24 +63,12 @@ class Spawning(SubagentsCore):
         book = self.book(call.state)
         self.apply_finished(book, owner, call)
         child_session = child_session_id(call.session_id, spec.id, label)
-        busy = book.busy(f"{spec.id}:{label}")
-        if busy is not None:
-            raise ToolError(
-                f"sub-agent {busy.agent_key} is still working on task {busy.task_id}; wait for "
-                "it (task_output with block=true), cancel it, or use another label"
-            )
+        _check_free(book, f"{spec.id}:{label}")
         parent_link = link_of(call.runtime)
-        depth = (parent_link.depth if parent_link is not None else 0) + 1
-        if depth > self.shared.max_depth:
-            raise ToolError(
-                f"sub-agent depth limit reached: this agent is already at depth "
-                f"{depth - 1} of {self.shared.max_depth}, so it cannot spawn further sub-agents; "
-                "do the work yourself"
-            )
+        depth = self._depth(parent_link)
         child = self._child(spec, call.user_id, child_session)
-        task_id = new_id("task_")
         record = TaskRecord(
-            task_id=task_id,
+            task_id=new_id("task_"),
             agent_id=spec.id,
             label=label,
             child_session=child_session,
@@ -89,27 +77,48 @@ class Spawning(SubagentsCore):
             depth=depth,
         )
         path = record.agent_key if parent_link is None else f"{parent_link.path}/{record.agent_key}"
-        link = ChildRun(task_id, depth, path)
-        extras = {k: v for k, v in call.runtime.extras.items() if k not in (LINK_KEY, METER_KEY)}
-        if METER_KEY in call.values:  # the sub-agent's spending counts toward this call's
-            extras[METER_KEY] = call.values[METER_KEY]
-        child_ctx = RuntimeContext(call.user_id, child_session, extras={**extras, LINK_KEY: link})
+        link = ChildRun(record.task_id, depth, path)
+        child_ctx = _child_context(call, child_session, link)
         book.put(record)  # claims the session before anything is awaited
         self.set_section(call.state, book.data())
-        spawned = {
-            "task_id": task_id,
-            "agent_id": spec.id,
-            "label": label,
-            "agent_key": record.agent_key,
-            "child_agent": child.name,
-            "child_session": child_session,
-            "depth": depth,
-            "background": background,
-        }
+        spawned = _spawned(record, child.name)
+        await self._prepare_session(call, child, child_ctx, record, spawned)
+        record = record.moved(TaskStatus.RUNNING)
+        self._settle(call, record)
+        call.record(SPAWNED, spawned)
+        running = Running(record, owner, call.runtime, link, approvals=approvals_of(call, spec))
+        runner = task_runner(self.host) if background else None
+        if runner is not None:  # the runtime runs it, on any of its workers
+            await self._start_durable(call, runner, record)
+            return running
+        self._launch(running, child, child_ctx, text)
+        return running
+
+    def _depth(self, parent_link: ChildRun | None) -> int:
+        """The depth of a new sub-agent of the calling agent, within the depth limit."""
+        depth = (parent_link.depth if parent_link is not None else 0) + 1
+        if depth > self.shared.max_depth:
+            raise ToolError(
+                f"sub-agent depth limit reached: this agent is already at depth "
+                f"{depth - 1} of {self.shared.max_depth}, so it cannot spawn further sub-agents; "
+                "do the work yourself"
+            )
+        return depth
+
+    async def _prepare_session(
+        self,
+        call: CallContext,
+        child: Delegate,
+        child_ctx: RuntimeContext,
+        record: TaskRecord,
+        spawned: dict[str, Any],
+    ) -> None:
+        """Give the child's session what it inherits and log the spawn in it; on a failure
+        the task is recorded as failed and the tool call fails."""
         try:
             await self._inherit(child, child_ctx, call.state)
             await child.session_store.append(
-                SessionRef(child.name, call.user_id, child_session),
+                SessionRef(child.name, call.user_id, record.child_session),
                 [
                     NewRecord(
                         SPAWNED,
@@ -126,23 +135,18 @@ class Spawning(SubagentsCore):
             why = f"the sub-agent's session could not be prepared: {type(exc).__name__}: {exc}"
             self._settle(call, record.moved(TaskStatus.FAILED, error=why, delivered=True))
             raise ToolError(why) from exc
-        record = record.moved(TaskStatus.RUNNING)
-        self._settle(call, record)
-        call.record(SPAWNED, spawned)
-        running = Running(record, owner, call.runtime, link, approvals=approvals_of(call, spec))
-        runner = task_runner(self.host) if background else None
-        if runner is not None:  # the runtime runs it, on any of its workers
-            try:
-                await runner.start_task(
-                    self.host.name, call.user_id, call.session_id, record.to_dict()
-                )
-            except Exception as exc:
-                why = f"the background task could not be started: {type(exc).__name__}: {exc}"
-                self._settle(call, record.moved(TaskStatus.FAILED, error=why, delivered=True))
-                raise ToolError(why) from exc
-            return running
-        self._launch(running, child, child_ctx, text)
-        return running
+
+    async def _start_durable(
+        self, call: CallContext, runner: TaskRunner, record: TaskRecord
+    ) -> None:
+        """Hand the background task to the runtime; if it cannot take it, the task is recorded
+        as failed and the tool call fails."""
+        try:
+            await runner.start_task(self.host.name, call.user_id, call.session_id, record.to_dict())
+        except Exception as exc:
+            why = f"the background task could not be started: {type(exc).__name__}: {exc}"
+            self._settle(call, record.moved(TaskStatus.FAILED, error=why, delivered=True))
+            raise ToolError(why) from exc
 
     def _settle(self, call: CallContext, record: TaskRecord) -> None:
         """Write ``record`` into the live state (read afresh: other spawns of this step may
@@ -289,6 +293,39 @@ class Spawning(SubagentsCore):
         if spec.workspace == "shared":
             self._children[key] = child
         return child
+
+
+def _check_free(book: TaskBook, agent_key: str) -> None:
+    """Refuse a new task for a sub-agent session that is still working on one."""
+    busy = book.busy(agent_key)
+    if busy is not None:
+        raise ToolError(
+            f"sub-agent {busy.agent_key} is still working on task {busy.task_id}; wait for "
+            "it (task_output with block=true), cancel it, or use another label"
+        )
+
+
+def _child_context(call: CallContext, child_session: str, link: ChildRun) -> RuntimeContext:
+    """The child run's context: the caller's extras (not its own link or meter), the calling
+    tool's meter (the sub-agent's spending counts toward this call's) and the child's link."""
+    extras = {k: v for k, v in call.runtime.extras.items() if k not in (LINK_KEY, METER_KEY)}
+    if METER_KEY in call.values:
+        extras[METER_KEY] = call.values[METER_KEY]
+    return RuntimeContext(call.user_id, child_session, extras={**extras, LINK_KEY: link})
+
+
+def _spawned(record: TaskRecord, child_agent: str) -> dict[str, Any]:
+    """What the spawn record of a new task says."""
+    return {
+        "task_id": record.task_id,
+        "agent_id": record.agent_id,
+        "label": record.label,
+        "agent_key": record.agent_key,
+        "child_agent": child_agent,
+        "child_session": record.child_session,
+        "depth": record.depth,
+        "background": record.background,
+    }
 
 
 def approvals_of(call: CallContext, spec: SubagentSpec) -> str:

@@ -33,6 +33,7 @@ from harnessed.events import (
     ToolResultEvent,
 )
 from harnessed.log.record import RecordType, SessionRecord
+from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, ToolResultBlock, new_id
 from harnessed.run.deps import HARNESS_RECORDS
 from harnessed.runtime import RuntimeContext, SessionRef
@@ -192,44 +193,9 @@ class TemporalRuntime:
         """Start the turn's workflow and yield its events until it ends."""
         ctx = ctx.resolved(agent.name)
         assert ctx.run_id is not None
-        extras = dict(ctx.extras)
-        try:
-            json.dumps(extras)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"RuntimeContext.extras must be JSON values on the Temporal runtime: {exc}"
-            ) from None
-        client = await self.connect()
         key = SessionRef(agent.name, ctx.user_id, ctx.session)
         store = agent.session_store
-        last = await store.tail(key, 1)
-        seen = last[-1].seq if last else 0
-        turn = TurnInput(
-            agent=agent.name,
-            user_id=ctx.user_id,
-            session_id=ctx.session,
-            run_id=ctx.run_id,
-            turn_id=messages[0].id if messages else new_id("turn_"),
-            messages=[m.to_dict() for m in messages],
-            extras=extras,
-            options=self.activity_options,
-        )
-        try:
-            handle = await client.start_workflow(
-                WORKFLOW,
-                turn,
-                id=workflow_id(agent.name, ctx.user_id, ctx.session),
-                task_queue=self.task_queue,
-                result_type=TurnResult,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            )
-        except WorkflowAlreadyStartedError:
-            raise SessionBusyError(
-                f"a turn of session {ctx.session!r} of user {ctx.user_id!r} is running"
-            ) from None
-        except RPCError as exc:
-            raise TemporalUnavailableError(f"cannot start the turn: {exc}") from exc
+        handle, seen = await self._start_turn(agent.name, store, key, messages, ctx)
         base: dict[str, Any] = {"run_id": ctx.run_id, "session_id": ctx.session}
         yield AgentStartEvent(
             agent=agent.name,
@@ -248,12 +214,7 @@ class TemporalRuntime:
                 done = result.done()
                 wait = min(wait * 2, self.max_poll_interval)
                 if control is not None:
-                    if control.interrupted and not sent_interrupt:
-                        sent_interrupt = True
-                        await handle.signal(INTERRUPT, control.reason)
-                    if control.has_steering and not sent_interrupt:
-                        steering = control.take_steering()
-                        await handle.signal(STEER, [m.to_dict() for m in steering])
+                    sent_interrupt = await _signal_control(handle, control, sent_interrupt)
                 records = await store.read(key, after_seq=seen)
                 if records:
                     wait = self.poll_interval
@@ -273,10 +234,8 @@ class TemporalRuntime:
                 with contextlib.suppress(BaseException):
                     await result
         end: TurnResult = result.result()
-        if control is not None:  # steering too late for this turn: the session's next turn
-            for late in end.unused_steering:
-                kept = Msg.from_dict(late)
-                control.steer(kept.text, id=kept.id)
+        if control is not None:
+            _steer_next_turn(control, end)
         reply = Msg.from_dict(end.reply)
         if end.status == "error":
             error_type, text = end.error_type or "Error", end.error or ""
@@ -289,6 +248,76 @@ class TemporalRuntime:
             pending=tuple(end.pending),
             **base,
         )
+
+    async def _start_turn(
+        self,
+        agent: str,
+        store: SessionLogStore,
+        key: SessionRef,
+        messages: list[Msg],
+        ctx: RuntimeContext,
+    ) -> tuple[WorkflowHandle[Any, TurnResult], int]:
+        """Start the session's turn workflow; returns its handle and the sequence number of
+        the session's last record before the turn (its events are the records after it)."""
+        assert ctx.run_id is not None
+        extras = dict(ctx.extras)
+        try:
+            json.dumps(extras)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"RuntimeContext.extras must be JSON values on the Temporal runtime: {exc}"
+            ) from None
+        client = await self.connect()
+        last = await store.tail(key, 1)
+        seen: int = last[-1].seq if last else 0
+        turn = TurnInput(
+            agent=agent,
+            user_id=ctx.user_id,
+            session_id=ctx.session,
+            run_id=ctx.run_id,
+            turn_id=messages[0].id if messages else new_id("turn_"),
+            messages=[m.to_dict() for m in messages],
+            extras=extras,
+            options=self.activity_options,
+        )
+        try:
+            handle = await client.start_workflow(
+                WORKFLOW,
+                turn,
+                id=workflow_id(agent, ctx.user_id, ctx.session),
+                task_queue=self.task_queue,
+                result_type=TurnResult,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            )
+        except WorkflowAlreadyStartedError:
+            raise SessionBusyError(
+                f"a turn of session {ctx.session!r} of user {ctx.user_id!r} is running"
+            ) from None
+        except RPCError as exc:
+            raise TemporalUnavailableError(f"cannot start the turn: {exc}") from exc
+        return handle, seen
+
+
+async def _signal_control(
+    handle: WorkflowHandle[Any, TurnResult], control: TurnControl, sent_interrupt: bool
+) -> bool:
+    """Pass the caller's interrupt (once) and steering messages on to the turn's workflow;
+    returns whether the interrupt has been sent."""
+    if control.interrupted and not sent_interrupt:
+        sent_interrupt = True
+        await handle.signal(INTERRUPT, control.reason)
+    if control.has_steering and not sent_interrupt:
+        steering = control.take_steering()
+        await handle.signal(STEER, [m.to_dict() for m in steering])
+    return sent_interrupt
+
+
+def _steer_next_turn(control: TurnControl, end: TurnResult) -> None:
+    """Steering that came too late for the turn is kept for the session's next turn."""
+    for late in end.unused_steering:
+        kept = Msg.from_dict(late)
+        control.steer(kept.text, id=kept.id)
 
 
 def _event(record: SessionRecord, base: Mapping[str, Any]) -> Event | None:

@@ -105,53 +105,21 @@ class AguiTranslator:
     def translate(self, event: ev.Event) -> Iterator[BaseEvent]:
         """The AG-UI events for one harnessed event."""
         if event.source is not None:  # a sub-agent's: told as a custom event, briefly
-            if isinstance(event, ev.AgentStartEvent | ev.AgentEndEvent | ev.CustomEvent):
-                value: dict[str, Any] = {"source": event.source, "type": event.type}
-                if isinstance(event, ev.AgentEndEvent):
-                    value["status"] = event.status
-                if isinstance(event, ev.CustomEvent):
-                    value["name"] = event.name
-                yield CustomEvent(name="harnessed.subagent", value=value, timestamp=_ms())
+            yield from _subagent_event(event)
             return
         if isinstance(event, ev.ModelCallStartEvent):
             yield from self._close_step()
             self._step = f"model_call:{event.iteration}"
             yield StepStartedEvent(step_name=self._step, timestamp=_ms())
         elif isinstance(event, ev.TextDeltaEvent):
-            if self._reasoning is not None:
-                yield from self._close_text()
-            if self._text is None:
-                self._text = event.model_call_id
-                yield TextMessageStartEvent(
-                    message_id=self._text, role="assistant", timestamp=_ms()
-                )
-            yield TextMessageContentEvent(message_id=self._text, delta=event.text, timestamp=_ms())
+            yield from self._text_delta(event)
         elif isinstance(event, ev.ThinkingDeltaEvent):
-            if self._reasoning is None:
-                yield from self._close_text()
-                self._reasoning = "reasoning_" + event.model_call_id
-                yield ReasoningStartEvent(message_id=self._reasoning, timestamp=_ms())
-                yield ReasoningMessageStartEvent(
-                    message_id=self._reasoning, role="reasoning", timestamp=_ms()
-                )
-            yield ReasoningMessageContentEvent(
-                message_id=self._reasoning, delta=event.thinking, timestamp=_ms()
-            )
+            yield from self._thinking_delta(event)
         elif isinstance(event, ev.ModelCallEndEvent):
             yield from self._close_step()
         elif isinstance(event, ev.ToolCallEvent):
             yield from self._close_text()
-            call = event.call
-            yield ToolCallStartEvent(
-                tool_call_id=call.id,
-                tool_call_name=call.name,
-                parent_message_id=event.model_call_id,
-                timestamp=_ms(),
-            )
-            yield ToolCallArgsEvent(
-                tool_call_id=call.id, delta=json.dumps(dict(call.input)), timestamp=_ms()
-            )
-            yield ToolCallEndEvent(tool_call_id=call.id, timestamp=_ms())
+            yield from _tool_call(event)
         elif isinstance(event, ev.ToolResultEvent):
             result = event.result
             yield ToolCallResultEvent(
@@ -162,16 +130,7 @@ class AguiTranslator:
                 timestamp=_ms(),
             )
         elif isinstance(event, ev.ConfirmationRequestEvent):
-            self.interrupts.append(
-                Interrupt(
-                    id=event.request_id,
-                    reason="tool_approval",
-                    message=event.reason,
-                    tool_call_id=event.call.id,
-                    response_schema=ANSWER_SCHEMA,
-                    metadata={"tool": event.call.name, "arguments": dict(event.call.input)},
-                )
-            )
+            self.interrupts.append(_approval_interrupt(event))
         elif isinstance(event, ev.CustomEvent):
             yield CustomEvent(name=event.name, value=dict(event.data), timestamp=_ms())
         elif isinstance(event, ev.MaxItersEvent):
@@ -183,20 +142,46 @@ class AguiTranslator:
             self.finished = True
             yield RunErrorEvent(message=event.message, code=event.error_type, timestamp=_ms())
         elif isinstance(event, ev.AgentEndEvent):
-            yield from self._close_step()
-            self.finished = True
-            outcome: Any
-            if event.status in ("interrupted", "stopped", "cancelled"):
-                outcome = RunFinishedCancelledOutcome()
-            else:
-                outcome = RunFinishedSuccessOutcome()
-            yield RunFinishedEvent(
-                thread_id=self.thread_id,
-                run_id=self.run_id,
-                result={"text": event.reply.text, "status": event.status},
-                outcome=outcome,
-                timestamp=_ms(),
+            yield from self._agent_end(event)
+
+    def _text_delta(self, event: ev.TextDeltaEvent) -> Iterator[BaseEvent]:
+        """A piece of the reply's text: ends the reasoning, opens the text message once."""
+        if self._reasoning is not None:
+            yield from self._close_text()
+        if self._text is None:
+            self._text = event.model_call_id
+            yield TextMessageStartEvent(message_id=self._text, role="assistant", timestamp=_ms())
+        yield TextMessageContentEvent(message_id=self._text, delta=event.text, timestamp=_ms())
+
+    def _thinking_delta(self, event: ev.ThinkingDeltaEvent) -> Iterator[BaseEvent]:
+        """A piece of the model's reasoning: ends the text, opens the reasoning message once."""
+        if self._reasoning is None:
+            yield from self._close_text()
+            self._reasoning = "reasoning_" + event.model_call_id
+            yield ReasoningStartEvent(message_id=self._reasoning, timestamp=_ms())
+            yield ReasoningMessageStartEvent(
+                message_id=self._reasoning, role="reasoning", timestamp=_ms()
             )
+        yield ReasoningMessageContentEvent(
+            message_id=self._reasoning, delta=event.thinking, timestamp=_ms()
+        )
+
+    def _agent_end(self, event: ev.AgentEndEvent) -> Iterator[BaseEvent]:
+        """The turn's end: the run finishes, cancelled if the turn was cut short."""
+        yield from self._close_step()
+        self.finished = True
+        outcome: Any
+        if event.status in ("interrupted", "stopped", "cancelled"):
+            outcome = RunFinishedCancelledOutcome()
+        else:
+            outcome = RunFinishedSuccessOutcome()
+        yield RunFinishedEvent(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            result={"text": event.reply.text, "status": event.status},
+            outcome=outcome,
+            timestamp=_ms(),
+        )
 
     def pause(self) -> Iterator[BaseEvent]:
         """End the run waiting for the approvals collected (the turn waits on)."""
@@ -247,6 +232,44 @@ async def ag_ui_stream(
             code=type(error).__name__ if error else "RuntimeError",
         )
         yield encoder.encode(failed).encode()
+
+
+def _subagent_event(event: ev.Event) -> Iterator[BaseEvent]:
+    """A sub-agent's start, end or custom event, told briefly as one custom event."""
+    if isinstance(event, ev.AgentStartEvent | ev.AgentEndEvent | ev.CustomEvent):
+        value: dict[str, Any] = {"source": event.source, "type": event.type}
+        if isinstance(event, ev.AgentEndEvent):
+            value["status"] = event.status
+        if isinstance(event, ev.CustomEvent):
+            value["name"] = event.name
+        yield CustomEvent(name="harnessed.subagent", value=value, timestamp=_ms())
+
+
+def _tool_call(event: ev.ToolCallEvent) -> Iterator[BaseEvent]:
+    """A whole tool call: its start, its arguments in one piece and its end."""
+    call = event.call
+    yield ToolCallStartEvent(
+        tool_call_id=call.id,
+        tool_call_name=call.name,
+        parent_message_id=event.model_call_id,
+        timestamp=_ms(),
+    )
+    yield ToolCallArgsEvent(
+        tool_call_id=call.id, delta=json.dumps(dict(call.input)), timestamp=_ms()
+    )
+    yield ToolCallEndEvent(tool_call_id=call.id, timestamp=_ms())
+
+
+def _approval_interrupt(event: ev.ConfirmationRequestEvent) -> Interrupt:
+    """The AG-UI interrupt asking for the approval of a tool call."""
+    return Interrupt(
+        id=event.request_id,
+        reason="tool_approval",
+        message=event.reason,
+        tool_call_id=event.call.id,
+        response_schema=ANSWER_SCHEMA,
+        metadata={"tool": event.call.name, "arguments": dict(event.call.input)},
+    )
 
 
 def _last_user_text(run: RunAgentInput) -> str | None:
