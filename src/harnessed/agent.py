@@ -148,12 +148,41 @@ class HarnessAgent(AgentHost):
         self.prices: PriceTable = options.get("prices") or default_prices()
         self.compaction = compaction
         self.tool_result_eviction, self.prune = tool_result_eviction, prune
+        self._build_context(sys_prompt, context_policy, prune, max_context_tokens, options)
+        for key, text in (instructions or {}).items():
+            self.add_instruction(key, text)
+        self.prepare: RequestPreparer = options.get("prepare") or self.compiler
+        self.tool_guard = options.get("tool_guard")
+        self._build_parts()
+        shortcuts = Shortcuts(
+            memory=memory,
+            enable_task_list=enable_task_list,
+            **{k: v for k, v in options.items() if k in SHORTCUT_OPTIONS},  # type: ignore[arg-type]
+        )
+        given = Shortcuts.given_capabilities(
+            capabilities, skills, options.get("subagents"), self.workspace, options.get("web")
+        )
+        self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
+        self.skills = Shortcuts.skills_of(self.capabilities)
+        """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""
+        self.toolkit = Toolkit(tools)
+        self._plug_in(frozenset(self.toolkit.names))
+
+    def _build_context(
+        self,
+        sys_prompt: str,
+        context_policy: ContextPolicy | None,
+        prune: PruneConfig | None,
+        max_context_tokens: int,
+        options: AgentOptions,
+    ) -> None:
+        """The history transforms and the context compiler, from the configuration."""
         transforms = history_transforms(
-            agent_name=name,
+            agent_name=self.name,
             workspace=self.workspace,
-            eviction=tool_result_eviction,
+            eviction=self.tool_result_eviction,
             prune=prune,
-            compaction=compaction,
+            compaction=self.compaction,
             summaries=lambda: self.summary_requests,
             flusher=lambda: self.memory_flusher,
         )
@@ -170,39 +199,24 @@ class HarnessAgent(AgentHost):
         if self.workspace is not None:
             self.compiler.refs_loader = WorkspaceRefsLoader(
                 self.workspace,
-                name,
+                self.name,
                 self.compiler.meter.estimator,
                 max_context_tokens=max_context_tokens,
                 context_files=options.get("context_files", ()),
             )
-        for key, text in (instructions or {}).items():
-            self.add_instruction(key, text)
-        self.prepare: RequestPreparer = options.get("prepare") or self.compiler
-        self.tool_guard = options.get("tool_guard")
+
+    def _build_parts(self) -> None:
+        """The parts whose methods the agent offers (see the forwards below)."""
         self._locks = SessionLocks()
-        self._editor = StateEditor(name, self.state_store, self.session_store, self._locks)
+        self._editor = StateEditor(self.name, self.state_store, self.session_store, self._locks)
         self.verification = VerificationService(self._editor)
-        # the parts whose methods the agent offers (see the forwards below the constructor)
         self._tasks = TaskControls(self._editor, self.verification)
-        self._plan = PlanControls(name, self._editor, self.capability)
-        self._permissions = PermissionControls(name, self._editor, lambda: self.approval_gate)
-        self._log = SessionQueries(name, self.session_store)
-        self._sessions = SessionAccess(self, name, self.workspace)
+        self._plan = PlanControls(self.name, self._editor, self.capability)
+        self._permissions = PermissionControls(self.name, self._editor, lambda: self.approval_gate)
+        self._log = SessionQueries(self.name, self.session_store)
+        self._sessions = SessionAccess(self, self.name, self.workspace)
         if self._stores.gate is not None:
             self._sessions.turn_gate = self._stores.gate
-        shortcuts = Shortcuts(
-            memory=memory,
-            enable_task_list=enable_task_list,
-            **{k: v for k, v in options.items() if k in SHORTCUT_OPTIONS},  # type: ignore[arg-type]
-        )
-        given = Shortcuts.given_capabilities(
-            capabilities, skills, options.get("subagents"), self.workspace, options.get("web")
-        )
-        self.capabilities = CapabilitySet(shortcuts.capabilities(self.workspace, given))
-        self.skills = Shortcuts.skills_of(self.capabilities)
-        """Agent Skills (``skills=`` or a :class:`~harnessed.skills.Skills` capability)."""
-        self.toolkit = Toolkit(tools)
-        self._plug_in(frozenset(self.toolkit.names))
 
     # ----------------------------------------------- the parts' methods, forwarded
     task_state = forward("_tasks", TaskControls.task_state)
