@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from harnessed.capabilities.base import Capability
 from harnessed.tools.base import Tool, ToolError
 from harnessed.tools.decorator import tool
-from harnessed.web.fetch import WebFetchConfig, WebFetcher, WebFetchError, render_page
+from harnessed.web.config import WebFetchConfig
 from harnessed.web.search import SearchProvider, render_results
+
+if TYPE_CHECKING:
+    from harnessed.web.fetch import WebFetcher
 
 __all__ = ["Web"]
 
@@ -33,8 +37,17 @@ class Web(Capability):
         if search is not None and not isinstance(search, SearchProvider):
             raise TypeError(f"Web search must be a SearchProvider, got {type(search).__name__}")
         self.fetch_config = fetch if fetch is not None else WebFetchConfig()
-        self.fetcher = WebFetcher(self.fetch_config)
+        self._fetcher: WebFetcher | None = None
         self.search_provider = search
+
+    @property
+    def fetcher(self) -> WebFetcher:
+        """The fetcher (made, with its HTTP client library, at the first fetch)."""
+        if self._fetcher is None:
+            from harnessed.web.fetch import WebFetcher
+
+            self._fetcher = WebFetcher(self.fetch_config)
+        return self._fetcher
 
     def tools(self) -> Sequence[Tool]:
         found = [self._fetch_tool()]
@@ -43,7 +56,7 @@ class Web(Capability):
         return found
 
     def _fetch_tool(self) -> Tool:
-        fetcher, default_limit = self.fetcher, self.fetch_config.page_lines
+        default_limit = self.fetch_config.page_lines
 
         @tool(name="web_fetch", read_only=True, concurrency_safe=True)
         async def web_fetch(url: str, offset: int = 1, limit: int = default_limit) -> str:
@@ -52,10 +65,12 @@ class Web(Capability):
             Args:
                 offset: First line (1-based); read on with the offset shown.
             """
+            from harnessed.web.fetch import WebFetchError, render_page
+
             if offset < 1 or not 1 <= limit <= _MAX_LIMIT:
                 raise ToolError(f"offset must be 1 or more and limit 1 to {_MAX_LIMIT}")
             try:
-                page = await fetcher.page(url.strip())
+                page = await self.fetcher.page(url.strip())
             except WebFetchError as exc:
                 raise ToolError(str(exc)) from None
             return render_page(page, offset, limit)
@@ -84,4 +99,5 @@ class Web(Capability):
         return web_search
 
     async def close(self) -> None:
-        await self.fetcher.close()
+        if self._fetcher is not None:
+            await self._fetcher.close()
