@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from harnessed.capabilities.hooks import FactsRequest, HistoryBudget
-from harnessed.capabilities.seam import USAGE_SINK, PrepareInfo
+from harnessed.capabilities.seam import USAGE_SINK
 from harnessed.compaction.prompts import FACTS_TAG, in_context_summary_prompt
-from harnessed.compaction.summarize import EmptySummaryError, SummaryResult
+from harnessed.compaction.summarize import EmptySummaryError, SummaryResult, summary_info
 from harnessed.context.prefix import equal_prefix
-from harnessed.messages import Msg, new_id
+from harnessed.messages import Msg
 from harnessed.models.base import ModelRequest, collect
 
 if TYPE_CHECKING:
@@ -71,16 +71,7 @@ async def summarize_in_context(
     if len(shown) != len(history) or len(sent) < cut or equal_prefix(sent, shown) < len(sent):
         return None  # the history was rewritten since, or the cut lies beyond what was sent
     model = parent.model
-    info = PrepareInfo(
-        agent_name=parent.agent_name,
-        runtime=parent.runtime,
-        model=model,
-        model_call_id=new_id("mc_"),
-        iteration=parent.iteration,
-        purpose="summary",
-        emit=parent.emit,
-        run_cache=parent.run_cache,
-    )
+    info = summary_info(parent, model)
     meter = compiler.meter
     session = (parent.agent_name, parent.runtime.user_id, parent.runtime.session)
     prefix = meter.messages(stable) + meter.tools(last.tools)

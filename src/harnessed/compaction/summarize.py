@@ -113,17 +113,7 @@ class Summarizer:
         # The transcript sits inside <transcript> tags: escaped, no text in it can close them.
         transcript = escape("\n\n".join(entries))
         prompt = self.config.summary_prompt.replace(MESSAGES_PLACEHOLDER, transcript)
-        parent = budget.info
-        info = PrepareInfo(
-            agent_name=parent.agent_name,
-            runtime=parent.runtime,
-            model=model,
-            model_call_id=new_id("mc_"),
-            iteration=parent.iteration,
-            purpose="summary",
-            emit=parent.emit,
-            run_cache=parent.run_cache,
-        )
+        info = summary_info(budget.info, model)
         draft = ModelRequest(
             messages=(Msg.system(SUMMARY_SYSTEM), Msg.user(prompt)),
             max_output_tokens=max_tokens,
@@ -132,7 +122,7 @@ class Summarizer:
         )
         request = await self._requests().prepare_summary(budget.state, draft, info)
         response = await collect(model, request)
-        count = parent.run_cache.get(USAGE_SINK)
+        count = info.run_cache.get(USAGE_SINK)
         if callable(count):  # the summary is paid for by the call it was made for
             count(
                 response.usage, (response.model, model.name), getattr(model, "provider_name", None)
@@ -141,3 +131,17 @@ class Summarizer:
         if not text:
             raise EmptySummaryError(f"the summary model {model.name!r} returned no text")
         return text
+
+
+def summary_info(parent: PrepareInfo, model: Model) -> PrepareInfo:
+    """What a summary request to ``model`` is prepared with, made during ``parent``'s request."""
+    return PrepareInfo(
+        agent_name=parent.agent_name,
+        runtime=parent.runtime,
+        model=model,
+        model_call_id=new_id("mc_"),
+        iteration=parent.iteration,
+        purpose="summary",
+        emit=parent.emit,
+        run_cache=parent.run_cache,
+    )

@@ -184,8 +184,10 @@ def _drop(event: object) -> None:
     """A durable task's events go nowhere live (its parent may be in another process)."""
 
 
-async def _task_records(child: Delegate, ctx: RuntimeContext, task_id: str) -> list[SessionRecord]:
-    """The records of the sub-agent's log since this task's ``subagent/spawned``."""
+async def _from_spawn(
+    child: Delegate, ctx: RuntimeContext, task_id: str
+) -> tuple[list[SessionRecord], int | None]:
+    """The sub-agent's log, and where this task's ``subagent/spawned`` record is in it."""
     records = await child.session_store.read(SessionRef(child.name, ctx.user_id, ctx.session))
     start = next(
         (
@@ -195,6 +197,12 @@ async def _task_records(child: Delegate, ctx: RuntimeContext, task_id: str) -> l
         ),
         None,
     )
+    return records, start
+
+
+async def _task_records(child: Delegate, ctx: RuntimeContext, task_id: str) -> list[SessionRecord]:
+    """The records of the sub-agent's log since this task's ``subagent/spawned``."""
+    records, start = await _from_spawn(child, ctx, task_id)
     if start is None:
         return []
     found: list[SessionRecord] = []
@@ -209,15 +217,7 @@ async def _task_records(child: Delegate, ctx: RuntimeContext, task_id: str) -> l
 async def _since_spawn(child: Delegate, ctx: RuntimeContext, task_id: str) -> list[Msg]:
     """The messages the sub-agent's log holds for this task (after its ``subagent/spawned``
     record): what it was given and how far it got."""
-    records = await child.session_store.read(SessionRef(child.name, ctx.user_id, ctx.session))
-    start = next(
-        (
-            i
-            for i, r in enumerate(records)
-            if r.type == SPAWNED and r.payload.get("task_id") == task_id
-        ),
-        None,
-    )
+    records, start = await _from_spawn(child, ctx, task_id)
     if start is None:
         return []
     return [r.message for r in records[start + 1 :] if r.message is not None]
