@@ -103,14 +103,13 @@ async def test_a_sub_agents_requests_are_answered_on_the_page(
                 await page.fill("#input", "background: touch the db marker")
                 await page.press("#input", "Enter")
                 await expect(page.locator(".status").last).to_have_text("done")
-                ctx = RuntimeContext(
-                    "alice", await page.locator("#sessions li").get_attribute("data-id") or ""
-                )
+                current = page.locator("#sessions li.current")
+                ctx = RuntimeContext("alice", await current.get_attribute("data-id") or "")
                 for _ in range(6000):
                     if await agent.pending_confirmations(ctx):
                         break
                     await asyncio.sleep(0.01)
-                await page.locator("#sessions li").first.click()
+                await page.locator(f'#sessions li[data-id="{ctx.session_id}"]').click()
                 card = page.locator(".confirm").last
                 await expect(card.locator(".source")).to_have_text("asked by sub-agent worker:3")
                 await card.locator(".approve").click()

@@ -379,7 +379,8 @@ function rememberTitle(text) {
 }
 
 async function send(text) {
-  if (!state.session) await newSession();
+  if (creating) await creating;  // typed right after "New": it belongs to the new session
+  else if (!state.session) await newSession();
   rememberTitle(text);
   if (state.busy) {
     add("msg", text, "user steer");
@@ -448,10 +449,18 @@ async function loadSessions() {
   } catch (e) { status(e.message, true); }
 }
 
-async function newSession() {
-  const created = await (await api("POST", "/v1/sessions" + agentQuery(), {})).json();
-  await loadSessions();
-  await openSession(created.session_id);
+let creating = null;  // a session being made: a message sent meanwhile waits for it
+
+function newSession() {
+  if (!creating) {
+    creating = (async () => {
+      const created = await (await api("POST", "/v1/sessions" + agentQuery(), {})).json();
+      state.session = created.session_id;
+      await loadSessions();
+      await openSession(created.session_id);
+    })().finally(() => { creating = null; });
+  }
+  return creating;
 }
 
 async function loadAgents() {
