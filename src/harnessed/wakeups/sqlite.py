@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harnessed._internal.sqlite_wal import use_wal
 from harnessed.wakeups.spec import Wakeup, WakeupLimitError
 from harnessed.wakeups.store import limit_message
 
@@ -55,6 +56,22 @@ def _row(row: tuple[Any, ...]) -> Wakeup:
     )
 
 
+def _set_up(conn: sqlite3.Connection) -> None:
+    """WAL mode and the schema, safe against another process setting up the same file (the
+    schema is written in a transaction that takes the write lock first)."""
+    conn.execute("PRAGMA busy_timeout=30000")
+    use_wal(conn)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 class SqliteWakeupStore:
     """A :class:`~harnessed.wakeups.WakeupStore` in one SQLite file."""
 
@@ -72,9 +89,11 @@ class SqliteWakeupStore:
             conn = sqlite3.connect(
                 self.path, timeout=30.0, isolation_level=None, check_same_thread=False
             )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            conn.executescript(_SCHEMA)
+            try:
+                _set_up(conn)
+            except BaseException:
+                conn.close()
+                raise
             self._conn = conn
         return self._conn
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from harnessed._internal.sqlite_wal import use_wal
 from harnessed.log.record import SessionRecord
 from harnessed.log.search import (
     MatchMode,
@@ -92,7 +93,7 @@ class _Db:
 
     def _setup(self, tokenizer: str) -> None:
         conn = self.conn
-        conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("BEGIN IMMEDIATE")
         try:
