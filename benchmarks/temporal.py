@@ -263,17 +263,22 @@ async def background(address: str, tasks: int, workspace: Path) -> dict[str, flo
             )
             started = datetime.fromisoformat(records[0].timestamp).timestamp()
             latencies.append(started - at)
-        return {
-            "tasks": tasks,
-            "workers": 3,
-            "seconds": elapsed,
-            "throughput_per_s": tasks / elapsed,
-            "start_latency_p50_ms": 1000 * statistics.median(latencies),
-            "start_latency_p99_ms": 1000 * _p(latencies, 0.99),
-        }
+        return _throughput(tasks, elapsed, latencies)
     finally:
         await client_agent.close()
         _stop(workers)
+
+
+def _throughput(tasks: int, elapsed: float, latencies: list[float]) -> dict[str, float]:
+    """The row of a run of ``tasks`` over three workers: rate and latency to start."""
+    return {
+        "tasks": tasks,
+        "workers": 3,
+        "seconds": elapsed,
+        "throughput_per_s": tasks / elapsed,
+        "start_latency_p50_ms": 1000 * statistics.median(latencies),
+        "start_latency_p99_ms": 1000 * _p(latencies, 0.99),
+    }
 
 
 async def subagent_tasks(address: str, tasks: int, workspace: Path) -> dict[str, float]:
@@ -311,14 +316,7 @@ async def subagent_tasks(address: str, tasks: int, workspace: Path) -> dict[str,
             ended.append(_at(parent_log[0]))
             latencies.append(_at(start) - _at(spawn))
         elapsed = max(ended) - min(spawned)
-        return {
-            "tasks": tasks,
-            "workers": 3,
-            "seconds": elapsed,
-            "throughput_per_s": tasks / elapsed,
-            "start_latency_p50_ms": 1000 * statistics.median(latencies),
-            "start_latency_p99_ms": 1000 * _p(latencies, 0.99),
-        }
+        return _throughput(tasks, elapsed, latencies)
     finally:
         await parent.close()
         _stop(workers)

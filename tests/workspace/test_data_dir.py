@@ -53,3 +53,45 @@ async def test_an_agent_keeps_its_session_and_state_in_the_data_dir(tmp_path: Pa
         await agent.close()
     assert sorted(p.name for p in project.iterdir()) == ["README.md"]
     assert list(data.rglob("s.log.jsonl"))
+
+
+async def test_the_model_reaches_nothing_in_the_data_dir(tmp_path: Path) -> None:
+    # another user's session log there, asked for by absolute path, workspace path and '..'
+    from harnessed.models import ScriptedResponse, ScriptedToolCall
+
+    project, data = tmp_path / "project", tmp_path / "data"
+    project.mkdir()
+    (project / "README.md").write_text("hello\n")
+    other = HarnessAgent("a", ScriptedModel(["ok"]), workspace=Workspace(project, data_dir=data))
+    await other.call("eve's secret", RuntimeContext("eve", "x"))
+    await other.close()
+    [victim] = data.rglob("x.log.jsonl")
+    calls = [
+        ("read_file", {"path": str(victim)}),
+        ("read_file", {"path": str(victim.relative_to(data))}),
+        ("read_file", {"path": "../data/" + str(victim.relative_to(data))}),
+        ("write_file", {"path": str(victim.relative_to(data)), "content": "x"}),
+        ("write_file", {"path": str(data / ".harnessed" / "planted"), "content": "x"}),
+        ("glob_files", {"pattern": "**/*.jsonl"}),
+    ]
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[ScriptedToolCall(name, args, id=f"c{i}")])
+            for i, (name, args) in enumerate(calls)
+        ]
+        + ["done"]
+    )
+    agent = HarnessAgent(
+        "a", model, workspace=Workspace(project, data_dir=data), permission_mode="bypass"
+    )
+    try:
+        await agent.call("go", RuntimeContext("u", "s"))
+    finally:
+        await agent.close()
+    answers = [request.messages[-1].text for request in model.requests[1:]]
+    assert all("secret" not in a for a in answers)
+    assert all(a.startswith("Error:") for a in answers[:5]), answers
+    assert answers[5].startswith("No files match")
+    assert "eve's secret" in victim.read_text()
+    assert not (data / ".harnessed" / "planted").exists()
+    assert sorted(p.name for p in project.iterdir()) == ["README.md"]
