@@ -6,6 +6,8 @@ The shape of ``long_horizon.py`` (one tool call per step, two every tenth; repor
 * today: the transforms as they were before the cost work (pruning whenever 20k tokens of old
   output are prunable, a little at every few steps; summaries of a separate transcript; results
   written out only over 80,000 characters);
+* today np: today's transforms with pruning off (the issue measured 1.37 M units for it at
+  128k, against 1.78 M for today);
 * harnessed: the current defaults (pruning in rare, large batches; summaries written in
   context, repeating the cached prefix, with memory's flush asked for in the same request; see
   docs/cost.md);
@@ -63,6 +65,7 @@ TRANSCRIPT = CompactionConfig(in_context=False)
 """Summaries of a separate transcript (no cached prefix), as they were."""
 CONFIGS: dict[str, dict[str, Any]] = {
     "today": {"prune": TODAY, "compaction": TRANSCRIPT, "tool_result_eviction": SHARE_OFF},
+    "today np": {"prune": None, "compaction": TRANSCRIPT, "tool_result_eviction": SHARE_OFF},
     "harnessed": {},
     "transcript": {"compaction": TRANSCRIPT},
     "share off": {"tool_result_eviction": SHARE_OFF},
@@ -118,9 +121,14 @@ async def run(window: int, name: str) -> Outcome:
         if taken >= STEPS:
             return "All items inspected; no anomalies."
         taken += 1
-        calls = [ScriptedToolCall("inspect", {"item": taken, "size": size_for(taken)})]
+        # Fixed call ids (a provider's are random): the runs differ only by their settings.
+        calls = [
+            ScriptedToolCall("inspect", {"item": taken, "size": size_for(taken)}, f"call_{taken}")
+        ]
         if taken % 10 == 0:
-            calls.append(ScriptedToolCall("inspect", {"item": -taken, "size": 3_000}))
+            calls.append(
+                ScriptedToolCall("inspect", {"item": -taken, "size": 3_000}, f"call_{taken}b")
+            )
         return ScriptedResponse(tool_calls=calls)
 
     model = ScriptedModel(responder=respond, context_window=window, overflow_at_tokens=window)

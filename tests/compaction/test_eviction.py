@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,10 @@ def offload_of(message: Msg) -> dict[str, object]:
 async def test_a_result_one_char_over_the_limit_is_written_out_and_replaced(
     tmp_path: Path,
 ) -> None:
-    model = ScriptedModel([ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=BIG)]), "ok"])
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=BIG)]), "ok"],
+        context_window=1_000_000,  # large enough for the reference's limit and previews
+    )
     agent = HarnessAgent("ev", model, workspace=tmp_path, tools=[dump_logs])
     await agent.call("show me the logs", CTX)
 
@@ -164,7 +168,8 @@ async def test_the_same_output_is_written_once_and_never_evicted_twice() -> None
             ScriptedResponse(tool_calls=[call("dump_logs", "c2", size=10)]),
             ScriptedResponse(tool_calls=[call("dump_logs", "c3", size=10)]),
             "ok",
-        ]
+        ],
+        context_window=1_000_000,  # the limit and previews do not depend on the window here
     )
     agent = HarnessAgent("ev", model, workspace=Workspace(fs), tools=[dump_logs])
     await agent.call("go", CTX)
@@ -179,7 +184,8 @@ async def test_the_same_output_is_written_once_and_never_evicted_twice() -> None
     original = (await agent.session_messages(CTX))[:3]
     assert agent.compiler.evictor is not None
     state = await agent.load_state(CTX)
-    budget = HistoryBudget(10_000, agent.compiler.meter.message, info_for(agent, model), state)
+    limit = agent.compiler.policy.input_limit(model.context_window)  # as the run's requests
+    budget = HistoryBudget(limit, agent.compiler.meter.message, info_for(agent, model), state)
     again = await agent.compiler.evictor(original, budget)
     assert again.transforms == ("tool_result_offload",)
     assert again.history[2].text == notices[0].text and again.history[2].id == notices[0].id
@@ -308,3 +314,35 @@ async def test_by_default_a_result_over_a_tenth_of_a_small_window_is_written_out
     assert OFFLOAD_KEY in sent.metadata and len(sent.text) < 6_000
     assert ToolResultEvictionConfig().limit(32_000) == 12_800
     assert ToolResultEvictionConfig().limit(1_000_000) == 80_000
+
+
+async def test_in_a_small_window_the_preview_shrinks_with_the_limit(tmp_path: Path) -> None:
+    # 32k: an input limit of about 27-30k tokens (4,000 kept for output, 640 of margin, and the
+    # estimator's calibration) makes the limit 11-12k characters, about 14 % of 80,000; each
+    # preview is as much of 2,000
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=20_000)]), "ok"],
+        context_window=32_000,
+    )
+    agent = HarnessAgent("ev", model, workspace=tmp_path, tools=[dump_logs])
+    await agent.call("show me the logs", CTX)
+    [sent] = tool_messages(model.requests[1])
+    full = text_of(20_000)
+    [head] = re.findall(r"--- first (\d+) characters ---", sent.text)
+    [tail] = re.findall(r"--- last (\d+) characters ---", sent.text)
+    shown = int(head)
+    assert head == tail and 250 <= shown <= 350
+    assert full[:shown] in sent.text and full[-shown:] in sent.text
+    assert full[: shown + 1] not in sent.text
+    assert len(sent.text) < 1_200  # a notice of a fortieth of the window, not a third
+
+
+def test_the_preview_scales_only_where_the_window_sets_the_limit() -> None:
+    default = ToolResultEvictionConfig()
+    assert default.preview(200_000) == default.preview(1_000_000) == 2_000  # the reference's
+    assert default.preview(128_000) == 1_280 and default.preview(32_000) == 320
+    # a limit the user set below the window's keeps the preview the user set
+    own = ToolResultEvictionConfig(max_result_chars=10_000, preview_chars=1_500)
+    assert own.preview(32_000) == 1_500 and own.preview(16_000) == 1_500 * 6_400 // 10_000
+    assert ToolResultEvictionConfig(max_window_share=None).preview(8_000) == 2_000
+    assert ToolResultEvictionConfig(preview_chars=0).preview(32_000) == 0

@@ -71,7 +71,10 @@ class ToolResultEvictionConfig:
     max_result_chars: int = 80_000
     """A result longer than this many characters is written out (exactly this many stays)."""
     preview_chars: int = 2_000
-    """Characters of the head and of the tail shown in the notice (at most half the text each)."""
+    """Characters of the head and of the tail shown in the notice (at most half the text each).
+    When ``max_window_share`` sets a limit below ``max_result_chars`` (a window under 200k),
+    the preview shrinks in the same proportion: at 32k, 320 characters each (see
+    ``preview``)."""
     path: str = "large_tool_results"
     """Workspace directory for the files; the isolation scope adds ``<agent>/<user>/…`` below."""
     excluded_tools: frozenset[str] = DEFAULT_EVICTION_EXCLUDED_TOOLS
@@ -89,6 +92,16 @@ class ToolResultEvictionConfig:
         if self.max_window_share is None:
             return self.max_result_chars
         return max(min(self.max_result_chars, int(input_tokens * 4 * self.max_window_share)), 1)
+
+    def preview(self, input_tokens: int) -> int:
+        """The head and tail preview, in characters each, for a request whose input limit is
+        ``input_tokens``: ``preview_chars`` scaled by how far the window's limit lies below
+        ``max_result_chars``, so a notice keeps the same share of the limit at any window (a
+        fixed 4,000-character preview would be a third of the 12,800-character limit at 32k)."""
+        limit = self.limit(input_tokens)
+        if limit >= self.max_result_chars:
+            return self.preview_chars
+        return self.preview_chars * limit // self.max_result_chars
 
     def __post_init__(self) -> None:
         owner = "ToolResultEvictionConfig"

@@ -71,6 +71,7 @@ class ToolResultEvictor:
         config = self.config
         runtime = budget.info.runtime
         max_chars = config.limit(budget.tokens)
+        preview = config.preview(budget.tokens)
         directory: str | None = None
         changed: list[Msg] | None = None
         offloaded = 0
@@ -107,7 +108,7 @@ class ToolResultEvictor:
                     continue
                 blocks[position] = ToolResultBlock(
                     block.tool_use_id,
-                    eviction_notice(path, block.content, config.preview_chars),
+                    eviction_notice(path, block.content, preview),
                     is_error=block.is_error,
                     name=block.name,
                 )
