@@ -129,11 +129,13 @@ def researcher(done: asyncio.Event) -> Any:
     )
 
 
-def deployer() -> Any:
-    """A sub-agent that wants to run ``deploy`` (which needs a person's approval)."""
+def deployer(release: asyncio.Event) -> Any:
+    """A sub-agent that wants to run ``deploy`` (which needs a person's approval), once
+    ``release`` is set."""
     from harnessed.subagents import SubagentSpec
 
-    def answer(request: ModelRequest) -> ScriptedResponse:
+    async def answer(request: ModelRequest) -> ScriptedResponse:
+        await release.wait()
         if request.messages[-1].role == "tool":
             return ScriptedResponse(text="done")
         return ScriptedResponse(tool_calls=[ScriptedToolCall("deploy", {"target": "prod"})])

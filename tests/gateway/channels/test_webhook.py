@@ -43,6 +43,7 @@ class Setup:
     tools: Tools
     gateway: Gateway
     research_done: Any
+    deploy_released: Any
 
     async def post(
         self, body: dict[str, Any], headers: dict[str, str] | None = None
@@ -82,13 +83,13 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
         await recorder.add(request.url.path, await json_body(request))
         return JSONResponse({"ok": True})
 
-    gate, tools, done = Gate(), Tools(), asyncio.Event()
+    gate, tools, done, release = Gate(), Tools(), asyncio.Event(), asyncio.Event()
     agent = make_agent(
         tmp_path,
         gate,
         tools,
         capabilities=[
-            Subagents([researcher(done), deployer()]),
+            Subagents([researcher(done), deployer(release)]),
             Wakeups(WakeupsConfig(min_delay=0, poll_seconds=0.05)),
         ],
     )
@@ -99,7 +100,7 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
             make(gateway_app(gateway)) as url,
             httpx.AsyncClient(base_url=url, timeout=60) as client,
         ):
-            yield Setup(client, recorder, gate, tools, gateway, done)
+            yield Setup(client, recorder, gate, tools, gateway, done, release)
     await agent.close()
 
 
@@ -228,7 +229,11 @@ async def test_a_background_sub_agent_that_needs_a_person_is_told_to_the_channel
     setup: Setup,
 ) -> None:
     await setup.post({"peer": "ann", "text": "ship it"})
-    replies = await setup.reply_to("ann", 2)  # "started", then the news, unasked
+    await setup.reply_to("ann")  # "started"
+    # the sub-agent gets going once that turn is over (had it finished during the turn, the
+    # turn's next request would have carried the news: the model tells the user itself)
+    setup.deploy_released.set()
+    replies = await setup.reply_to("ann", 2)  # then the news, unasked
     assert "Your background work is done" in replies[1]["text"]
     assert "needs the user's approval" in replies[1]["text"]
     assert setup.tools.deployed == []
