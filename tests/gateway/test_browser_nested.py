@@ -4,6 +4,7 @@ which sub-agent asks, and answering it there lets the sub-agent go on."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 from harnessed import HarnessAgent, RuntimeContext
@@ -51,7 +52,14 @@ async def test_a_sub_agents_requests_are_answered_on_the_page(
     from playwright.async_api import async_playwright, expect
 
     touched.clear()
-    spec = SubagentSpec("worker", "Works.", model=ScriptedModel(responder=work, name="child"))
+    released = threading.Event()  # set by the test, waited for in the server's thread
+
+    async def held(request: ModelRequest) -> str | ScriptedResponse:
+        if "background" in last_user_text(request):
+            await asyncio.to_thread(released.wait)  # it asks only once its turn is over
+        return work(request)
+
+    spec = SubagentSpec("worker", "Works.", model=ScriptedModel(responder=held, name="child"))
     agent = HarnessAgent(
         "lead",
         ScriptedModel(responder=lead, chunk_size=6),
@@ -98,20 +106,24 @@ async def test_a_sub_agents_requests_are_answered_on_the_page(
                     "Worker: tool said: The user answered: b.py"
                 )
 
-                # a background sub-agent asks after the turn ended: shown when the session is
-                # opened again, answered there, and it goes on
+                # a background sub-agent asks after the turn ended, and after the page's look
+                # for waiting requests at the turn's end (begun when "done" shows; the test
+                # waits for it to finish): the idle page finds the request by itself (it looks
+                # again every few seconds), it is answered there, and the sub-agent goes on
+                await expect(page.locator("#send")).to_have_text("Send")  # the last turn is over
+                statuses = await page.locator(".status").count()
                 await page.fill("#input", "background: touch the db marker")
                 await page.press("#input", "Enter")
+                await expect(page.locator(".status")).to_have_count(statuses + 1)
                 await expect(page.locator(".status").last).to_have_text("done")
-                current = page.locator("#sessions li.current")
-                ctx = RuntimeContext("alice", await current.get_attribute("data-id") or "")
-                for _ in range(6000):
-                    if await agent.pending_confirmations(ctx):
-                        break
-                    await asyncio.sleep(0.01)
-                await page.locator(f'#sessions li[data-id="{ctx.session_id}"]').click()
+                await page.wait_for_function("() => waitingCheck === null")
+                released.set()
                 card = page.locator(".confirm").last
-                await expect(card.locator(".source")).to_have_text("asked by sub-agent worker:3")
+                await expect(card.locator(".source")).to_have_text(
+                    "asked by sub-agent worker:3", timeout=60_000
+                )
+                # shown once, after the two earlier requests (an approval and a question)
+                await expect(page.locator(".confirm")).to_have_count(3)
                 await card.locator(".approve").click()
                 await expect(card.locator(".answer")).to_have_text("approved")
                 for _ in range(6000):

@@ -252,11 +252,28 @@ function confirmation(event) {
   state.bubble = null;
 }
 
-async function showWaiting() {
+let waitingCheck = null;
+
+function showWaiting(quiet) {
+  // one look at a time: two at once could both add the same card
+  if (!waitingCheck) waitingCheck = lookForWaiting(quiet).finally(() => { waitingCheck = null; });
+  return waitingCheck;
+}
+
+// A background sub-agent can ask after its turn ended, while nobody sends anything: look for
+// such requests every few seconds while a session is open, idle and in view.
+const WAITING_POLL_MS = 4000;
+setInterval(() => {
+  if (state.session && !state.busy && document.visibilityState === "visible") showWaiting(true);
+}, WAITING_POLL_MS);
+
+async function lookForWaiting(quiet) {
   // requests waiting without a turn to stream them: a step left waiting, or a background
   // sub-agent that asked after the turn ended
+  const session = state.session;
   try {
     const waiting = await (await api("GET", sessionPath("/confirmations"))).json();
+    if (state.session !== session) return;  // another session was opened meanwhile
     for (const c of waiting) {
       const shown = [...document.querySelectorAll("#log [data-request-id]")].some((n) => n.dataset.requestId === c.request_id);
       if (shown) continue;
@@ -270,7 +287,7 @@ async function showWaiting() {
         parked: !details.source,  // the agent's own step: answered, it goes on when resumed
       });
     }
-  } catch (e) { status(e.message, true); }
+  } catch (e) { if (!quiet) status(e.message, true); }
 }
 
 function handle(type, data) {
