@@ -31,6 +31,7 @@ from harnessed.subagents.records import TaskRecord, TaskStatus
 from harnessed.subagents.spawning import Spawning, approvals_of
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.tools.base import ToolError
+from harnessed.turns.holders import holder_is_gone
 
 __all__ = ["Recovery"]
 
@@ -56,6 +57,16 @@ class Recovery(Spawning):
             self.set_section(call.state, book.data())
             return
         specs = await self.declarations.all(*caller_ids(call))
+        # a task another live process runs (another server of the same stores) is its: that
+        # process holds the sub-agent session's turn lease while the task runs
+        elsewhere = {
+            r.task_id
+            for r in stale
+            if await self._runs_elsewhere(r, specs.get(r.agent_id), call.user_id)
+        }
+        stale = [r for r in stale if r.task_id not in elsewhere]
+        if not stale:
+            return
         # requests the stopped process forwarded are closed: a resumed task asks again
         await ForwardedLog(self.host.session_store, owner_of(call)).close_tasks(
             {r.task_id for r in stale}
@@ -74,6 +85,25 @@ class Recovery(Spawning):
                 book.put(failed)
                 call.record(COMPLETED, completed_payload(failed))
         self.set_section(call.state, book.data())
+
+    async def _runs_elsewhere(
+        self, record: TaskRecord, spec: SubagentSpec | None, user_id: str
+    ) -> bool:
+        """Whether a live process holds the turn lease of the task's sub-agent session (its
+        run holds it from start to end; a lease of a process of this host that is gone, or
+        one that expired, does not count)."""
+        if spec is None:
+            return False
+        try:
+            child = self._child(spec, user_id, record.child_session)
+        except ToolError:
+            return False  # it cannot be built here: resuming says why
+        holder = getattr(getattr(child, "turn_gate", None), "holder", None)
+        if holder is None:
+            return False
+        ctx = RuntimeContext(user_id, record.child_session)
+        lease = await holder(SessionRef.of(child.name, ctx).token)
+        return lease is not None and not holder_is_gone(lease.holder)
 
     async def _resume(
         self, call: CallContext, book: TaskBook, record: TaskRecord, spec: SubagentSpec | None

@@ -1,0 +1,105 @@
+"""Two servers on the same stores: a background task one of them runs is not resumed by the
+other when the parent session is used there; once its process has stopped, it is."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from harnessed import HarnessAgent, RuntimeContext
+from harnessed.models import ModelRequest, ScriptedModel
+from harnessed.subagents import Subagents, SubagentSpec, TaskFinished
+from tests.subagents.helpers import calls, spawn
+
+CTX = RuntimeContext(user_id="u1", session_id="main")
+RESUMED = "subagent/resumed"
+
+
+class Worker:
+    """The sub-agent's model: its first answer waits for :attr:`release`."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.started = asyncio.Event()
+        self.requests = 0
+
+    async def answer(self, request: ModelRequest) -> str:
+        self.requests += 1
+        self.started.set()
+        await self.release.wait()
+        return "the report is written"
+
+
+def server(workspace: Path, worker: Worker, script: list[object]) -> HarnessAgent:
+    """One server's agent: its own objects (task board, model), the shared workspace stores."""
+    spec = SubagentSpec("writer", "Writes reports.", model=ScriptedModel(responder=worker.answer))
+    return HarnessAgent(
+        "boss",
+        ScriptedModel(script),  # type: ignore[arg-type]
+        workspace=workspace,
+        capabilities=[Subagents([spec])],
+        memory=False,
+    )
+
+
+async def statuses(agent: HarnessAgent) -> list[str]:
+    subagents = agent.capability(Subagents)
+    assert subagents is not None
+    return [t.status.value for t in await subagents.tasks(CTX)]
+
+
+async def test_a_task_running_on_another_server_is_left_to_it(tmp_path: Path) -> None:
+    worker = Worker()
+    a = server(tmp_path, worker, [calls(spawn("writer", "write it", timeout_seconds=0)), "On it."])
+    finished = asyncio.Event()
+
+    def heard(news: TaskFinished) -> None:
+        finished.set()
+
+    subagents = a.capability(Subagents)
+    assert subagents is not None
+    subagents.on_task_finished(heard)
+    await a.call("write the report in the background", CTX)
+    await worker.started.wait()  # server A's task runs, holding its sub-agent session's lease
+
+    b = server(tmp_path, worker, ["Still working on it.", "It is done."])
+    reply = await b.call("how is it going?", CTX)
+    assert reply.text == "Still working on it."
+    assert await b.session_log(CTX, types=[RESUMED]) == []  # B did not start it a second time
+    assert await statuses(b) == ["RUNNING"]
+
+    worker.release.set()
+    await finished.wait()  # A's task ended and A saved it
+    await b.call("and now?", CTX)
+    assert await statuses(b) == ["COMPLETED"]
+    assert worker.requests == 1  # the sub-agent ran once
+    assert await b.session_log(CTX, types=[RESUMED]) == []
+    await a.close()
+    await b.close()
+
+
+async def test_a_task_whose_server_stopped_is_resumed_by_the_other(tmp_path: Path) -> None:
+    worker = Worker()
+    a = server(tmp_path, worker, [calls(spawn("writer", "write it", timeout_seconds=0)), "On it."])
+    await a.call("write the report in the background", CTX)
+    await worker.started.wait()
+    await a.close()  # server A stops: the task stays running in the records, its lease is free
+
+    worker.release.set()
+    b = server(tmp_path, worker, ["Resuming it."])
+    finished = asyncio.Event()
+
+    def heard(news: TaskFinished) -> None:
+        finished.set()
+
+    subagents = b.capability(Subagents)
+    assert subagents is not None
+    subagents.on_task_finished(heard)
+    await b.call("how is it going?", CTX)
+    [resumed] = await b.session_log(CTX, types=[RESUMED])
+    [task] = await subagents.tasks(CTX)
+    assert resumed.payload["task_id"] == task.task_id
+    await finished.wait()  # B ran it to its end
+    assert await statuses(b) == ["COMPLETED"]
+    assert worker.requests == 2  # started in A (stopped there), run again in B
+    await b.close()
