@@ -351,7 +351,7 @@ class HarnessAgent(AgentHost):
         over — each is off unless ``changes`` turns it on (``agent_options.FEATURES_OFF``);
         the model, prompt, limits and context settings are. ``shared_stores=True``: the clone
         keeps its sessions in this agent's state and session log stores (the objects, not new
-        ones)."""
+        ones) and takes their turn leases from this agent's turn gate."""
         arguments: dict[str, Any] = {"name": self.name, "model": self.model, **self._arguments}
         if not features:
             arguments.update(FEATURES_OFF)
@@ -362,7 +362,10 @@ class HarnessAgent(AgentHost):
                 state_store=self.state_store,
                 session_store=self.session_store,
             )
-        return type(self)(**(arguments | changes))
+        clone = type(self)(**(arguments | changes))
+        if shared_stores:  # its turns exclude other processes' turns as this agent's do
+            clone.turn_gate = self.turn_gate
+        return clone
 
     async def __aenter__(self) -> HarnessAgent:
         return self

@@ -1,15 +1,21 @@
-"""Two servers on the same stores: a background task one of them runs is not resumed by the
-other when the parent session is used there; once its process has stopped, it is."""
+"""Two servers on the same stores (a local workspace, or PostgreSQL): a background task one of
+them runs is not resumed by the other when the parent session is used there; once its process
+has stopped, it is."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from harnessed import HarnessAgent, RuntimeContext
 from harnessed.models import ModelRequest, ScriptedModel
 from harnessed.subagents import Subagents, SubagentSpec, TaskFinished
 from tests.subagents.helpers import calls, spawn
+from tests.support.postgres import postgres_store
 
 CTX = RuntimeContext(user_id="u1", session_id="main")
 RESUMED = "subagent/resumed"
@@ -30,15 +36,26 @@ class Worker:
         return "the report is written"
 
 
-def server(workspace: Path, worker: Worker, script: list[object]) -> HarnessAgent:
-    """One server's agent: its own objects (task board, model), the shared workspace stores."""
+@pytest.fixture(params=["workspace", "postgres"])
+async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+    """What both servers are built on: a local workspace, or one PostgreSQL schema."""
+    if request.param == "workspace":
+        yield {"workspace": tmp_path}
+        return
+    async for store in postgres_store():
+        await store.upgrade()
+        yield {"store": store}
+
+
+def server(stores: dict[str, Any], worker: Worker, script: list[object]) -> HarnessAgent:
+    """One server's agent: its own objects (task board, model), the shared stores."""
     spec = SubagentSpec("writer", "Writes reports.", model=ScriptedModel(responder=worker.answer))
     return HarnessAgent(
         "boss",
         ScriptedModel(script),  # type: ignore[arg-type]
-        workspace=workspace,
         capabilities=[Subagents([spec])],
         memory=False,
+        **stores,
     )
 
 
@@ -48,9 +65,9 @@ async def statuses(agent: HarnessAgent) -> list[str]:
     return [t.status.value for t in await subagents.tasks(CTX)]
 
 
-async def test_a_task_running_on_another_server_is_left_to_it(tmp_path: Path) -> None:
+async def test_a_task_running_on_another_server_is_left_to_it(stores: dict[str, Any]) -> None:
     worker = Worker()
-    a = server(tmp_path, worker, [calls(spawn("writer", "write it", timeout_seconds=0)), "On it."])
+    a = server(stores, worker, [calls(spawn("writer", "write it", timeout_seconds=0)), "On it."])
     finished = asyncio.Event()
 
     def heard(news: TaskFinished) -> None:
@@ -62,7 +79,7 @@ async def test_a_task_running_on_another_server_is_left_to_it(tmp_path: Path) ->
     await a.call("write the report in the background", CTX)
     await worker.started.wait()  # server A's task runs, holding its sub-agent session's lease
 
-    b = server(tmp_path, worker, ["Still working on it.", "It is done."])
+    b = server(stores, worker, ["Still working on it.", "It is done."])
     reply = await b.call("how is it going?", CTX)
     assert reply.text == "Still working on it."
     assert await b.session_log(CTX, types=[RESUMED]) == []  # B did not start it a second time
@@ -78,15 +95,17 @@ async def test_a_task_running_on_another_server_is_left_to_it(tmp_path: Path) ->
     await b.close()
 
 
-async def test_a_task_whose_server_stopped_is_resumed_by_the_other(tmp_path: Path) -> None:
+async def test_a_task_whose_server_stopped_is_resumed_by_the_other(
+    stores: dict[str, Any],
+) -> None:
     worker = Worker()
-    a = server(tmp_path, worker, [calls(spawn("writer", "write it", timeout_seconds=0)), "On it."])
+    a = server(stores, worker, [calls(spawn("writer", "write it", timeout_seconds=0)), "On it."])
     await a.call("write the report in the background", CTX)
     await worker.started.wait()
     await a.close()  # server A stops: the task stays running in the records, its lease is free
 
     worker.release.set()
-    b = server(tmp_path, worker, ["Resuming it."])
+    b = server(stores, worker, ["Resuming it."])
     finished = asyncio.Event()
 
     def heard(news: TaskFinished) -> None:
