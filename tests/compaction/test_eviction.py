@@ -303,7 +303,7 @@ def test_a_window_share_must_be_a_fraction() -> None:
 async def test_by_default_a_result_over_a_tenth_of_a_small_window_is_written_out(
     tmp_path: Path,
 ) -> None:
-    # 32k window: a tenth is 3,200 tokens, about 12,800 characters
+    # 32k window: a tenth of its ~27k-token input limit is about 11,000 characters
     model = ScriptedModel(
         [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=20_000)]), "ok"],
         context_window=32_000,

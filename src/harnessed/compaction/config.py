@@ -73,7 +73,7 @@ class ToolResultEvictionConfig:
     preview_chars: int = 2_000
     """Characters of the head and of the tail shown in the notice (at most half the text each).
     When ``max_window_share`` sets a limit below ``max_result_chars`` (a window under 200k),
-    the preview shrinks in the same proportion: at 32k, 320 characters each (see
+    the preview shrinks in the same proportion: at 32k, about 300 characters each (see
     ``preview``)."""
     path: str = "large_tool_results"
     """Workspace directory for the files; the isolation scope adds ``<agent>/<user>/…`` below."""
@@ -83,9 +83,10 @@ class ToolResultEvictionConfig:
     """Also write out a result larger than this share of the request's input limit (at about
     4 characters a token), before it is first sent. The default, a tenth, is the reference's
     ``max_result_chars`` (80,000 characters, about 20,000 tokens) at a 200k window, scaled down
-    for smaller windows: at 32k a result over ~12,800 characters is written out, so one result
-    cannot fill a small window, and a long run sends and re-sends less after each summary (see
-    docs/cost.md). ``None``: only ``max_result_chars`` applies, whatever the window."""
+    for smaller windows: at 32k (an input limit of ~27k) a result over ~11,000 characters is
+    written out, so one result cannot fill a small window, and a long run sends and re-sends
+    less after each summary (see docs/cost.md). ``None``: only ``max_result_chars`` applies,
+    whatever the window."""
 
     def limit(self, input_tokens: int) -> int:
         """The character limit for a request whose input limit is ``input_tokens``."""
@@ -97,7 +98,8 @@ class ToolResultEvictionConfig:
         """The head and tail preview, in characters each, for a request whose input limit is
         ``input_tokens``: ``preview_chars`` scaled by how far the window's limit lies below
         ``max_result_chars``, so a notice keeps the same share of the limit at any window (a
-        fixed 4,000-character preview would be a third of the 12,800-character limit at 32k)."""
+        fixed 4,000-character preview would be over a third of the ~11,000-character limit at
+        32k)."""
         limit = self.limit(input_tokens)
         if limit >= self.max_result_chars:
             return self.preview_chars
