@@ -6,7 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harnessed.compaction.manual import CompactionReport
 from harnessed.gateway.identity import SESSION_ID_PATTERN
+from harnessed.models.usage import UsageTotals
 
 __all__ = [
     "AgentList",
@@ -27,6 +29,11 @@ __all__ = [
 ]
 
 MAX_TEXT = 100_000
+
+UsageOut = UsageTotals
+"""What a session has spent (its sub-agents included): the library's own totals."""
+CompactOut = CompactionReport
+"""What a compaction on request did: the library's own report."""
 
 
 class _Body(BaseModel):
@@ -68,19 +75,6 @@ class AnswerIn(_Body):
     )
 
 
-class UsageOut(BaseModel):
-    """What a session has spent (its sub-agents included); ``cost_usd`` is ``None`` when no
-    request had a known price, ``unpriced_requests`` counts those without one."""
-
-    requests: int
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost_usd: float | None
-    unpriced_requests: int
-
-
 class SessionOut(BaseModel):
     session_id: str
     agent: str
@@ -110,19 +104,6 @@ class HistoryOut(BaseModel):
 class SteerOut(BaseModel):
     message_id: str
     turn_id: str | None
-
-
-class CompactOut(BaseModel):
-    """What a compaction on request did (``status``: compacted, unchanged or failed)."""
-
-    status: str
-    summarized_messages: int
-    messages_before: int
-    messages_after: int
-    tokens_before: int
-    tokens_after: int
-    note: str = ""
-    error: str | None = None
 
 
 class InterruptOut(BaseModel):

@@ -17,7 +17,6 @@ from harnessed.gateway.schemas import (
     SessionIn,
     SessionList,
     SessionOut,
-    UsageOut,
 )
 from harnessed.log.record import RecordType
 from harnessed.sessions import AgentSession
@@ -71,7 +70,7 @@ def add_session_routes(router: APIRouter, state: AppState) -> None:
         turn running in it on any server sharing the store."""
         usage = await session.agent.session_usage(session.ctx)
         view = await state.out_anywhere(session)
-        return view.model_copy(update={"usage": UsageOut(**usage.to_dict())})
+        return view.model_copy(update={"usage": usage})
 
     @router.get(
         "/v1/sessions/{session_id}/messages",

@@ -1,7 +1,6 @@
 """A session's turns: start one with a message, resume one, follow one's events, steer or
 interrupt the running one."""
 
-import dataclasses
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path
@@ -131,4 +130,4 @@ def add_control_routes(router: APIRouter, state: AppState) -> None:
         turn = session.running
         if turn is not None and not turn.done:  # one that just ended gives its lease back
             raise HTTPException(409, "a turn of this session is running: compact after it ends")
-        return CompactOut(**dataclasses.asdict(await session.agent.compact(session.ctx)))
+        return await session.agent.compact(session.ctx)
