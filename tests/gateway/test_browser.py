@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.gateway.browser import browser_page, sign_in, start_session
 from tests.gateway.helpers import Tools, make_agent, make_app, require_external, uvicorn_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -25,65 +26,53 @@ def chromium() -> str:
 
 
 async def test_chat_page_streams_confirms_steers_and_stops(tmp_path: Path, chromium: str) -> None:
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     tools = Tools()
     agent = make_agent(tmp_path, tools)
     with uvicorn_server(make_app(agent)) as url:
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(
-                executable_path=chromium,
-                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
-            )
-            try:
-                page = await browser.new_page()
-                await page.goto(url + "/")
-                await page.fill("#token", "alice-token-123")
-                await page.dispatch_event("#token", "change")
-                await expect(page.locator("#agent option")).to_have_text(["helper"])
-                await page.click("#new")
-                await expect(page.locator("#sessions li")).to_have_count(1)
+        async with browser_page(chromium) as page:
+            await sign_in(page, url)
+            await start_session(page, "helper")
 
-                # a message and its streamed reply
-                await page.fill("#input", "hello")
-                await page.press("#input", "Enter")
-                reply = page.locator(".assistant").last
-                await expect(reply).to_have_text("You said: hello. Streaming this reply in pieces.")
-                await expect(page.locator(".status").last).to_have_text("done")
+            # a message and its streamed reply
+            await page.fill("#input", "hello")
+            await page.press("#input", "Enter")
+            reply = page.locator(".assistant").last
+            await expect(reply).to_have_text("You said: hello. Streaming this reply in pieces.")
+            await expect(page.locator(".status").last).to_have_text("done")
 
-                # a tool call that needs approval
-                await page.fill("#input", "deploy prod")
-                await page.press("#input", "Enter")
-                await page.locator(".confirm .approve").click()
-                await expect(page.locator("details.tool").last).to_contain_text("(done)")
-                await expect(page.locator(".assistant").last).to_contain_text("deployed to prod")
-                assert tools.deployed == ["prod"]
+            # a tool call that needs approval
+            await page.fill("#input", "deploy prod")
+            await page.press("#input", "Enter")
+            await page.locator(".confirm .approve").click()
+            await expect(page.locator("details.tool").last).to_contain_text("(done)")
+            await expect(page.locator(".assistant").last).to_contain_text("deployed to prod")
+            assert tools.deployed == ["prod"]
 
-                # a long tool call: steer while it works, then stop it
-                await page.fill("#input", "wait for it")
-                await page.press("#input", "Enter")
-                await expect(page.locator("#send")).to_have_text("Steer")
-                await expect(page.locator("details.tool").last).to_contain_text("wait_here")
-                await page.fill("#input", "actually, be quick")
-                await page.press("#input", "Enter")
-                await expect(page.locator(".user.steer")).to_have_text("actually, be quick")
-                ARTIFACTS.mkdir(exist_ok=True)
-                await page.screenshot(path=str(ARTIFACTS / "chat-page-working.png"), full_page=True)
+            # a long tool call: steer while it works, then stop it
+            await page.fill("#input", "wait for it")
+            await page.press("#input", "Enter")
+            await expect(page.locator("#send")).to_have_text("Steer")
+            await expect(page.locator("details.tool").last).to_contain_text("wait_here")
+            await page.fill("#input", "actually, be quick")
+            await page.press("#input", "Enter")
+            await expect(page.locator(".user.steer")).to_have_text("actually, be quick")
+            ARTIFACTS.mkdir(exist_ok=True)
+            await page.screenshot(path=str(ARTIFACTS / "chat-page-working.png"), full_page=True)
 
-                # a reload finds the running turn and follows it again
-                await page.reload()
-                await page.locator("#sessions li").first.click()
-                await expect(page.locator(".user").last).to_have_text("wait for it")
-                await expect(page.locator("details.tool").last).to_contain_text("wait_here")
-                await expect(page.locator("#send")).to_have_text("Steer")
-                await page.click("#stop")
-                await expect(page.locator(".status", has_text="turn interrupted")).to_have_count(1)
-                await expect(page.locator("details.tool").last).to_contain_text("Interrupted")
-                await expect(page.locator("#send")).to_have_text("Send")
+            # a reload finds the running turn and follows it again
+            await page.reload()
+            await page.locator("#sessions li").first.click()
+            await expect(page.locator(".user").last).to_have_text("wait for it")
+            await expect(page.locator("details.tool").last).to_contain_text("wait_here")
+            await expect(page.locator("#send")).to_have_text("Steer")
+            await page.click("#stop")
+            await expect(page.locator(".status", has_text="turn interrupted")).to_have_count(1)
+            await expect(page.locator("details.tool").last).to_contain_text("Interrupted")
+            await expect(page.locator("#send")).to_have_text("Send")
 
-                shot = ARTIFACTS / "chat-page.png"
-                await page.screenshot(path=str(shot), full_page=True)
-                shutil.copy(shot, tmp_path / "chat-page.png")
-                assert shot.stat().st_size > 1000
-            finally:
-                await browser.close()
+            shot = ARTIFACTS / "chat-page.png"
+            await page.screenshot(path=str(shot), full_page=True)
+            shutil.copy(shot, tmp_path / "chat-page.png")
+            assert shot.stat().st_size > 1000

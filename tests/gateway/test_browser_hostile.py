@@ -13,6 +13,7 @@ import httpx
 from harnessed import HarnessAgent
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
 from harnessed.models.scripted import ScriptedModel
+from tests.gateway.browser import browser_page, sign_in, start_session
 from tests.gateway.helpers import ALICE, Tools, make_app, uvicorn_server
 from tests.gateway.test_browser import chromium  # noqa: F401  (the fixture)
 
@@ -75,7 +76,7 @@ async def assert_inert(page: Any) -> None:
 
 
 async def test_hostile_text_never_runs_in_the_chat_page(chromium: str) -> None:  # noqa: F811
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     tools = Tools()
     workspace = Path(tempfile.mkdtemp(prefix="hostile-page-"))
@@ -99,81 +100,67 @@ async def test_hostile_text_never_runs_in_the_chat_page(chromium: str) -> None: 
             assert page_response.headers["x-content-type-options"] == "nosniff"
             r = await client.post("/v1/sessions", json={"session_id": EVIL}, headers=ALICE)
             assert r.status_code == 422  # a session id never holds markup
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(
-                executable_path=chromium,
-                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
+        async with browser_page(chromium) as page:
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.add_init_script(
+                "window.__violations = [];"
+                "document.addEventListener('securitypolicyviolation',"
+                " (e) => window.__violations.push(e.violatedDirective));"
             )
-            try:
-                page = await browser.new_page()
-                errors: list[str] = []
-                page.on("pageerror", lambda exc: errors.append(str(exc)))
-                await page.add_init_script(
-                    "window.__violations = [];"
-                    "document.addEventListener('securitypolicyviolation',"
-                    " (e) => window.__violations.push(e.violatedDirective));"
-                )
-                await page.goto(url + "/")
-                await page.fill("#token", "alice-token-123")
-                await page.dispatch_event("#token", "change")
-                await expect(page.locator("#agent option")).to_have_text(["helper"])
-                await page.click("#new")
-                await expect(page.locator("#sessions li")).to_have_count(1)
+            await sign_in(page, url)
+            await start_session(page, "helper")
 
-                # a streamed reply made of markup
-                await page.fill("#input", "reply")
-                await page.press("#input", "Enter")
-                await expect(page.locator(".status").last).to_have_text("done")
-                await expect(page.locator(".assistant").last).to_have_text(EVIL)
-                await page.locator(".assistant").last.hover()
-                await page.locator(".assistant").last.click()
-                await assert_inert(page)
+            # a streamed reply made of markup
+            await page.fill("#input", "reply")
+            await page.press("#input", "Enter")
+            await expect(page.locator(".status").last).to_have_text("done")
+            await expect(page.locator(".assistant").last).to_have_text(EVIL)
+            await page.locator(".assistant").last.hover()
+            await page.locator(".assistant").last.click()
+            await assert_inert(page)
 
-                # markup in a tool's arguments, its approval request and its result
-                await page.fill("#input", "approve")
-                await page.press("#input", "Enter")
-                confirm = page.locator(".confirm").last
-                await expect(confirm).to_contain_text("<script>window.__pwned='script'</script>")
-                await assert_inert(page)
-                await confirm.locator(".approve").click()
-                await expect(page.locator("details.tool").last).to_contain_text("(done)")
-                await page.locator("details.tool summary").last.click()  # unfold the result
-                await expect(page.locator("details.tool pre").last).to_have_text(
-                    "deployed to " + EVIL
-                )
-                await expect(page.locator(".status").last).to_have_text("done")
-                assert tools.deployed == [EVIL]
-                await assert_inert(page)
+            # markup in a tool's arguments, its approval request and its result
+            await page.fill("#input", "approve")
+            await page.press("#input", "Enter")
+            confirm = page.locator(".confirm").last
+            await expect(confirm).to_contain_text("<script>window.__pwned='script'</script>")
+            await assert_inert(page)
+            await confirm.locator(".approve").click()
+            await expect(page.locator("details.tool").last).to_contain_text("(done)")
+            await page.locator("details.tool summary").last.click()  # unfold the result
+            await expect(page.locator("details.tool pre").last).to_have_text("deployed to " + EVIL)
+            await expect(page.locator(".status").last).to_have_text("done")
+            assert tools.deployed == [EVIL]
+            await assert_inert(page)
 
-                # unknown tools named with markup, under ids like __proto__ and constructor
-                await page.fill("#input", "unknown tool")
-                await page.press("#input", "Enter")
-                await expect(page.locator(".status").last).to_have_text("done")
-                results = page.locator("details.tool.error")
-                await expect(results).to_have_count(len(HOSTILE_IDS))
-                for i in range(len(HOSTILE_IDS)):
-                    await expect(results.nth(i).locator("pre")).to_contain_text("Unknown tool")
-                await assert_inert(page)
+            # unknown tools named with markup, under ids like __proto__ and constructor
+            await page.fill("#input", "unknown tool")
+            await page.press("#input", "Enter")
+            await expect(page.locator(".status").last).to_have_text("done")
+            results = page.locator("details.tool.error")
+            await expect(results).to_have_count(len(HOSTILE_IDS))
+            for i in range(len(HOSTILE_IDS)):
+                await expect(results.nth(i).locator("pre")).to_contain_text("Unknown tool")
+            await assert_inert(page)
 
-                # an error whose message is markup
-                await page.fill("#input", "fail")
-                await page.press("#input", "Enter")
-                await expect(page.locator(".status.error").last).to_contain_text(
-                    "the model failed: " + EVIL[:30]
-                )
-                await assert_inert(page)
+            # an error whose message is markup
+            await page.fill("#input", "fail")
+            await page.press("#input", "Enter")
+            await expect(page.locator(".status.error").last).to_contain_text(
+                "the model failed: " + EVIL[:30]
+            )
+            await assert_inert(page)
 
-                # the same history, replayed from the server after a reload
-                await page.reload()
-                await page.locator("#sessions li").first.click()
-                await expect(page.locator("details.tool.error")).to_have_count(len(HOSTILE_IDS))
-                await expect(page.locator(".assistant").first).to_have_text(EVIL)
-                for box in await page.locator("details.tool").all():
-                    await box.locator("summary").click()
-                await assert_inert(page)
-                assert errors == []
-            finally:
-                await browser.close()
+            # the same history, replayed from the server after a reload
+            await page.reload()
+            await page.locator("#sessions li").first.click()
+            await expect(page.locator("details.tool.error")).to_have_count(len(HOSTILE_IDS))
+            await expect(page.locator(".assistant").first).to_have_text(EVIL)
+            for box in await page.locator("details.tool").all():
+                await box.locator("summary").click()
+            await assert_inert(page)
+            assert errors == []
 
 
 def test_the_page_script_has_no_markup_sinks() -> None:

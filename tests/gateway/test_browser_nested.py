@@ -11,6 +11,7 @@ from harnessed import HarnessAgent, RuntimeContext
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.questions import ASK_USER, AskUser
 from harnessed.subagents import Subagents, SubagentSpec
+from tests.gateway.browser import browser_page, sign_in, start_session
 from tests.gateway.helpers import make_app, uvicorn_server
 from tests.gateway.test_browser import chromium  # noqa: F401 - the fixture
 from tests.subagents.helpers import calls, last_user_text, spawn, tool_results
@@ -49,7 +50,7 @@ async def test_a_sub_agents_requests_are_answered_on_the_page(
     tmp_path: Path,
     chromium: str,  # noqa: F811
 ) -> None:
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     touched.clear()
     released = threading.Event()  # set by the test, waited for in the server's thread
@@ -71,69 +72,57 @@ async def test_a_sub_agents_requests_are_answered_on_the_page(
         memory=False,
     )
     with uvicorn_server(make_app(agent)) as url:
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(
-                executable_path=chromium,
-                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
+        async with browser_page(chromium) as page:
+            await sign_in(page, url)
+            await start_session(page, "lead")
+
+            await page.fill("#input", "touch the web marker")
+            await page.press("#input", "Enter")
+            card = page.locator(".confirm").last
+            await expect(card.locator(".source")).to_have_text("asked by sub-agent worker:1")
+            await expect(card).to_contain_text("Allow touch?")
+            await card.locator(".approve").click()
+            await expect(page.locator(".assistant").last).to_have_text(
+                "Worker: tool said: touched web"
             )
-            try:
-                page = await browser.new_page()
-                await page.goto(url + "/")
-                await page.fill("#token", "alice-token-123")
-                await page.dispatch_event("#token", "change")
-                await expect(page.locator("#agent option")).to_have_text(["lead"])
-                await page.click("#new")
-                await expect(page.locator("#sessions li")).to_have_count(1)
+            assert touched == ["web"]
 
-                await page.fill("#input", "touch the web marker")
-                await page.press("#input", "Enter")
-                card = page.locator(".confirm").last
-                await expect(card.locator(".source")).to_have_text("asked by sub-agent worker:1")
-                await expect(card).to_contain_text("Allow touch?")
-                await card.locator(".approve").click()
-                await expect(page.locator(".assistant").last).to_have_text(
-                    "Worker: tool said: touched web"
-                )
-                assert touched == ["web"]
+            await page.fill("#input", "ask which file")
+            await page.press("#input", "Enter")
+            box = page.locator(".question").last
+            await expect(box.locator(".source")).to_have_text("asked by sub-agent worker:2")
+            await expect(box).to_contain_text("Which file?")
+            await box.locator(".choice", has_text="b.py").click()
+            await expect(page.locator(".assistant").last).to_have_text(
+                "Worker: tool said: The user answered: b.py"
+            )
 
-                await page.fill("#input", "ask which file")
-                await page.press("#input", "Enter")
-                box = page.locator(".question").last
-                await expect(box.locator(".source")).to_have_text("asked by sub-agent worker:2")
-                await expect(box).to_contain_text("Which file?")
-                await box.locator(".choice", has_text="b.py").click()
-                await expect(page.locator(".assistant").last).to_have_text(
-                    "Worker: tool said: The user answered: b.py"
-                )
-
-                # a background sub-agent asks after the turn ended, and after the page's look
-                # for waiting requests at the turn's end (begun when "done" shows; the test
-                # waits for it to finish): the idle page finds the request by itself (it looks
-                # again every few seconds), it is answered there, and the sub-agent goes on
-                await expect(page.locator("#send")).to_have_text("Send")  # the last turn is over
-                statuses = await page.locator(".status").count()
-                await page.fill("#input", "background: touch the db marker")
-                await page.press("#input", "Enter")
-                await expect(page.locator(".status")).to_have_count(statuses + 1)
-                await expect(page.locator(".status").last).to_have_text("done")
-                await page.wait_for_function("() => waitingCheck === null")
-                released.set()
-                card = page.locator(".confirm").last
-                await expect(card.locator(".source")).to_have_text(
-                    "asked by sub-agent worker:3", timeout=60_000
-                )
-                # shown once, after the two earlier requests (an approval and a question)
-                await expect(page.locator(".confirm")).to_have_count(3)
-                await card.locator(".approve").click()
-                await expect(card.locator(".answer")).to_have_text("approved")
-                for _ in range(6000):
-                    if "db" in touched:
-                        break
-                    await asyncio.sleep(0.01)
-                assert touched == ["web", "db"]
-                await page.screenshot(path=str(tmp_path / "nested.png"))
-            finally:
-                await browser.close()
+            # a background sub-agent asks after the turn ended, and after the page's look
+            # for waiting requests at the turn's end (begun when "done" shows; the test
+            # waits for it to finish): the idle page finds the request by itself (it looks
+            # again every few seconds), it is answered there, and the sub-agent goes on
+            await expect(page.locator("#send")).to_have_text("Send")  # the last turn is over
+            statuses = await page.locator(".status").count()
+            await page.fill("#input", "background: touch the db marker")
+            await page.press("#input", "Enter")
+            await expect(page.locator(".status")).to_have_count(statuses + 1)
+            await expect(page.locator(".status").last).to_have_text("done")
+            await page.wait_for_function("() => waitingCheck === null")
+            released.set()
+            card = page.locator(".confirm").last
+            await expect(card.locator(".source")).to_have_text(
+                "asked by sub-agent worker:3", timeout=60_000
+            )
+            # shown once, after the two earlier requests (an approval and a question)
+            await expect(page.locator(".confirm")).to_have_count(3)
+            await card.locator(".approve").click()
+            await expect(card.locator(".answer")).to_have_text("approved")
+            for _ in range(6000):
+                if "db" in touched:
+                    break
+                await asyncio.sleep(0.01)
+            assert touched == ["web", "db"]
+            await page.screenshot(path=str(tmp_path / "nested.png"))
 
 
 async def test_a_step_left_waiting_is_answered_on_the_page_and_resumed(
@@ -142,7 +131,7 @@ async def test_a_step_left_waiting_is_answered_on_the_page_and_resumed(
 ) -> None:
     """A call that ended with status pending (answered nowhere yet): opening the session shows
     its request; once answered, Resume lets the turn go on."""
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     touched.clear()
     model = ScriptedModel(
@@ -161,23 +150,13 @@ async def test_a_step_left_waiting_is_answered_on_the_page_and_resumed(
     first = await agent.call("touch the parked marker", ctx)
     assert first.status == "pending"
     with uvicorn_server(make_app(agent)) as url:
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(
-                executable_path=chromium,
-                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
-            )
-            try:
-                page = await browser.new_page()
-                await page.goto(url + "/")
-                await page.fill("#token", "alice-token-123")
-                await page.dispatch_event("#token", "change")
-                await page.locator("#sessions li", has_text="waiting").click()
-                card = page.locator(".confirm").last
-                await expect(card).to_contain_text("Allow touch?")
-                await expect(card.locator(".source")).to_have_count(0)  # the agent's own
-                await card.locator(".approve").click()
-                await page.locator(".status .resume").click()
-                await expect(page.locator(".assistant").last).to_have_text("Done.")
-                assert touched == ["parked"]
-            finally:
-                await browser.close()
+        async with browser_page(chromium) as page:
+            await sign_in(page, url)
+            await page.locator("#sessions li", has_text="waiting").click()
+            card = page.locator(".confirm").last
+            await expect(card).to_contain_text("Allow touch?")
+            await expect(card.locator(".source")).to_have_count(0)  # the agent's own
+            await card.locator(".approve").click()
+            await page.locator(".status .resume").click()
+            await expect(page.locator(".assistant").last).to_have_text("Done.")
+            assert touched == ["parked"]

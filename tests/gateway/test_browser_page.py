@@ -12,6 +12,7 @@ from typing import Any
 from harnessed import HarnessAgent
 from harnessed.models import ModelRequest, ScriptedResponse, ScriptedToolCall
 from harnessed.models.scripted import ScriptedModel
+from tests.gateway.browser import browser_page
 from tests.gateway.helpers import Tools, make_app, uvicorn_server
 from tests.gateway.test_browser import ARTIFACTS, chromium  # noqa: F401  (a fixture)
 
@@ -75,7 +76,7 @@ async def _send(page: Any, text: str) -> None:
 
 
 async def test_the_page_at_desktop_and_phone_widths(tmp_path: Path, chromium: str) -> None:  # noqa: F811
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -84,107 +85,99 @@ async def test_the_page_at_desktop_and_phone_widths(tmp_path: Path, chromium: st
     app = make_app(agent(workspace, tools, "helper"), agent(tmp_path / "other", Tools(), "other"))
     ARTIFACTS.mkdir(exist_ok=True)
     with uvicorn_server(app) as url:
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(
-                executable_path=chromium,
-                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
-            )
-            try:
-                page = await browser.new_page(viewport={"width": 1280, "height": 800})
-                await page.goto(url + "/")
+        async with browser_page(chromium, viewport={"width": 1280, "height": 800}) as page:
+            await page.goto(url + "/")
 
-                # no token: the typed text stays, and the page says what is missing
-                await _send(page, "hello")
-                await expect(page.locator(".status.error")).to_contain_text("token")
-                await expect(page.locator("#input")).to_have_value("hello")
+            # no token: the typed text stays, and the page says what is missing
+            await _send(page, "hello")
+            await expect(page.locator(".status.error")).to_contain_text("token")
+            await expect(page.locator("#input")).to_have_value("hello")
 
-                await page.fill("#token", "alice-token-123")
-                await page.dispatch_event("#token", "change")
-                await expect(page.locator("#agent option")).to_have_text(["helper", "other"])
-                await expect(page.locator(".status.error")).to_have_count(0)  # not stale
-                await page.click("#new")
-                await expect(page.locator("#sessions li")).to_have_count(1)
+            await page.fill("#token", "alice-token-123")
+            await page.dispatch_event("#token", "change")
+            await expect(page.locator("#agent option")).to_have_text(["helper", "other"])
+            await expect(page.locator(".status.error")).to_have_count(0)  # not stale
+            await page.click("#new")
+            await expect(page.locator("#sessions li")).to_have_count(1)
 
-                # Markdown is rendered; markup and script links in it are not
-                await _send(page, "markdown please")
-                reply = page.locator(".assistant").last
-                await expect(reply.locator("h3")).to_have_text("Plan")
-                await expect(reply.locator("strong")).to_have_text("bold")
-                await expect(reply.locator("li")).to_have_count(2)
-                await expect(reply.locator("pre code")).to_have_text("print('hi')")
-                await expect(reply.locator("a")).to_have_count(1)
-                assert await reply.locator("a").get_attribute("href") == "https://example.com/docs"
-                assert await reply.locator("img").count() == 0
-                await expect(reply).to_contain_text('<img src=x onerror="window.pwned=1">')
-                assert await page.evaluate("window.pwned") is None
-                await expect(page.locator(".status").last).to_have_text("done")
+            # Markdown is rendered; markup and script links in it are not
+            await _send(page, "markdown please")
+            reply = page.locator(".assistant").last
+            await expect(reply.locator("h3")).to_have_text("Plan")
+            await expect(reply.locator("strong")).to_have_text("bold")
+            await expect(reply.locator("li")).to_have_count(2)
+            await expect(reply.locator("pre code")).to_have_text("print('hi')")
+            await expect(reply.locator("a")).to_have_count(1)
+            assert await reply.locator("a").get_attribute("href") == "https://example.com/docs"
+            assert await reply.locator("img").count() == 0
+            await expect(reply).to_contain_text('<img src=x onerror="window.pwned=1">')
+            assert await page.evaluate("window.pwned") is None
+            await expect(page.locator(".status").last).to_have_text("done")
 
-                # an edit asks first, with a diff of what it would change
-                await _send(page, "edit the notes")
-                card = page.locator(".confirm").last
-                await expect(card.locator(".diff .del")).to_have_text("- alpha")
-                await expect(card.locator(".diff .add")).to_have_text("+ beta")
-                await card.locator(".approve").click()
-                await expect(page.locator("details.tool").last).to_contain_text("(done)")
-                assert (workspace / "notes.txt").read_text() == "beta\n"
-                await expect(page.locator("#send")).to_have_text("Send")  # the turn ended
+            # an edit asks first, with a diff of what it would change
+            await _send(page, "edit the notes")
+            card = page.locator(".confirm").last
+            await expect(card.locator(".diff .del")).to_have_text("- alpha")
+            await expect(card.locator(".diff .add")).to_have_text("+ beta")
+            await card.locator(".approve").click()
+            await expect(page.locator("details.tool").last).to_contain_text("(done)")
+            assert (workspace / "notes.txt").read_text() == "beta\n"
+            await expect(page.locator("#send")).to_have_text("Send")  # the turn ended
 
-                # a declined call is shown as declined, not as a failure
-                await _send(page, "deploy prod")
-                await expect(page.locator(".confirm")).to_have_count(2, timeout=10_000)
-                await page.locator(".confirm .decline").last.click()
-                declined = page.locator("details.tool").last
-                await expect(declined).to_contain_text("(declined)")
-                await expect(declined).to_have_class("tool declined")
-                assert tools.deployed == []
-                await expect(page.locator("#send")).to_have_text("Send")
+            # a declined call is shown as declined, not as a failure
+            await _send(page, "deploy prod")
+            await expect(page.locator(".confirm")).to_have_count(2, timeout=10_000)
+            await page.locator(".confirm .decline").last.click()
+            declined = page.locator("details.tool").last
+            await expect(declined).to_contain_text("(declined)")
+            await expect(declined).to_have_class("tool declined")
+            assert tools.deployed == []
+            await expect(page.locator("#send")).to_have_text("Send")
 
-                # the meter counts tokens and shows how full the context is
-                await expect(page.locator("#meter")).to_contain_text("tokens")
-                await expect(page.locator("#meter")).to_contain_text("context")
+            # the meter counts tokens and shows how full the context is
+            await expect(page.locator("#meter")).to_contain_text("tokens")
+            await expect(page.locator("#meter")).to_contain_text("context")
 
-                # while a tool works the activity line says so; an interrupt offers Resume
-                await _send(page, "wait for it")
-                await expect(page.locator("#activity")).to_contain_text("running wait_here")
-                await page.click("#stop")
-                resume = page.locator(".status button.resume")
-                await expect(resume).to_be_visible()
-                await expect(page.locator("#activity")).to_have_text("")
-                tools.release.set()
-                await resume.click()
-                await expect(page.locator(".assistant").last).to_contain_text("Finished")
-                await expect(page.locator("details.tool").last).to_contain_text("(interrupted)")
-                await page.screenshot(path=str(ARTIFACTS / "chat-page-1280-turns.png"))
+            # while a tool works the activity line says so; an interrupt offers Resume
+            await _send(page, "wait for it")
+            await expect(page.locator("#activity")).to_contain_text("running wait_here")
+            await page.click("#stop")
+            resume = page.locator(".status button.resume")
+            await expect(resume).to_be_visible()
+            await expect(page.locator("#activity")).to_have_text("")
+            tools.release.set()
+            await resume.click()
+            await expect(page.locator(".assistant").last).to_contain_text("Finished")
+            await expect(page.locator("details.tool").last).to_contain_text("(interrupted)")
+            await page.screenshot(path=str(ARTIFACTS / "chat-page-1280-turns.png"))
 
-                # sessions have titles and times
-                session = page.locator("#sessions li").first
-                await page.reload()
-                await expect(session.locator(".title")).to_have_text("markdown please")
-                await expect(session.locator(".when")).not_to_have_text("new")
-                await session.click()
-                await expect(page.locator(".assistant h3")).to_have_text("Plan")
-                await _no_sideways_scroll(page)
-                await page.screenshot(path=str(ARTIFACTS / "chat-page-1280.png"), full_page=True)
+            # sessions have titles and times
+            session = page.locator("#sessions li").first
+            await page.reload()
+            await expect(session.locator(".title")).to_have_text("markdown please")
+            await expect(session.locator(".when")).not_to_have_text("new")
+            await session.click()
+            await expect(page.locator(".assistant h3")).to_have_text("Plan")
+            await _no_sideways_scroll(page)
+            await page.screenshot(path=str(ARTIFACTS / "chat-page-1280.png"), full_page=True)
 
-                # the agent chosen is remembered across reloads
-                await page.select_option("#agent", "other")
-                await page.reload()
-                await expect(page.locator("#agent")).to_have_value("other")
-                await page.select_option("#agent", "helper")
+            # the agent chosen is remembered across reloads
+            await page.select_option("#agent", "other")
+            await page.reload()
+            await expect(page.locator("#agent")).to_have_value("other")
+            await page.select_option("#agent", "helper")
 
-                # a phone: no sideways scroll, every control on screen, sessions in a drawer
-                await page.set_viewport_size({"width": 390, "height": 844})
-                await page.reload()
-                await expect(page.locator("#menu")).to_be_visible()
-                for control in ("#input", "#send", "#menu"):
-                    await _reachable(page, control)
-                await page.click("#menu")
-                for control in ("#token", "#agent", "#new", "#sessions li"):
-                    await _reachable(page, control)
-                await page.locator("#sessions li").first.click()
-                await expect(page.locator(".assistant h3")).to_have_text("Plan")
-                await _reachable(page, "#send")  # the drawer closed again
-                await _no_sideways_scroll(page)
-                await page.screenshot(path=str(ARTIFACTS / "chat-page-390.png"), full_page=False)
-            finally:
-                await browser.close()
+            # a phone: no sideways scroll, every control on screen, sessions in a drawer
+            await page.set_viewport_size({"width": 390, "height": 844})
+            await page.reload()
+            await expect(page.locator("#menu")).to_be_visible()
+            for control in ("#input", "#send", "#menu"):
+                await _reachable(page, control)
+            await page.click("#menu")
+            for control in ("#token", "#agent", "#new", "#sessions li"):
+                await _reachable(page, control)
+            await page.locator("#sessions li").first.click()
+            await expect(page.locator(".assistant h3")).to_have_text("Plan")
+            await _reachable(page, "#send")  # the drawer closed again
+            await _no_sideways_scroll(page)
+            await page.screenshot(path=str(ARTIFACTS / "chat-page-390.png"), full_page=False)

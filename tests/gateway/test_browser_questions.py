@@ -8,6 +8,7 @@ from pathlib import Path
 from harnessed import HarnessAgent
 from harnessed.models import ModelRequest, ScriptedModel, ScriptedResponse, ScriptedToolCall
 from harnessed.questions import ASK_USER, AskUser
+from tests.gateway.browser import browser_page, sign_in, start_session
 from tests.gateway.helpers import make_app, uvicorn_server
 from tests.gateway.test_browser import chromium  # noqa: F401 - the fixture
 
@@ -26,7 +27,7 @@ def respond(request: ModelRequest) -> ScriptedResponse:
 
 
 async def test_questions_are_answered_on_the_page(tmp_path: Path, chromium: str) -> None:  # noqa: F811
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     agent = HarnessAgent(
         "helper",
@@ -37,39 +38,27 @@ async def test_questions_are_answered_on_the_page(tmp_path: Path, chromium: str)
         memory=False,
     )
     with uvicorn_server(make_app(agent)) as url:
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(
-                executable_path=chromium,
-                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
+        async with browser_page(chromium) as page:
+            await sign_in(page, url)
+            await start_session(page, "helper")
+
+            await page.fill("#input", "pick a color")
+            await page.press("#input", "Enter")
+            await expect(page.locator(".question").last).to_contain_text("Which color?")
+            await page.locator(".question .choice", has_text="blue").click()
+            await expect(page.locator(".assistant").last).to_have_text(
+                "Got it: The user answered: blue"
             )
-            try:
-                page = await browser.new_page()
-                await page.goto(url + "/")
-                await page.fill("#token", "alice-token-123")
-                await page.dispatch_event("#token", "change")
-                await expect(page.locator("#agent option")).to_have_text(["helper"])
-                await page.click("#new")
-                await expect(page.locator("#sessions li")).to_have_count(1)
 
-                await page.fill("#input", "pick a color")
-                await page.press("#input", "Enter")
-                await expect(page.locator(".question").last).to_contain_text("Which color?")
-                await page.locator(".question .choice", has_text="blue").click()
-                await expect(page.locator(".assistant").last).to_have_text(
-                    "Got it: The user answered: blue"
-                )
-
-                await page.fill("#input", "count them")
-                await page.press("#input", "Enter")
-                box = page.locator(".question").last
-                await expect(box).to_contain_text("How many?")
-                await box.locator("input.answer").fill("42")
-                await box.locator(".approve").click()
-                await expect(page.locator(".status.error").last).to_contain_text("maximum")
-                await box.locator("input.answer").fill("7")
-                await box.locator(".approve").click()
-                await expect(page.locator(".assistant").last).to_have_text(
-                    "Got it: The user answered (JSON): 7"
-                )
-            finally:
-                await browser.close()
+            await page.fill("#input", "count them")
+            await page.press("#input", "Enter")
+            box = page.locator(".question").last
+            await expect(box).to_contain_text("How many?")
+            await box.locator("input.answer").fill("42")
+            await box.locator(".approve").click()
+            await expect(page.locator(".status.error").last).to_contain_text("maximum")
+            await box.locator("input.answer").fill("7")
+            await box.locator(".approve").click()
+            await expect(page.locator(".assistant").last).to_have_text(
+                "Got it: The user answered (JSON): 7"
+            )

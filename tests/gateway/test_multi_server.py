@@ -14,6 +14,7 @@ import pytest
 
 from harnessed.stores.postgres import PostgresStore
 from tests.gateway import test_browser
+from tests.gateway.browser import browser_page
 from tests.support.postgres import postgres_store
 from tests.support.serve_process import AUTH, Frame, frames, serve_process
 
@@ -111,7 +112,7 @@ async def test_the_chat_page_of_one_server_follows_a_turn_of_another(
 ) -> None:
     """A reload that the load balancer sends elsewhere: the page, served by B, finds the
     turn running on A and shows it to its end."""
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     env = {"SERVE_APP_SCHEMA": pg.schema, "SERVE_APP_SIGNALS": str(tmp_path)}
     async with (
@@ -127,25 +128,17 @@ async def test_the_chat_page_of_one_server_follows_a_turn_of_another(
 
         talking = asyncio.create_task(talk_to_a())
         await asyncio.wait_for(until(tmp_path / "started-two"), 60)
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(
-                executable_path=chromium,
-                args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
+        async with browser_page(chromium) as page:
+            await page.goto(url_b + "/")
+            await page.fill("#token", AUTH["Authorization"].removeprefix("Bearer "))
+            await page.dispatch_event("#token", "change")
+            await page.locator("#sessions li").first.click()
+            await expect(page.locator(".user").last).to_have_text("wait two")
+            await expect(page.locator("details.tool").last).to_contain_text("wait_for_signal")
+            await expect(page.locator("#send")).to_have_text("Steer")  # running, here too
+            (tmp_path / "release-two").touch()
+            await expect(page.locator(".assistant").last).to_contain_text(
+                "All done after the tool said: released two"
             )
-            try:
-                page = await browser.new_page()
-                await page.goto(url_b + "/")
-                await page.fill("#token", AUTH["Authorization"].removeprefix("Bearer "))
-                await page.dispatch_event("#token", "change")
-                await page.locator("#sessions li").first.click()
-                await expect(page.locator(".user").last).to_have_text("wait two")
-                await expect(page.locator("details.tool").last).to_contain_text("wait_for_signal")
-                await expect(page.locator("#send")).to_have_text("Steer")  # running, here too
-                (tmp_path / "release-two").touch()
-                await expect(page.locator(".assistant").last).to_contain_text(
-                    "All done after the tool said: released two"
-                )
-                await expect(page.locator("#send")).to_have_text("Send")
-            finally:
-                await browser.close()
+            await expect(page.locator("#send")).to_have_text("Send")
         await asyncio.wait_for(talking, 60)
