@@ -300,17 +300,23 @@ def test_a_window_share_must_be_a_fraction() -> None:
             ToolResultEvictionConfig(max_window_share=bad)  # type: ignore[arg-type]
 
 
+async def sent_at_32k(workspace: Path, size: int) -> Msg:
+    """The tool message the model got after a call returning ``size`` characters (32k window)."""
+    model = ScriptedModel(
+        [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=size)]), "ok"],
+        context_window=32_000,
+    )
+    agent = HarnessAgent("ev", model, workspace=workspace, tools=[dump_logs])
+    await agent.call("show me the logs", CTX)
+    [sent] = tool_messages(model.requests[1])
+    return sent
+
+
 async def test_by_default_a_result_over_a_tenth_of_a_small_window_is_written_out(
     tmp_path: Path,
 ) -> None:
     # 32k window: a tenth of its ~27k-token input limit is about 11,000 characters
-    model = ScriptedModel(
-        [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=20_000)]), "ok"],
-        context_window=32_000,
-    )
-    agent = HarnessAgent("ev", model, workspace=tmp_path, tools=[dump_logs])
-    await agent.call("show me the logs", CTX)
-    [sent] = tool_messages(model.requests[1])
+    sent = await sent_at_32k(tmp_path, 20_000)
     assert OFFLOAD_KEY in sent.metadata and len(sent.text) < 6_000
     assert ToolResultEvictionConfig().limit(32_000) == 12_800
     assert ToolResultEvictionConfig().limit(1_000_000) == 80_000
@@ -320,13 +326,7 @@ async def test_in_a_small_window_the_preview_shrinks_with_the_limit(tmp_path: Pa
     # 32k: an input limit of about 27-30k tokens (4,000 kept for output, 640 of margin, and the
     # estimator's calibration) makes the limit 11-12k characters, about 14 % of 80,000; each
     # preview is as much of 2,000
-    model = ScriptedModel(
-        [ScriptedResponse(tool_calls=[call("dump_logs", "c1", size=20_000)]), "ok"],
-        context_window=32_000,
-    )
-    agent = HarnessAgent("ev", model, workspace=tmp_path, tools=[dump_logs])
-    await agent.call("show me the logs", CTX)
-    [sent] = tool_messages(model.requests[1])
+    sent = await sent_at_32k(tmp_path, 20_000)
     full = text_of(20_000)
     [head] = re.findall(r"--- first (\d+) characters ---", sent.text)
     [tail] = re.findall(r"--- last (\d+) characters ---", sent.text)

@@ -59,6 +59,19 @@ def server(stores: dict[str, Any], worker: Worker, script: list[object]) -> Harn
     )
 
 
+def task_finished(agent: HarnessAgent) -> asyncio.Event:
+    """Set once a task of ``agent``'s sessions ended and ``agent`` saved that."""
+    finished = asyncio.Event()
+
+    def heard(news: TaskFinished) -> None:
+        finished.set()
+
+    subagents = agent.capability(Subagents)
+    assert subagents is not None
+    subagents.on_task_finished(heard)
+    return finished
+
+
 async def statuses(agent: HarnessAgent) -> list[str]:
     subagents = agent.capability(Subagents)
     assert subagents is not None
@@ -68,14 +81,7 @@ async def statuses(agent: HarnessAgent) -> list[str]:
 async def test_a_task_running_on_another_server_is_left_to_it(stores: dict[str, Any]) -> None:
     worker = Worker()
     a = server(stores, worker, [calls(spawn("writer", "write it", timeout_seconds=0)), "On it."])
-    finished = asyncio.Event()
-
-    def heard(news: TaskFinished) -> None:
-        finished.set()
-
-    subagents = a.capability(Subagents)
-    assert subagents is not None
-    subagents.on_task_finished(heard)
+    finished = task_finished(a)
     await a.call("write the report in the background", CTX)
     await worker.started.wait()  # server A's task runs, holding its sub-agent session's lease
 
@@ -106,14 +112,9 @@ async def test_a_task_whose_server_stopped_is_resumed_by_the_other(
 
     worker.release.set()
     b = server(stores, worker, ["Resuming it."])
-    finished = asyncio.Event()
-
-    def heard(news: TaskFinished) -> None:
-        finished.set()
-
+    finished = task_finished(b)
     subagents = b.capability(Subagents)
     assert subagents is not None
-    subagents.on_task_finished(heard)
     await b.call("how is it going?", CTX)
     [resumed] = await b.session_log(CTX, types=[RESUMED])
     [task] = await subagents.tasks(CTX)
