@@ -32,6 +32,7 @@ from harnessed.subagents.spawning import Spawning, approvals_of
 from harnessed.subagents.spec import SubagentSpec
 from harnessed.tools.base import ToolError
 from harnessed.turns.holders import holder_is_gone
+from harnessed.turns.notes import TurnNotes
 
 __all__ = ["Recovery"]
 
@@ -98,11 +99,11 @@ class Recovery(Spawning):
             child = self._child(spec, user_id, record.child_session)
         except ToolError:
             return False  # it cannot be built here: resuming says why
-        holder = getattr(getattr(child, "turn_gate", None), "holder", None)
-        if holder is None:
+        gate = getattr(child, "turn_gate", None)
+        if not isinstance(gate, TurnNotes):  # a gate that cannot say who holds a lease
             return False
         ctx = RuntimeContext(user_id, record.child_session)
-        lease = await holder(SessionRef.of(child.name, ctx).token)
+        lease = await gate.holder(SessionRef.of(child.name, ctx).token)
         return lease is not None and not holder_is_gone(lease.holder)
 
     async def _resume(
