@@ -79,6 +79,7 @@ def test_run_stops_at_max_requests_and_shows_what_it_cost(
     shown = capsys.readouterr().out
     assert "spent: 1 model request(s), 1,200 in (1,024 cached) / 20 out tokens, $0.0" in shown
     assert "cached" in shown
+    assert "provider's cache: read 1,024, wrote 0" in shown  # as the provider reported it
 
 
 @pytest.mark.parametrize("flag", ["--max-requests", "--max-cost", "--session-max-cost"])

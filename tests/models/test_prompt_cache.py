@@ -351,3 +351,36 @@ async def test_anthropic_the_memory_flush_before_a_summary_rides_on_the_cached_p
     assert fact in ledger.read_text()
     [end] = [e for e in events if isinstance(e, AgentEndEvent)]
     assert end.usage is not None and end.usage.requests == 5
+
+
+async def test_each_answers_cache_reads_and_writes_stay_in_the_log_and_inspect_shows_them(
+    http_server: LocalServer, tmp_path: Path
+) -> None:
+    from rich.console import Console
+
+    from harnessed.cli.inspect import inspect_session
+    from harnessed.models.base import USAGE_KEY
+    from harnessed.runtime import SessionRef
+
+    http_server.queue(
+        tool_reply("toolu_1", "Paris", cache_creation_input_tokens=700),
+        text_reply("done"),
+    )
+    agent = HarnessAgent(
+        "cache", claude(http_server), tools=[lookup], workspace=tmp_path, memory=False
+    )
+    ctx = RuntimeContext("u", "s")
+    await agent.call("Paris", ctx)
+    answers = [m for m in await agent.session_messages(ctx) if m.role == "assistant"]
+    assert answers[0].metadata[USAGE_KEY] == {
+        "input_tokens": 10 + 700,
+        "output_tokens": 5,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 700,
+    }
+    console = Console(record=True, width=120)
+    assert await inspect_session(agent.session_store, SessionRef("cache", "u", "s"), console) == 0
+    await agent.close()
+    shown = console.export_text()
+    assert "provider's cache: read 0, wrote 700" in shown  # the first request, as reported
+    assert "(700 written to cache)" in shown  # the session's spending

@@ -20,13 +20,14 @@ from rich.text import Text
 
 from harnessed.cli.config import DATA_DIR_HELP, WORKSPACE_HELP, ConfigError, data_location
 from harnessed.cli.recording import last_request_path
+from harnessed.cli.render import cache_note
 from harnessed.context.manifest import ContextManifest
 from harnessed.context.meter import Meter
 from harnessed.cost.ledger import session_spending
 from harnessed.log.record import RecordType, SessionRecord
 from harnessed.log.store import SessionLogStore
 from harnessed.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from harnessed.models.base import ToolSchema
+from harnessed.models.base import USAGE_KEY, ToolSchema, Usage
 from harnessed.runtime import SessionRef
 from harnessed.stores.local.jsonl import JsonlSessionLogStore
 from harnessed.tokens import default_estimator
@@ -231,9 +232,11 @@ async def inspect_session(
         return 1
     width = max(10, min(40, console.width - 40))
     _print_header(console, key, len(pairs))
+    reported = await _reported_usage(store, key, pairs[0][0].seq)
     notes: list[str] = []
     for record, manifest in pairs:
-        row, parts = _request_lines(record.seq, manifest, width)
+        usage = reported.get(str(record.payload.get("model_call_id")))
+        row, parts = _request_lines(record.seq, manifest, width, usage)
         console.print(row, no_wrap=True, overflow="ignore")
         console.print(parts)
         if manifest.transforms:
@@ -261,9 +264,26 @@ def _print_header(console: Console, key: SessionRef, requests: int) -> None:
     console.print(Text("  seq status          used/limit     %  budget", style="bold"))
 
 
-def _request_lines(seq: int, manifest: ContextManifest, width: int) -> tuple[Text, Text]:
+async def _reported_usage(store: SessionLogStore, key: SessionRef, after: int) -> dict[str, Usage]:
+    """The usage providers reported for the answers logged after ``after``, by model call."""
+    found: dict[str, Usage] = {}
+    for record in await store.read(key, after_seq=after, types=[RecordType.MESSAGE]):
+        message = record.message
+        if message is None or message.role != "assistant":
+            continue
+        usage = Usage.from_dict(message.metadata.get(USAGE_KEY))
+        call_id = message.metadata.get("model_call_id")
+        if usage is not None and isinstance(call_id, str):
+            found[call_id] = usage
+    return found
+
+
+def _request_lines(
+    seq: int, manifest: ContextManifest, width: int, usage: Usage | None = None
+) -> tuple[Text, Text]:
     """A request's two lines: status, tokens used of the limit and the bar; each part's
-    tokens."""
+    tokens, the estimated cacheable prefix and the cache reads and writes the provider
+    reported."""
     status = manifest.validation
     row = Text(f"{seq:>5} ", style="dim")
     label: str = "ok" if status == "passed" else status
@@ -282,6 +302,9 @@ def _request_lines(seq: int, manifest: ContextManifest, width: int) -> tuple[Tex
         parts.append(f"{label_} ", style="dim").append(_k(tokens), style=style).append(" ")
     if counted and manifest.purpose == "reasoning":
         parts.append("cached ", style="dim").append(_k(manifest.cached_prefix_tokens))
+    if usage is not None and (usage.cache_read_tokens or usage.cache_write_tokens):
+        parts.append("\n" + " " * 15 + "provider's cache: ", style="dim")
+        parts.append(f"read {_k(usage.cache_read_tokens)}, wrote {_k(usage.cache_write_tokens)}")
     return row, parts
 
 
@@ -304,7 +327,7 @@ async def _print_spending(store: SessionLogStore, key: SessionRef, console: Cons
     """What the session's model requests spent, if it made any."""
     spent = await session_spending(store, key)
     if spent.requests:
-        cached = f" ({spent.cache_read_tokens:,} cached)" if spent.cache_read_tokens else ""
+        cached = cache_note(spent.cache_read_tokens, spent.cache_write_tokens, " ({})")
         console.print(
             f"[dim]spent: {spent.requests} model request(s), {spent.input_tokens:,} in{cached} "
             f"/ {spent.output_tokens:,} out tokens, {escape(spent.describe_cost())}[/]",

@@ -426,6 +426,13 @@ def _data(data: Any) -> str:
     return escape(_short(json.dumps(data, ensure_ascii=False, default=str), 200))
 
 
+def cache_note(read: int, written: int, frame: str) -> str:
+    """``frame`` around what the provider's prompt cache served and stored ("" for none)."""
+    said = [f"{read:,} cached"] if read else []
+    said += [f"{written:,} written to cache"] if written else []
+    return frame.format(", ".join(said)) if said else ""
+
+
 def footer(event: AgentEndEvent, counted: Any) -> str:
     """The line under a finished call: status, requests, tokens (cached ones), cost."""
     usage = event.usage
@@ -433,7 +440,7 @@ def footer(event: AgentEndEvent, counted: Any) -> str:
         # no usage reported (by an older end event, or by the server): the renderer's count,
         # marked as an estimate where it is one
         return f"{event.status} · {event.iterations} model request(s) · {counted._tokens()}"
-    cached = f", {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else ""
+    cached = cache_note(usage.cache_read_tokens, usage.cache_write_tokens, ", {}")
     return (
         f"{event.status} · {usage.requests} model request(s) · {usage.input_tokens:,} in"
         f"{cached} / {usage.output_tokens:,} out tokens · {usage.describe_cost()}"

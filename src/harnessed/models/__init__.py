@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from harnessed._internal.lazy import lazy_exports
 from harnessed.models.base import (
+    USAGE_KEY,
     Model,
     ModelEvent,
     ModelRequest,
@@ -50,6 +51,7 @@ __all__ = [
     "ThinkingDelta",
     "ToolCallReady",
     "ToolSchema",
+    "USAGE_KEY",
     "Usage",
     "collect",
     "resolve_model",

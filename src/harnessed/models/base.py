@@ -27,6 +27,7 @@ __all__ = [
     "ThinkingDelta",
     "ToolCallReady",
     "ToolSchema",
+    "USAGE_KEY",
     "Usage",
     "collect",
     "structured_output_of",
@@ -127,6 +128,25 @@ class Usage:
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @classmethod
+    def from_dict(cls, data: object) -> Usage | None:
+        """Usage from ``dataclasses.asdict`` data (an answer's ``metadata[USAGE_KEY]``);
+        ``None`` for anything else."""
+        if not isinstance(data, Mapping):
+            return None
+        counts: dict[str, int] = {}
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            value = data.get(name, 0)
+            if isinstance(value, bool) or not isinstance(value, int):
+                return None
+            counts[name] = value
+        return cls(**counts)
+
+
+USAGE_KEY = "usage"
+"""Metadata key of an assistant message: the usage its provider reported for the request that
+produced it (kept in the session log with the message)."""
 
 
 @dataclass(frozen=True, slots=True)

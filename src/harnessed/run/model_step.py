@@ -24,6 +24,7 @@ from harnessed.events import (
 )
 from harnessed.messages import ContentBlock, Msg, TextBlock, ToolUseBlock, new_id
 from harnessed.models.base import (
+    USAGE_KEY,
     ModelEvent,
     ModelRequest,
     ModelResponse,
@@ -198,9 +199,10 @@ class ModelSteps(RunBase):
         response = model_call.response
         assert response is not None
         message = response.message
-        message = message.replace(
-            metadata={**message.metadata, "model_call_id": model_call_id, "model": agent.model.name}
-        )
+        metadata = {**message.metadata, "model_call_id": model_call_id, "model": agent.model.name}
+        if response.usage is not None:  # kept in the log with the answer (``inspect`` shows it)
+            metadata[USAGE_KEY] = dataclasses.asdict(response.usage)
+        message = message.replace(metadata=metadata)
         response = ModelResponse(
             message=message,
             usage=response.usage,
